@@ -1,0 +1,36 @@
+# The two set-up commands (README):
+#   make perf   build, then AllReduce over 4 local ranks, 8 B..64 MB, with correctness check
+#   make test   build, then every ctest test (CI runs all labels but gpu)
+# Others: make asan (ASan+UBSan build of the host tests), make tsan, make format, make clean.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all build perf test asan tsan format clean deps
+
+all: build
+
+deps:
+	@./.ci/install-deps
+
+build:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+perf: build
+	$(BUILD)/bin/baton-run -n 4 $(BUILD)/bin/baton-perf allreduce -b 8 -e 64M -f 2 -c 1
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu
+
+asan:
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DBATON_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
+
+tsan:
+	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DBATON_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug"
+
+format:
+	clang-format -i --style=file $$(git ls-files 'src/*.[ch]' 'include/*.h' 'tools/*.c' 'tests/*.[ch]')
+
+clean:
+	rm -rf build build-asan build-tsan

@@ -1,0 +1,43 @@
+/*
+ * Baton extensions to the NCCL interface. Everything here is Baton's own; a program that
+ * uses it runs only on Baton's libnccl.so.2 (look the symbols up with dlsym to stay portable).
+ */
+#ifndef BATON_H_
+#define BATON_H_
+
+#include <stdio.h>
+
+#include "nccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * The library's identity, e.g. "Baton 0.1.0, NCCL 2.28.9 interface". Use it to check which
+ * libnccl.so.2 a process actually loaded. The string is static: do not free it.
+ */
+const char *batonVersionString(void);
+
+/*
+ * Create one rank of an nranks communicator whose buffers are in host memory: collectives
+ * on it take host pointers, ignore the stream argument and complete before they return (or,
+ * inside a group, before ncclGroupEnd returns). No GPU is needed. Otherwise it behaves as
+ * ncclCommInitRank: collective over the ranks holding commId, rank in [0, nranks).
+ */
+ncclResult_t batonCommInitRankHost(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
+
+/* 1 when comm is a host-memory communicator, 0 otherwise (and for NULL). */
+int batonCommIsHost(ncclComm_t comm);
+
+/*
+ * Print every Baton parameter to out: its environment name, current value, default and a
+ * one-line description.
+ */
+void batonParamsPrint(FILE *out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BATON_H_ */

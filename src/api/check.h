@@ -1,0 +1,37 @@
+/*
+ * Argument checks shared by the entry points. Each failing check logs a WARN naming the
+ * function, the argument and its value, and returns ncclInvalidArgument before anything
+ * is enqueued.
+ */
+#ifndef BT_API_CHECK_H
+#define BT_API_CHECK_H
+
+#include "core/comm.h"
+#include "nccl.h"
+
+#define BT_API_CHECK_COMM(comm, fn)                                                                \
+    do {                                                                                           \
+        if (!(comm)) {                                                                             \
+            BT_WARN("%s: comm is NULL", (fn));                                                     \
+            return ncclInvalidArgument;                                                            \
+        }                                                                                          \
+        if (!bt_comm_is_live((const struct bt_comm *)(comm))) {                                    \
+            BT_WARN("%s: comm %p is not a live communicator (destroyed or aborted?)", (fn),        \
+                    (const void *)(comm));                                                         \
+            return ncclInvalidArgument;                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define BT_API_CHECK_PTR(ptr, fn, name)                                                            \
+    do {                                                                                           \
+        if (!(ptr)) {                                                                              \
+            BT_WARN("%s: %s is NULL", (fn), (name));                                               \
+            return ncclInvalidArgument;                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* Validate and copy a user ncclConfig_t (NULL: defaults) per the 2.28 rules. */
+bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_config *out,
+                                const char *fn);
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * Entry points of the NCCL 2.28 interface that Baton does not implement yet: the device API
+ * (device communicators, teams, barrier and all-to-all requirement builders), memory windows,
+ * and the fault-tolerance calls ncclCommShrink and ncclCommRevoke.
+ *
+ * They are exported anyway because clients link against every symbol of libnccl.so.2 (a
+ * missing one makes `import torch` fail). Each one logs a WARN, which ncclGetLastError then
+ * reports, and fails with ncclInvalidUsage without touching its output arguments. Functions
+ * whose return type is not ncclResult_t return a neutral value, stated at each.
+ */
+#include "nccl.h"
+
+#include "api/api.h"
+#include "util/log.h"
+
+#define BT_UNSUPPORTED() BT_WARN("%s is not supported by Baton yet", __func__)
+
+BT_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                   ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
+                                           ncclWindow_t *win, int winFlags)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
+                                      ncclDevComm_t *outDevComm)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const *devComm)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+/* Returns the empty team {nRanks 0, rank 0, stride 0}: no rank is a member of it. */
+BT_API ncclTeam_t ncclTeamWorld(ncclComm_t comm)
+{
+    ncclTeam_t none = {0, 0, 0};
+
+    BT_UNSUPPORTED();
+    return none;
+}
+
+/* Returns the empty team, as ncclTeamWorld. */
+BT_API ncclTeam_t ncclTeamLsa(ncclComm_t comm)
+{
+    ncclTeam_t none = {0, 0, 0};
+
+    BT_UNSUPPORTED();
+    return none;
+}
+
+/* Returns the empty team, as ncclTeamWorld. */
+BT_API ncclTeam_t ncclTeamRail(ncclComm_t comm)
+{
+    ncclTeam_t none = {0, 0, 0};
+
+    BT_UNSUPPORTED();
+    return none;
+}
+
+/* Returns -1, which is no rank. */
+BT_API int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank)
+{
+    BT_UNSUPPORTED();
+    return -1;
+}
+
+/* Returns -1, which is no rank. */
+BT_API int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank)
+{
+    BT_UNSUPPORTED();
+    return -1;
+}
+
+BT_API ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers,
+                                                    ncclLsaBarrierHandle_t *outHandle,
+                                                    ncclDevResourceRequirements_t *outReq)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
+                                                    ncclGinBarrierHandle_t *outHandle,
+                                                    ncclDevResourceRequirements_t *outReq)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+/* Returns 0 slots: a requirement built from it asks for no buffer. */
+BT_API int ncclLLA2ACalcSlots(int maxElts, int maxEltSize)
+{
+    BT_UNSUPPORTED();
+    return 0;
+}
+
+BT_API ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots,
+                                               ncclLLA2AHandle_t *outHandle,
+                                               ncclDevResourceRequirements_t *outReq)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}

@@ -1,0 +1,548 @@
+/*
+ * Bootstrap, rank side: unique ids, init (register with the root, get the address table,
+ * connect the ring), ring allgather/barrier, and point-to-point messages. The root thread
+ * is in root.c; the wire formats are in wire.h.
+ */
+#include "bootstrap/bootstrap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "bootstrap/unique_id.h"
+#include "bootstrap/wire.h"
+#include "util/param.h"
+#include "util/time.h"
+
+/* A message that arrived before the recv that wants it. FIFO per (peer, tag). */
+struct bt_bs_msg {
+    struct bt_bs_msg *next;
+    int peer;
+    int tag;
+    size_t size;
+    void *data;
+};
+
+struct bt_bootstrap {
+    uint64_t magic;
+    int rank;
+    int nranks;
+    volatile int *abort_flag; /* the caller's (may be NULL) */
+    volatile int aborted;     /* bt_bootstrap_abort */
+    int listen_fd;
+    int ring_send_fd;         /* to rank+1 */
+    int ring_recv_fd;         /* from rank-1 */
+    union bt_sockaddr *peers; /* listen address of every rank */
+    struct bt_bs_msg *unexp_head, *unexp_tail;
+};
+
+static struct bt_socket_wait bs_wait(struct bt_bootstrap *bs, uint64_t deadline)
+{
+    struct bt_socket_wait w = {.deadline = deadline, .abort_flags = {bs->abort_flag, &bs->aborted}};
+    return w;
+}
+
+static int bs_aborted(struct bt_bootstrap *bs)
+{
+    struct bt_socket_wait w = bs_wait(bs, UINT64_MAX);
+    return bt_socket_wait_aborted(&w);
+}
+
+static bt_status_t random_u64(uint64_t *v_p)
+{
+    uint64_t v = 0;
+    ssize_t n = getrandom(&v, sizeof(v), 0);
+    if (n != (ssize_t)sizeof(v)) {
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            BT_WARN("getrandom and open(/dev/urandom) failed: %s", strerror(errno));
+            return BT_ERR_SYSTEM;
+        }
+        n = read(fd, &v, sizeof(v));
+        close(fd);
+        if (n != (ssize_t)sizeof(v)) {
+            BT_WARN("read of 8 bytes from /dev/urandom failed: %s",
+                    n < 0 ? strerror(errno) : "short read");
+            return BT_ERR_SYSTEM;
+        }
+    }
+    *v_p = v;
+    return BT_OK;
+}
+
+bt_status_t bt_bootstrap_unique_id(void *id_p)
+{
+    union bt_sockaddr addr;
+    char ifname[64];
+    uint64_t magic;
+    int fd = -1;
+    bt_status_t st;
+
+    /* As NCCL: with COMM_ID the id only names that address; rank 0's init starts the root. */
+    if (bt_param_str_comm_id())
+        return bt_bootstrap_unique_id_from_env(-1, id_p);
+    BT_CHECK(bt_socket_find_interface(&addr, ifname, sizeof(ifname)));
+    BT_CHECK(random_u64(&magic));
+    BT_CHECK(bt_socket_listen(&addr, &fd, &addr));
+    st = bt_bootstrap_id_pack(magic, &addr, id_p);
+    if (st != BT_OK)
+        goto err_close;
+    st = bt_bootstrap_root_start(magic, fd); /* the root owns fd, even on failure */
+    if (st != BT_OK)
+        return st;
+    char s[BT_SOCKADDR_STRLEN];
+    BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap root listening on %s (%s) magic 0x%llx",
+            bt_socket_addr_to_str(&addr, s, sizeof(s)), ifname, (unsigned long long)magic);
+    return BT_OK;
+
+err_close:
+    close(fd);
+    return st;
+}
+
+/*
+ * With COMM_ID no id travels between ranks, so every rank derives the same magic from the
+ * string itself (FNV-1a 64). Two jobs that use the same COMM_ID at once are not told apart.
+ */
+static uint64_t comm_id_magic(const char *s)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+bt_status_t bt_bootstrap_unique_id_from_env(int rank, void *id_p)
+{
+    union bt_sockaddr addr;
+    const char *env = bt_param_str_comm_id();
+    if (env == NULL)
+        return BT_ERR_INVALID_USAGE;
+    BT_CHECK(bt_socket_addr_parse(env, &addr));
+    uint64_t magic = comm_id_magic(env);
+    BT_CHECK(bt_bootstrap_id_pack(magic, &addr, id_p));
+    if (rank == 0) {
+        int fd = -1;
+        BT_CHECK(bt_socket_listen(&addr, &fd, NULL));
+        BT_CHECK(bt_bootstrap_root_start(magic, fd)); /* the root owns fd */
+        BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap root listening on COMM_ID %s", env);
+    }
+    return BT_OK;
+}
+
+void bt_bootstrap_root_wait(const void *id)
+{
+    uint64_t magic;
+    union bt_sockaddr addr;
+    if (bt_bootstrap_id_unpack(id, &magic, &addr) == BT_OK)
+        bt_bootstrap_root_join(magic);
+}
+
+static void bs_queue_push(struct bt_bootstrap *bs, struct bt_bs_msg *m)
+{
+    m->next = NULL;
+    if (bs->unexp_tail)
+        bs->unexp_tail->next = m;
+    else
+        bs->unexp_head = m;
+    bs->unexp_tail = m;
+}
+
+/* Remove and return the oldest queued message of (peer, tag), or NULL. */
+static struct bt_bs_msg *bs_queue_take(struct bt_bootstrap *bs, int peer, int tag)
+{
+    struct bt_bs_msg *prev = NULL;
+    for (struct bt_bs_msg *m = bs->unexp_head; m; prev = m, m = m->next) {
+        if (m->peer != peer || m->tag != tag)
+            continue;
+        if (prev)
+            prev->next = m->next;
+        else
+            bs->unexp_head = m->next;
+        if (bs->unexp_tail == m)
+            bs->unexp_tail = prev;
+        return m;
+    }
+    return NULL;
+}
+
+/*
+ * Accept one connection on our listen socket and deal with it: a P2P message is read and
+ * queued; the RING link from rank-1 goes to bs->ring_recv_fd (when want_ring); anything
+ * else is dropped. Only a failure to accept, an abort, or a broken P2P payload from a
+ * valid sender is an error. Waiting until `deadline` is the caller's to report.
+ */
+static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int want_ring)
+{
+    struct bt_socket_wait w = bs_wait(bs, deadline);
+    union bt_sockaddr from;
+    char s[BT_SOCKADDR_STRLEN];
+    struct bt_bs_peer_hdr h;
+    struct bt_bs_msg *m = NULL;
+    int fd = -1;
+    bt_status_t st;
+
+    BT_CHECK(bt_socket_accept(bs->listen_fd, &w, &fd, &from));
+    bt_socket_addr_to_str(&from, s, sizeof(s));
+    /* A header is due at once; a stranger that stalls is dropped after a few seconds. */
+    uint64_t hdl = bt_time_ns() + BT_BS_HELLO_TIMEOUT_S * 1000000000ull;
+    struct bt_socket_wait hw = bs_wait(bs, hdl < deadline ? hdl : deadline);
+    st = bt_socket_recv_all(fd, &h, sizeof(h), &hw);
+    if (st != BT_OK) {
+        if (bs_aborted(bs))
+            goto err_close;
+        BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap: dropping connection from %s: no header",
+                s);
+        goto drop;
+    }
+    if (h.magic != bs->magic || h.rank < 0 || h.rank >= bs->nranks) {
+        BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP,
+                "Bootstrap: dropping connection from %s: magic 0x%llx rank %d", s,
+                (unsigned long long)h.magic, (int)h.rank);
+        goto drop;
+    }
+    if (h.kind == BT_BS_KIND_RING) {
+        int prev = (bs->rank - 1 + bs->nranks) % bs->nranks;
+        if (!want_ring || h.rank != prev || bs->ring_recv_fd >= 0) {
+            BT_WARN("Bootstrap: rank %d dropping an unexpected ring link from rank %d (%s)",
+                    bs->rank, (int)h.rank, s);
+            goto drop;
+        }
+        bs->ring_recv_fd = fd;
+        return BT_OK;
+    }
+    if (h.kind != BT_BS_KIND_P2P || h.size > BT_BS_MAX_MSG_BYTES) {
+        BT_WARN("Bootstrap: rank %d dropping a message from rank %d (%s): kind 0x%x size %llu",
+                bs->rank, (int)h.rank, s, (unsigned)h.kind, (unsigned long long)h.size);
+        goto drop;
+    }
+    m = calloc(1, sizeof(*m));
+    if (m == NULL || (h.size > 0 && (m->data = malloc(h.size)) == NULL)) {
+        BT_WARN("Bootstrap: rank %d out of memory for a %llu-byte message from rank %d", bs->rank,
+                (unsigned long long)h.size, (int)h.rank);
+        st = BT_ERR_SYSTEM;
+        goto err_free;
+    }
+    m->peer = h.rank;
+    m->tag = h.tag;
+    m->size = h.size;
+    st = bt_socket_recv_all(fd, m->data, m->size, &w);
+    if (st != BT_OK) {
+        BT_WARN("Bootstrap: rank %d lost a %zu-byte message (tag %d) from rank %d (%s)", bs->rank,
+                m->size, m->tag, m->peer, s);
+        goto err_free;
+    }
+    bt_socket_close(&fd);
+    bs_queue_push(bs, m);
+    return BT_OK;
+
+drop:
+    bt_socket_close(&fd);
+    return BT_OK;
+err_free:
+    if (m)
+        free(m->data);
+    free(m);
+err_close:
+    bt_socket_close(&fd);
+    return st;
+}
+
+/* Register with the root and receive the address table into bs->peers. */
+static bt_status_t bs_rendezvous(struct bt_bootstrap *bs, const union bt_sockaddr *root,
+                                 const union bt_sockaddr *me)
+{
+    struct bt_socket_wait w = bs_wait(bs, bt_deadline_from_now());
+    struct bt_bs_root_hello h;
+    char s[BT_SOCKADDR_STRLEN];
+    uint64_t magic = 0;
+    int fd = -1;
+    bt_status_t st;
+
+    bt_socket_addr_to_str(root, s, sizeof(s));
+    memset(&h, 0, sizeof(h));
+    h.magic = bs->magic;
+    h.kind = BT_BS_KIND_ROOT;
+    h.rank = bs->rank;
+    h.nranks = bs->nranks;
+    h.addr = *me;
+    st = bt_socket_connect(root, &w, &fd);
+    if (st != BT_OK) {
+        BT_WARN("Bootstrap: rank %d could not reach the root at %s", bs->rank, s);
+        return st;
+    }
+    BT_CHECK_GOTO(bt_socket_send_all(fd, &h, sizeof(h), &w), st, err_close);
+    st = bt_socket_recv_all(fd, &magic, sizeof(magic), &w);
+    if (st == BT_OK)
+        st = bt_socket_recv_all(fd, bs->peers, sizeof(union bt_sockaddr) * (size_t)bs->nranks, &w);
+    if (st != BT_OK) {
+        BT_WARN("Bootstrap: rank %d got no address table from the root at %s (waiting for all "
+                "%d ranks to arrive)",
+                bs->rank, s, bs->nranks);
+        goto err_close;
+    }
+    if (magic != bs->magic) {
+        BT_WARN("Bootstrap: rank %d: the root at %s answered with magic 0x%llx, not 0x%llx",
+                bs->rank, s, (unsigned long long)magic, (unsigned long long)bs->magic);
+        st = BT_ERR_REMOTE;
+        goto err_close;
+    }
+    for (int r = 0; r < bs->nranks; r++) {
+        if (!bt_socket_addr_valid(&bs->peers[r])) {
+            BT_WARN("Bootstrap: rank %d: the root sent an invalid address for rank %d", bs->rank,
+                    r);
+            st = BT_ERR_REMOTE;
+            goto err_close;
+        }
+    }
+    bt_socket_close(&fd);
+    return BT_OK;
+
+err_close:
+    bt_socket_close(&fd);
+    return st;
+}
+
+/* Connect to rank+1 and accept from rank-1 (queueing any early P2P messages). */
+static bt_status_t bs_ring_connect(struct bt_bootstrap *bs)
+{
+    uint64_t deadline = bt_deadline_from_now();
+    struct bt_socket_wait w = bs_wait(bs, deadline);
+    int next = (bs->rank + 1) % bs->nranks, prev = (bs->rank - 1 + bs->nranks) % bs->nranks;
+    struct bt_bs_peer_hdr h;
+    char s[BT_SOCKADDR_STRLEN];
+
+    bt_socket_addr_to_str(&bs->peers[next], s, sizeof(s));
+    if (bt_socket_connect(&bs->peers[next], &w, &bs->ring_send_fd) != BT_OK) {
+        BT_WARN("Bootstrap: rank %d could not connect the ring to rank %d at %s", bs->rank, next,
+                s);
+        return BT_ERR_REMOTE;
+    }
+    memset(&h, 0, sizeof(h));
+    h.magic = bs->magic;
+    h.kind = BT_BS_KIND_RING;
+    h.rank = bs->rank;
+    if (bt_socket_send_all(bs->ring_send_fd, &h, sizeof(h), &w) != BT_OK) {
+        BT_WARN("Bootstrap: rank %d could not send the ring header to rank %d at %s", bs->rank,
+                next, s);
+        return BT_ERR_REMOTE;
+    }
+    while (bs->ring_recv_fd < 0) {
+        if (bs_accept_one(bs, deadline, 1) != BT_OK) {
+            BT_WARN("Bootstrap: rank %d: no ring link from rank %d at %s", bs->rank, prev,
+                    bt_socket_addr_to_str(&bs->peers[prev], s, sizeof(s)));
+            return BT_ERR_REMOTE;
+        }
+    }
+    return BT_OK;
+}
+
+bt_status_t bt_bootstrap_init(const void *id, int rank, int nranks, volatile int *abort_flag,
+                              struct bt_bootstrap **bs_p)
+{
+    struct bt_bootstrap *bs = NULL;
+    union bt_sockaddr root, me;
+    char ifname[64];
+    uint64_t magic;
+    bt_status_t st;
+
+    if (nranks <= 0 || nranks > BT_BS_MAX_NRANKS || rank < 0 || rank >= nranks) {
+        BT_WARN("Bootstrap: invalid rank %d / nranks %d", rank, nranks);
+        return BT_ERR_INVALID_ARG;
+    }
+    BT_CHECK(bt_bootstrap_id_unpack(id, &magic, &root));
+    bs = calloc(1, sizeof(*bs));
+    if (bs == NULL) {
+        BT_WARN("Bootstrap: out of memory");
+        return BT_ERR_SYSTEM;
+    }
+    bs->magic = magic;
+    bs->rank = rank;
+    bs->nranks = nranks;
+    bs->abort_flag = abort_flag;
+    bs->listen_fd = bs->ring_send_fd = bs->ring_recv_fd = -1;
+    bs->peers = calloc((size_t)nranks, sizeof(union bt_sockaddr));
+    if (bs->peers == NULL) {
+        BT_WARN("Bootstrap: out of memory for %d addresses", nranks);
+        st = BT_ERR_SYSTEM;
+        goto err_destroy;
+    }
+    BT_CHECK_GOTO(bt_socket_find_interface(&me, ifname, sizeof(ifname)), st, err_destroy);
+    BT_CHECK_GOTO(bt_socket_listen(&me, &bs->listen_fd, &me), st, err_destroy);
+    BT_CHECK_GOTO(bs_rendezvous(bs, &root, &me), st, err_destroy);
+    /* The root (if it is ours) is done once every rank has its table: reap its thread. */
+    bt_bootstrap_root_join(magic);
+    if (nranks > 1)
+        BT_CHECK_GOTO(bs_ring_connect(bs), st, err_destroy);
+
+    char s[BT_SOCKADDR_STRLEN];
+    BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap: rank %d/%d listening on %s (%s)", rank,
+            nranks, bt_socket_addr_to_str(&me, s, sizeof(s)), ifname);
+    *bs_p = bs;
+    return BT_OK;
+
+err_destroy:
+    bt_bootstrap_destroy(bs); /* accepts a half-built bootstrap */
+    return st;
+}
+
+/*
+ * Ring AllGather, n ranks, slot k = rank k's contribution.
+ *   step s (0..n-2): send slot (rank-s) to rank+1 while receiving slot (rank-s-1) from rank-1
+ * Both directions progress together, so full socket buffers cannot deadlock the ring.
+ */
+bt_status_t bt_bootstrap_allgather(struct bt_bootstrap *bs, void *buf, size_t bytes)
+{
+    int n = bs->nranks;
+    struct bt_socket_wait w = bs_wait(bs, bt_deadline_from_now());
+    char *b = buf;
+    for (int step = 0; step < n - 1; step++) {
+        int sslot = (bs->rank - step + n) % n;
+        int rslot = (bs->rank - step - 1 + n) % n;
+        bt_status_t st = bt_socket_exchange(bs->ring_send_fd, b + (size_t)sslot * bytes, bytes,
+                                            bs->ring_recv_fd, b + (size_t)rslot * bytes, bytes, &w);
+        if (st != BT_OK) {
+            if (bs_aborted(bs))
+                BT_INFO(BT_LOG_BOOTSTRAP, "Bootstrap: rank %d allgather aborted", bs->rank);
+            else
+                BT_WARN("Bootstrap: rank %d allgather step %d/%d failed (send to rank %d, "
+                        "receive from rank %d)",
+                        bs->rank, step, n - 1, (bs->rank + 1) % n, (bs->rank - 1 + n) % n);
+            return BT_ERR_REMOTE;
+        }
+    }
+    return BT_OK;
+}
+
+bt_status_t bt_bootstrap_barrier(struct bt_bootstrap *bs)
+{
+    char *tmp = calloc((size_t)bs->nranks, 1);
+    if (tmp == NULL) {
+        BT_WARN("Bootstrap: out of memory for a %d-rank barrier", bs->nranks);
+        return BT_ERR_SYSTEM;
+    }
+    bt_status_t st = bt_bootstrap_allgather(bs, tmp, 1);
+    free(tmp);
+    return st;
+}
+
+bt_status_t bt_bootstrap_send(struct bt_bootstrap *bs, int peer, int tag, const void *data,
+                              size_t size)
+{
+    if (peer < 0 || peer >= bs->nranks) {
+        BT_WARN("Bootstrap: send to invalid peer %d (nranks %d)", peer, bs->nranks);
+        return BT_ERR_INVALID_ARG;
+    }
+    if (peer == bs->rank) {
+        /* To ourselves: straight into the queue, as if it had come over a socket. */
+        struct bt_bs_msg *m = calloc(1, sizeof(*m));
+        if (m == NULL || (size > 0 && (m->data = malloc(size)) == NULL)) {
+            BT_WARN("Bootstrap: rank %d out of memory for a %zu-byte message to itself", bs->rank,
+                    size);
+            free(m);
+            return BT_ERR_SYSTEM;
+        }
+        m->peer = peer;
+        m->tag = tag;
+        m->size = size;
+        if (size > 0)
+            memcpy(m->data, data, size);
+        bs_queue_push(bs, m);
+        return BT_OK;
+    }
+
+    struct bt_socket_wait w = bs_wait(bs, bt_deadline_from_now());
+    struct bt_bs_peer_hdr h;
+    char s[BT_SOCKADDR_STRLEN];
+    int fd = -1;
+    bt_status_t st;
+
+    bt_socket_addr_to_str(&bs->peers[peer], s, sizeof(s));
+    memset(&h, 0, sizeof(h));
+    h.magic = bs->magic;
+    h.kind = BT_BS_KIND_P2P;
+    h.rank = bs->rank;
+    h.tag = tag;
+    h.size = size;
+    st = bt_socket_connect(&bs->peers[peer], &w, &fd);
+    if (st == BT_OK) {
+        st = bt_socket_send_all(fd, &h, sizeof(h), &w);
+        if (st == BT_OK)
+            st = bt_socket_send_all(fd, data, size, &w);
+        bt_socket_close(&fd);
+    }
+    if (st != BT_OK) {
+        if (!bs_aborted(bs))
+            BT_WARN("Bootstrap: rank %d could not send %zu bytes (tag %d) to rank %d at %s",
+                    bs->rank, size, tag, peer, s);
+        return st == BT_ERR_SYSTEM ? st : BT_ERR_REMOTE;
+    }
+    return BT_OK;
+}
+
+bt_status_t bt_bootstrap_recv(struct bt_bootstrap *bs, int peer, int tag, void *data, size_t size)
+{
+    if (peer < 0 || peer >= bs->nranks) {
+        BT_WARN("Bootstrap: recv from invalid peer %d (nranks %d)", peer, bs->nranks);
+        return BT_ERR_INVALID_ARG;
+    }
+    uint64_t deadline = bt_deadline_from_now();
+    struct bt_bs_msg *m;
+    while ((m = bs_queue_take(bs, peer, tag)) == NULL) {
+        bt_status_t st = bs_accept_one(bs, deadline, 0);
+        if (st != BT_OK) {
+            if (bs_aborted(bs))
+                BT_INFO(BT_LOG_BOOTSTRAP, "Bootstrap: rank %d recv from rank %d aborted", bs->rank,
+                        peer);
+            else
+                BT_WARN("Bootstrap: rank %d gave up waiting for a message (tag %d) from rank "
+                        "%d",
+                        bs->rank, tag, peer);
+            return st == BT_ERR_SYSTEM ? st : BT_ERR_REMOTE;
+        }
+    }
+    bt_status_t st = BT_OK;
+    if (m->size != size) {
+        BT_WARN("Bootstrap: rank %d expected %zu bytes from rank %d (tag %d) and got %zu", bs->rank,
+                size, peer, tag, m->size);
+        st = BT_ERR_INTERNAL;
+    } else if (size > 0) {
+        memcpy(data, m->data, size);
+    }
+    free(m->data);
+    free(m);
+    return st;
+}
+
+void bt_bootstrap_abort(struct bt_bootstrap *bs)
+{
+    if (bs)
+        __atomic_store_n(&bs->aborted, 1, __ATOMIC_RELEASE);
+}
+
+void bt_bootstrap_destroy(struct bt_bootstrap *bs)
+{
+    if (bs == NULL)
+        return;
+    bt_socket_close(&bs->ring_send_fd);
+    bt_socket_close(&bs->ring_recv_fd);
+    bt_socket_close(&bs->listen_fd);
+    int left = 0;
+    while (bs->unexp_head) {
+        struct bt_bs_msg *m = bs->unexp_head;
+        bs->unexp_head = m->next;
+        left++;
+        free(m->data);
+        free(m);
+    }
+    if (left)
+        BT_INFO(BT_LOG_BOOTSTRAP, "Bootstrap: rank %d destroyed with %d unreceived messages",
+                bs->rank, left);
+    free(bs->peers);
+    free(bs);
+}

@@ -1,0 +1,61 @@
+/*
+ * Dispatch from a work to its schedule. Tree works carry the phase in `algo`:
+ * BT_ALGO_TREE for the up half (the whole work at the root), BT_ALGO_TREE_DOWN for the
+ * down half.
+ */
+#ifndef BT_COLL_ALGO_H
+#define BT_COLL_ALGO_H
+
+#include "coll/p2p.h"
+#include "coll/ring.h"
+#include "coll/tree.h"
+#include "coll/work.h"
+
+#define BT_ALGO_TREE_DOWN 2
+
+static inline uint64_t bt_algo_nsteps(const struct bt_work *w)
+{
+    switch (w->coll) {
+    case BT_COLL_ALLREDUCE:
+        return w->algo == BT_ALGO_RING ? bt_ring_allreduce_nsteps(w) : bt_tree_allreduce_nsteps(w);
+    case BT_COLL_ALLGATHER:
+        return bt_ring_allgather_nsteps(w);
+    case BT_COLL_REDUCESCATTER:
+        return bt_ring_reducescatter_nsteps(w);
+    case BT_COLL_BROADCAST:
+        return bt_ring_broadcast_nsteps(w);
+    case BT_COLL_REDUCE:
+        return bt_ring_reduce_nsteps(w);
+    default:
+        return bt_p2p_nsteps(w);
+    }
+}
+
+static inline void bt_algo_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
+{
+    switch (w->coll) {
+    case BT_COLL_ALLREDUCE:
+        if (w->algo == BT_ALGO_RING)
+            bt_ring_allreduce_prim(w, k, p);
+        else
+            bt_tree_allreduce_prim(w, w->algo == BT_ALGO_TREE_DOWN, k, p);
+        return;
+    case BT_COLL_ALLGATHER:
+        bt_ring_allgather_prim(w, k, p);
+        return;
+    case BT_COLL_REDUCESCATTER:
+        bt_ring_reducescatter_prim(w, k, p);
+        return;
+    case BT_COLL_BROADCAST:
+        bt_ring_broadcast_prim(w, k, p);
+        return;
+    case BT_COLL_REDUCE:
+        bt_ring_reduce_prim(w, k, p);
+        return;
+    default:
+        bt_p2p_prim(w, k, p);
+        return;
+    }
+}
+
+#endif

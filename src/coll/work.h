@@ -1,0 +1,91 @@
+/*
+ * Works and primitives: the interface between algorithms and executors.
+ *
+ * A work is one collective's share on one channel (or one point-to-point op). An
+ * algorithm is a schedule: bt_algo_prim(work, k, &prim) says what primitive step k of
+ * the work does: which connectors it receives from, whether it folds in the user's input,
+ * where the result goes (connectors and/or the user's output). Every step moves at most
+ * one slot per connector. The host executor tries a step when its connectors are ready
+ * and moves on to another lane otherwise; the CUDA executor will run the same steps in a
+ * loop with blocking device primitives. This header is plain C for both compilers.
+ *
+ * One primitive, NCCL's family in one shape:
+ *   value = fold(recv[0], recv[1], src * pre)   then  post (final division)
+ *   value -> send[0], send[1], dst
+ *   send            : src            -> send
+ *   recvReduceSend  : recv + src     -> send
+ *   recvReduceCopySend: recv + src   -> dst, send
+ *   recvCopySend    : recv           -> dst, send
+ *   recv            : recv           -> dst
+ */
+#ifndef BT_COLL_WORK_H
+#define BT_COLL_WORK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/redop.h"
+#include "graph/channel.h"
+#include "transport/conn.h"
+
+enum bt_coll {
+    BT_COLL_ALLREDUCE = 0,
+    BT_COLL_ALLGATHER,
+    BT_COLL_REDUCESCATTER,
+    BT_COLL_BROADCAST,
+    BT_COLL_REDUCE,
+    BT_COLL_SEND,
+    BT_COLL_RECV,
+    BT_NUM_COLLS,
+};
+
+enum bt_algo {
+    BT_ALGO_RING = 0,
+    BT_ALGO_TREE = 1,
+    BT_NUM_ALGOS,
+};
+
+#define BT_PRIM_MAX_PEERS 2
+
+struct bt_prim {
+    uint8_t nrecv, nsend;
+    uint8_t pre_src; /* multiply src by the op's scalar before folding */
+    uint8_t post;    /* apply the op's final division (integer Avg) */
+    struct bt_conn *recv[BT_PRIM_MAX_PEERS];
+    struct bt_conn *send[BT_PRIM_MAX_PEERS];
+    const char *src; /* user input to fold in, or NULL */
+    char *dst;       /* user output to write, or NULL */
+    size_t nelem;
+};
+
+struct bt_work {
+    struct bt_work *next; /* in its lane */
+    uint8_t coll, algo, proto;
+    struct bt_redop redop;
+    const char *sendbuf;
+    char *recvbuf;
+    size_t esize;
+    size_t count; /* elements: total (AllReduce, Bcast, Reduce), per rank (AllGather,
+                     ReduceScatter), or of the message (Send, Recv) */
+    int root;     /* Bcast/Reduce root; Send/Recv peer */
+    int nranks;
+    /* This channel's share: elements [chan_off, chan_off + chan_count) of the per-rank
+       (or total) range, moved `chunk` elements per step at most. */
+    size_t chan_off, chan_count, chunk;
+    struct bt_channel *chan;
+    struct bt_conn *p2p_conn; /* Send/Recv */
+    uint64_t step, nsteps;    /* progress */
+    volatile int *abort_flag;
+    void *owner; /* the communicator, for errors */
+};
+
+static inline size_t bt_div_up(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+static inline size_t bt_min_sz(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+#endif

@@ -1,0 +1,318 @@
+#include "core/comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "transport/transport.h"
+#include "util/param.h"
+
+#define BT_TAG_SPLIT 0x20000
+
+/* ---- registry of live communicators ------------------------------------------------ */
+
+/* Entry points check a handle against this set before touching it, so a call on a
+ * destroyed communicator gets an error instead of reading freed memory. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bt_comm **registry;
+static int registry_n, registry_cap;
+
+static int registry_add(struct bt_comm *c)
+{
+    pthread_mutex_lock(&registry_lock);
+    if (registry_n == registry_cap) {
+        int cap = registry_cap ? registry_cap * 2 : 16;
+        struct bt_comm **r = realloc(registry, sizeof(*r) * (size_t)cap);
+        if (!r) {
+            pthread_mutex_unlock(&registry_lock);
+            return -1;
+        }
+        registry = r;
+        registry_cap = cap;
+    }
+    registry[registry_n++] = c;
+    pthread_mutex_unlock(&registry_lock);
+    return 0;
+}
+
+static void registry_remove(struct bt_comm *c)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < registry_n; i++)
+        if (registry[i] == c) {
+            registry[i] = registry[--registry_n];
+            break;
+        }
+    if (registry_n == 0) {
+        free(registry);
+        registry = NULL;
+        registry_cap = 0;
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+int bt_comm_is_live(const struct bt_comm *c)
+{
+    int found = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < registry_n && !found; i++)
+        found = registry[i] == c;
+    pthread_mutex_unlock(&registry_lock);
+    return found && c->magic == BT_COMM_MAGIC;
+}
+
+/* ---- host identity ------------------------------------------------------------------ */
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t host_hash(void)
+{
+    char buf[256] = "";
+    gethostname(buf, sizeof(buf) - 1);
+    uint64_t h = fnv1a(0xcbf29ce484222325ull, buf);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f) {
+        char id[64] = "";
+        if (fgets(id, sizeof(id), f))
+            h = fnv1a(h, id);
+        fclose(f);
+    }
+    return h;
+}
+
+static uint64_t ipc_namespace(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/ipc", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p)
+{
+    struct bt_comm *c = calloc(1, sizeof(*c));
+    if (!c) {
+        BT_WARN("out of memory allocating a communicator");
+        return BT_ERR_SYSTEM;
+    }
+    c->magic = BT_COMM_MAGIC;
+    c->rank = rank;
+    c->nranks = nranks;
+    c->cuda_dev = -1;
+    pthread_mutex_init(&c->ops_lock, NULL);
+    if (registry_add(c) != 0) {
+        free(c);
+        return BT_ERR_SYSTEM;
+    }
+    *comm_p = c;
+    return BT_OK;
+}
+
+/* What each rank tells the others at init. Fields that must agree across ranks (channel
+ * count, FIFO sizes) are reduced to the minimum so a stray env difference cannot make
+ * ranks disagree on a schedule. */
+struct init_info {
+    struct bt_peer_info peer;
+    int nchannels;
+    uint32_t simple_slot, ll_slot, p2p_slot;
+};
+
+static size_t clamp_sz(int64_t v, size_t lo, size_t hi)
+{
+    if (v < (int64_t)lo)
+        return lo;
+    if ((uint64_t)v > hi)
+        return hi;
+    return (size_t)v;
+}
+
+bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
+{
+    bt_status_t st;
+    struct init_info *all = NULL;
+
+    bt_log_set_rank(comm->rank);
+    BT_CHECK(bt_bootstrap_init(unique_id, comm->rank, comm->nranks, &comm->abort_flag, &comm->bs));
+
+    all = calloc((size_t)comm->nranks, sizeof(*all));
+    comm->peers = calloc((size_t)comm->nranks, sizeof(*comm->peers));
+    comm->p2p = calloc((size_t)comm->nranks, sizeof(*comm->p2p));
+    if (!all || !comm->peers || !comm->p2p) {
+        BT_WARN("out of memory for %d peers", comm->nranks);
+        st = BT_ERR_SYSTEM;
+        goto fail;
+    }
+
+    struct init_info *me = &all[comm->rank];
+    me->peer.rank = comm->rank;
+    me->peer.pid = (int)getpid();
+    me->peer.cuda_dev = comm->cuda_dev;
+    me->peer.is_host = comm->cuda_dev < 0;
+    me->peer.host_hash = host_hash();
+    me->peer.shm_ns = ipc_namespace();
+    me->nchannels = (int)clamp_sz(bt_param_max_nchannels(), 1, BT_MAX_CHANNELS);
+    if (comm->config.max_ctas > 0 && me->nchannels > comm->config.max_ctas)
+        me->nchannels = comm->config.max_ctas;
+    /* Slots hold whole 16-byte LL lines and 4 KB-aligned Simple chunks. */
+    me->simple_slot =
+        (uint32_t)(clamp_sz(bt_param_buffsize() / BT_NSTEPS, 4096, 64u << 20) & ~(size_t)4095);
+    me->ll_slot =
+        (uint32_t)(clamp_sz(bt_param_ll_buffsize() / BT_NSTEPS, 256, 64u << 10) & ~(size_t)255);
+    me->p2p_slot = (uint32_t)(clamp_sz(bt_param_p2p_chunksize(), 4096, 64u << 20) & ~(size_t)4095);
+
+    BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
+
+    int nch = BT_MAX_CHANNELS;
+    uint32_t ss = UINT32_MAX, ls = UINT32_MAX, ps = UINT32_MAX;
+    for (int r = 0; r < comm->nranks; r++) {
+        comm->peers[r] = all[r].peer;
+        nch = all[r].nchannels < nch ? all[r].nchannels : nch;
+        ss = all[r].simple_slot < ss ? all[r].simple_slot : ss;
+        ls = all[r].ll_slot < ls ? all[r].ll_slot : ls;
+        ps = all[r].p2p_slot < ps ? all[r].p2p_slot : ps;
+    }
+    comm->nchannels = nch;
+    comm->simple_slot = ss;
+    comm->ll_slot = ls;
+    comm->p2p_slot = ps;
+    free(all);
+    all = NULL;
+
+    if (bt_graph_channels_init(comm->channels, comm->nchannels, comm->nranks, comm->rank) != 0) {
+        BT_WARN("out of memory building %d channels", comm->nchannels);
+        st = BT_ERR_SYSTEM;
+        goto fail;
+    }
+    comm->init_done = 1;
+    if (comm->rank == 0)
+        BT_INFO(BT_LOG_INIT, "Baton %s, NCCL 2.28.9 interface: comm %p %d ranks, %s, %d channels",
+                BATON_VERSION_STRING, (void *)comm, comm->nranks,
+                comm->cuda_dev < 0 ? "host memory" : "CUDA", comm->nchannels);
+    BT_INFO(BT_LOG_INIT, "comm %p rank %d nranks %d pid %d - Init COMPLETE", (void *)comm,
+            comm->rank, comm->nranks, (int)getpid());
+    return BT_OK;
+
+fail:
+    free(all);
+    return st;
+}
+
+void bt_comm_abort_signal(struct bt_comm *comm)
+{
+    __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
+    if (comm->bs)
+        bt_bootstrap_abort(comm->bs);
+}
+
+void bt_comm_set_async_error(struct bt_comm *comm, bt_status_t st)
+{
+    int expected = 0;
+    atomic_compare_exchange_strong(&comm->async_error, &expected, (int)st);
+}
+
+void bt_comm_free(struct bt_comm *comm)
+{
+    if (!comm)
+        return;
+    registry_remove(comm);
+    for (int c = 0; c < comm->nchannels; c++) {
+        struct bt_channel *ch = &comm->channels[c];
+        bt_conn_free(&ch->ring_send);
+        bt_conn_free(&ch->ring_recv);
+        bt_conn_free(&ch->tree_up_send);
+        bt_conn_free(&ch->tree_up_recv);
+        for (int k = 0; k < BT_TREE_ARITY; k++) {
+            bt_conn_free(&ch->tree_down_send[k]);
+            bt_conn_free(&ch->tree_down_recv[k]);
+        }
+    }
+    bt_graph_channels_free(comm->channels, comm->nchannels);
+    if (comm->p2p)
+        for (int r = 0; r < comm->nranks; r++) {
+            bt_conn_free(&comm->p2p[r].send);
+            bt_conn_free(&comm->p2p[r].recv);
+        }
+    free(comm->p2p);
+    bt_bootstrap_destroy(comm->bs);
+    free(comm->peers);
+    free(comm->custom_ops);
+    pthread_mutex_destroy(&comm->ops_lock);
+    comm->magic = BT_COMM_DEAD;
+    free(comm);
+}
+
+/* ---- split -------------------------------------------------------------------------- */
+
+struct split_info {
+    int color, key, rank;
+};
+
+static int split_cmp(const void *a, const void *b)
+{
+    const struct split_info *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
+                          const struct bt_comm_config *config, struct bt_comm **newcomm_p)
+{
+    int n = parent->nranks;
+    struct split_info *all = calloc((size_t)n, sizeof(*all));
+    struct split_info *members = calloc((size_t)n, sizeof(*members));
+    bt_status_t st = BT_OK;
+    struct bt_comm *nc = NULL;
+
+    *newcomm_p = NULL;
+    if (!all || !members) {
+        st = BT_ERR_SYSTEM;
+        goto out;
+    }
+    all[parent->rank] = (struct split_info){color < 0 ? -1 : color, key, parent->rank};
+    BT_CHECK_GOTO(bt_bootstrap_allgather(parent->bs, all, sizeof(*all)), st, out);
+    if (color < 0)
+        goto out; /* NCCL_SPLIT_NOCOLOR: took part, gets no communicator */
+
+    int m = 0;
+    for (int r = 0; r < n; r++)
+        if (all[r].color == color)
+            members[m++] = all[r];
+    qsort(members, (size_t)m, sizeof(*members), split_cmp);
+    int newrank = 0;
+    for (int i = 0; i < m; i++)
+        if (members[i].rank == parent->rank)
+            newrank = i;
+
+    /* The first member creates the rendezvous and hands its id to the others. */
+    unsigned char id[BT_UNIQUE_ID_BYTES];
+    int tag = BT_TAG_SPLIT + (int)(parent->split_seq++ % 0x8000);
+    if (newrank == 0) {
+        BT_CHECK_GOTO(bt_bootstrap_unique_id(id), st, out);
+        for (int i = 1; i < m; i++)
+            BT_CHECK_GOTO(bt_bootstrap_send(parent->bs, members[i].rank, tag, id, sizeof(id)), st,
+                          out);
+    } else {
+        BT_CHECK_GOTO(bt_bootstrap_recv(parent->bs, members[0].rank, tag, id, sizeof(id)), st, out);
+    }
+    BT_CHECK_GOTO(bt_comm_alloc(m, newrank, &nc), st, out);
+    nc->cuda_dev = parent->cuda_dev;
+    nc->config = config ? *config : parent->config;
+    st = bt_comm_init(nc, id);
+    if (st != BT_OK) {
+        bt_comm_free(nc);
+        goto out;
+    }
+    *newcomm_p = nc;
+out:
+    free(all);
+    free(members);
+    return st;
+}

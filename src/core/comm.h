@@ -1,0 +1,121 @@
+/*
+ * The communicator: one rank of a group. Everything a collective needs to find its
+ * peers, connectors and settings hangs off it.
+ */
+#ifndef BT_CORE_COMM_H
+#define BT_CORE_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "bootstrap/bootstrap.h"
+#include "coll/redop.h"
+#include "coll/work.h"
+#include "graph/channel.h"
+#include "transport/conn.h"
+#include "util/status.h"
+
+#define BT_COMM_MAGIC 0xba70c0111c0ffee1ull
+#define BT_COMM_DEAD 0xdeadc0111deadbadull
+#define BT_MAX_CUSTOM_OPS 1024
+
+struct bt_peer_info {
+    int rank;
+    int pid;
+    int cuda_dev;
+    int is_host;
+    uint64_t host_hash; /* same value <=> same host (hostname + boot id) */
+    uint64_t shm_ns;    /* IPC namespace inode: shm works only inside one namespace */
+};
+
+/* Connectors to one peer for Send/Recv, connected on first use. */
+struct bt_p2p_peer {
+    struct bt_conn send, recv;
+    struct bt_lane send_lane, recv_lane;
+};
+
+/* A PreMulSum operator made by ncclRedOpCreatePreMulSum. */
+struct bt_custom_op {
+    int in_use;
+    int dtype;
+    int residence; /* 0: scalar is a pointer read when the collective runs; 1: value copied */
+    const void *scalar_ptr;
+    unsigned char scalar[8];
+};
+
+struct bt_comm_config {
+    int blocking;
+    int cga_cluster_size;
+    int min_ctas, max_ctas;
+    int split_share;
+    int traffic_class;
+    int collnet_enable;
+    int cta_policy;
+    int shrink_share;
+    int nvls_ctas;
+    int nchannels_per_net_peer;
+    int nvlink_centric_sched;
+    char name[64];
+};
+
+struct bt_comm {
+    uint64_t magic; /* BT_COMM_MAGIC while usable, BT_COMM_DEAD after destroy */
+    int rank, nranks;
+    int cuda_dev; /* -1: host-memory communicator */
+    uint64_t comm_hash;
+    struct bt_comm_config config;
+    struct bt_bootstrap *bs;
+    struct bt_peer_info *peers;
+
+    int nchannels;
+    struct bt_channel channels[BT_MAX_CHANNELS];
+    struct bt_lane tree_down_lanes[BT_MAX_CHANNELS]; /* the down halves of tree works */
+    struct bt_p2p_peer *p2p;                         /* [nranks] */
+
+    /* FIFO geometry of this communicator's connectors (bytes per slot) */
+    size_t simple_slot, ll_slot, p2p_slot;
+
+    volatile int abort_flag;
+    _Atomic int async_error; /* ncclResult_t of a failure seen in the background */
+    int init_done;
+    int finalized;
+    bt_status_t init_status; /* nonblocking init: result to report */
+
+    pthread_mutex_t ops_lock; /* custom ops table */
+    struct bt_custom_op *custom_ops;
+    int ncustom_ops;
+
+    uint64_t coll_seq;  /* collectives issued, for logs */
+    uint64_t split_seq; /* splits done: distinct bootstrap tags for each */
+};
+
+/* Checks used by every entry point. */
+static inline int bt_comm_valid(const struct bt_comm *c)
+{
+    return c && c->magic == BT_COMM_MAGIC;
+}
+
+/* 1 if `c` is a communicator that exists and is not destroyed. Thread-safe. */
+int bt_comm_is_live(const struct bt_comm *c);
+
+/* Create the communicator object (not yet joined). */
+bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p);
+
+/* Join the rendezvous, exchange peer info, build channels. caller: any thread. */
+bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id);
+
+/* Free everything the communicator holds (after abort or destroy). Accepts NULL. */
+void bt_comm_free(struct bt_comm *comm);
+
+/* Make every wait of this communicator fail promptly. Thread-safe. */
+void bt_comm_abort_signal(struct bt_comm *comm);
+
+/* Record a failure seen in the background (first one wins). */
+void bt_comm_set_async_error(struct bt_comm *comm, bt_status_t st);
+
+/* Split: collective over `parent`; color < 0 (NCCL_SPLIT_NOCOLOR) yields *newcomm_p = NULL. */
+bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
+                          const struct bt_comm_config *config, struct bt_comm **newcomm_p);
+
+#endif

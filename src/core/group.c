@@ -1,0 +1,146 @@
+#include "core/group.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct bt_group {
+    int depth;
+    struct bt_op *ops;
+    int nops, cap;
+    struct bt_init_job *inits;
+    int ninits, init_cap;
+    bt_status_t error; /* first failure inside the group, returned by GroupEnd */
+};
+
+static __thread struct bt_group grp;
+
+int bt_group_depth(void)
+{
+    return grp.depth;
+}
+
+void bt_group_start(void)
+{
+    grp.depth++;
+}
+
+static int grow(void **arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int c = *cap ? *cap * 2 : 16;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+bt_status_t bt_group_enqueue(const struct bt_op *op)
+{
+    if (grp.depth == 0) {
+        struct bt_op one = *op;
+        return bt_launch(&one, 1);
+    }
+    if (grow((void **)&grp.ops, &grp.cap, grp.nops + 1, sizeof(*grp.ops)) != 0) {
+        BT_WARN("out of memory queueing an operation in a group");
+        return BT_ERR_SYSTEM;
+    }
+    grp.ops[grp.nops++] = *op;
+    return BT_OK;
+}
+
+bt_status_t bt_group_add_init(const struct bt_init_job *job)
+{
+    if (grow((void **)&grp.inits, &grp.init_cap, grp.ninits + 1, sizeof(*grp.inits)) != 0) {
+        BT_WARN("out of memory queueing a communicator init in a group");
+        return BT_ERR_SYSTEM;
+    }
+    grp.inits[grp.ninits++] = *job;
+    return BT_OK;
+}
+
+void bt_group_drop_comm(struct bt_comm *comm)
+{
+    int k = 0;
+    for (int i = 0; i < grp.nops; i++)
+        if (grp.ops[i].comm != comm)
+            grp.ops[k++] = grp.ops[i];
+    grp.nops = k;
+}
+
+static void *init_thread(void *arg)
+{
+    struct bt_init_job *job = arg;
+    job->comm->init_status = bt_comm_init(job->comm, job->id);
+    return NULL;
+}
+
+/* Join every deferred init at once: each blocks until all ranks of its rendezvous
+ * arrived, and several of those ranks may be in this thread's group. */
+static bt_status_t run_inits(struct bt_init_job *jobs, int n)
+{
+    bt_status_t st = BT_OK;
+    if (n == 1) {
+        jobs[0].comm->init_status = bt_comm_init(jobs[0].comm, jobs[0].id);
+        return jobs[0].comm->init_status;
+    }
+    pthread_t *th = calloc((size_t)n, sizeof(*th));
+    int *started = calloc((size_t)n, sizeof(*started));
+    if (!th || !started) {
+        free(th);
+        free(started);
+        return BT_ERR_SYSTEM;
+    }
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&th[i], NULL, init_thread, &jobs[i]) != 0) {
+            BT_WARN("cannot start a thread to initialize rank %d", jobs[i].comm->rank);
+            jobs[i].comm->init_status = BT_ERR_SYSTEM;
+            bt_comm_abort_signal(jobs[i].comm);
+            continue;
+        }
+        started[i] = 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (started[i])
+            pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++)
+        if (jobs[i].comm->init_status != BT_OK && st == BT_OK)
+            st = jobs[i].comm->init_status;
+    free(th);
+    free(started);
+    return st;
+}
+
+bt_status_t bt_group_end(void)
+{
+    if (grp.depth == 0) {
+        BT_WARN("ncclGroupEnd called without a matching ncclGroupStart");
+        return BT_ERR_INVALID_USAGE;
+    }
+    if (--grp.depth > 0)
+        return BT_OK;
+
+    bt_status_t st = grp.error;
+    if (grp.ninits > 0) {
+        bt_status_t ist = run_inits(grp.inits, grp.ninits);
+        if (st == BT_OK)
+            st = ist;
+    }
+    if (st == BT_OK && grp.nops > 0)
+        st = bt_launch(grp.ops, grp.nops);
+
+    grp.nops = 0;
+    grp.ninits = 0;
+    grp.error = BT_OK;
+    if (grp.cap > 1024) { /* do not keep a huge group's memory forever */
+        free(grp.ops);
+        grp.ops = NULL;
+        grp.cap = 0;
+    }
+    return st;
+}

@@ -1,0 +1,49 @@
+/*
+ * Group semantics. Between ncclGroupStart and the matching ncclGroupEnd (groups nest),
+ * collectives and point-to-point calls of the calling thread are collected; the outermost
+ * GroupEnd launches them together: all communicators, all lanes, one executor run. Outside
+ * a group every call is a group of one. Communicator inits inside a group are deferred
+ * to GroupEnd too and run concurrently, so one thread can init several ranks.
+ */
+#ifndef BT_CORE_GROUP_H
+#define BT_CORE_GROUP_H
+
+#include "coll/redop.h"
+#include "coll/work.h"
+#include "core/comm.h"
+
+struct bt_op {
+    struct bt_comm *comm;
+    int coll; /* enum bt_coll */
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    int dtype;
+    struct bt_redop redop;
+    const void *scalar_ptr; /* PreMulSum with the scalar in memory: read at launch */
+    int peer;               /* root (Bcast, Reduce) or peer (Send, Recv) */
+};
+
+/* A deferred init: comm allocated, joined at GroupEnd. */
+struct bt_init_job {
+    struct bt_comm *comm;
+    unsigned char id[BT_UNIQUE_ID_BYTES];
+};
+
+int bt_group_depth(void);
+void bt_group_start(void);
+bt_status_t bt_group_end(void);
+
+/* Add an op (inside a group) or run it at once (outside). */
+bt_status_t bt_group_enqueue(const struct bt_op *op);
+
+/* Add an init job to the current group (depth > 0 only). */
+bt_status_t bt_group_add_init(const struct bt_init_job *job);
+
+/* Forget queued ops of a communicator being destroyed or aborted. */
+void bt_group_drop_comm(struct bt_comm *comm);
+
+/* Run a set of ops now (the launch). */
+bt_status_t bt_launch(struct bt_op *ops, int nops);
+
+#endif

@@ -1,0 +1,391 @@
+/*
+ * The launch: turn a group's ops into works on lanes, connect what they need, run them.
+ *
+ *   for each op:  checks -> tuner (algorithm, protocol, channels, chunk) -> one work per
+ *                 channel (tree: two, the up and down halves) appended to lanes
+ *   connect:      every connector the works use that is not connected yet (all comms)
+ *   run:          the host executor drives every lane to completion
+ * Ops of one communicator on one lane run in the order they were issued, which is what
+ * NCCL guarantees for a stream.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/algo.h"
+#include "coll/dtype.h"
+#include "core/connect.h"
+#include "core/group.h"
+#include "exec/host/executor.h"
+#include "exec/host/reduce.h"
+#include "tune/tuner.h"
+
+/* Per-thread scratch, reused across launches so the hot path does not allocate. */
+struct launch_scratch {
+    struct bt_work *works;
+    int nworks, works_cap;
+    struct bt_lane **lanes;
+    int nlanes, lanes_cap;
+    struct bt_conn_req *reqs;
+    int nreqs, reqs_cap;
+};
+static __thread struct launch_scratch ls;
+
+static int grow(void **arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int c = *cap ? *cap * 2 : 64;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+/* The value of a scalar stored as `dtype`, into the op's pre-multiplier. */
+static void redop_set_scalar(struct bt_redop *op, const void *v)
+{
+    switch (op->dtype) {
+    case BT_INT8:
+        op->scalar_i = *(const int8_t *)v;
+        break;
+    case BT_UINT8:
+        op->scalar_i = *(const uint8_t *)v;
+        break;
+    case BT_INT32:
+        op->scalar_i = *(const int32_t *)v;
+        break;
+    case BT_UINT32:
+        op->scalar_i = *(const uint32_t *)v;
+        break;
+    case BT_INT64:
+    case BT_UINT64:
+        memcpy(&op->scalar_i, v, 8);
+        break;
+    case BT_FLOAT16:
+        op->scalar_f = bt_half_to_float(*(const uint16_t *)v);
+        break;
+    case BT_BFLOAT16:
+        op->scalar_f = bt_bf16_to_float(*(const uint16_t *)v);
+        break;
+    case BT_FP8E4M3:
+        op->scalar_f = bt_e4m3_to_float(*(const uint8_t *)v);
+        break;
+    case BT_FP8E5M2:
+        op->scalar_f = bt_e5m2_to_float(*(const uint8_t *)v);
+        break;
+    case BT_FLOAT32:
+        op->scalar_f = *(const float *)v;
+        break;
+    case BT_FLOAT64:
+        op->scalar_f = *(const double *)v;
+        break;
+    }
+}
+
+void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
+void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
+{
+    redop_set_scalar(op, v);
+}
+
+static void lane_push(struct bt_lane *ln, struct bt_work *w)
+{
+    w->next = NULL;
+    if (ln->tail)
+        ln->tail->next = w;
+    else
+        ln->head = w;
+    ln->tail = w;
+}
+
+static bt_status_t need_lane(struct bt_lane *ln)
+{
+    for (int i = 0; i < ls.nlanes; i++)
+        if (ls.lanes[i] == ln)
+            return BT_OK;
+    if (grow((void **)&ls.lanes, &ls.lanes_cap, ls.nlanes + 1, sizeof(*ls.lanes)) != 0)
+        return BT_ERR_SYSTEM;
+    ls.lanes[ls.nlanes++] = ln;
+    return BT_OK;
+}
+
+static bt_status_t need_conn(struct bt_comm *comm, struct bt_conn *conn, int peer, int is_send,
+                             enum bt_link_kind kind, int channel)
+{
+    if (conn->connected || conn->pending)
+        return BT_OK;
+    bt_conn_prepare(comm, conn, peer, is_send, kind, channel);
+    if (grow((void **)&ls.reqs, &ls.reqs_cap, ls.nreqs + 1, sizeof(*ls.reqs)) != 0)
+        return BT_ERR_SYSTEM;
+    conn->pending = 1;
+    struct bt_conn_req *r = &ls.reqs[ls.nreqs++];
+    r->comm = comm;
+    r->conn = conn;
+    r->key = (int)kind * BT_MAX_CHANNELS + channel;
+    return BT_OK;
+}
+
+/* Works are stored in a growable array; lanes link them by pointer, so the array is sized
+ * for the whole launch before any pointer is taken (see count_works). */
+static struct bt_work *new_work(void)
+{
+    struct bt_work *w = &ls.works[ls.nworks++];
+    memset(w, 0, sizeof(*w));
+    return w;
+}
+
+static bt_status_t plan_p2p(struct bt_op *op)
+{
+    struct bt_comm *comm = op->comm;
+    struct bt_p2p_peer *pp = &comm->p2p[op->peer];
+    int is_send = op->coll == BT_COLL_SEND;
+    struct bt_conn *conn = is_send ? &pp->send : &pp->recv;
+    BT_CHECK(need_conn(comm, conn, op->peer, is_send, BT_LINK_P2P, 0));
+
+    struct bt_work *w = new_work();
+    w->coll = (uint8_t)op->coll;
+    w->proto = BT_PROTO_SIMPLE;
+    w->redop.dtype = (uint8_t)op->dtype;
+    w->sendbuf = op->sendbuf;
+    w->recvbuf = op->recvbuf;
+    w->esize = bt_dtype_size(op->dtype);
+    w->count = op->count;
+    w->root = op->peer;
+    w->nranks = comm->nranks;
+    w->chan_off = 0;
+    w->chan_count = op->count;
+    w->chunk = comm->p2p_slot / w->esize;
+    w->p2p_conn = conn;
+    w->abort_flag = &comm->abort_flag;
+    w->owner = comm;
+    w->nsteps = bt_algo_nsteps(w);
+    struct bt_lane *ln = is_send ? &pp->send_lane : &pp->recv_lane;
+    lane_push(ln, w);
+    return need_lane(ln);
+}
+
+/* The size nccl-tests reports for a collective: the per-rank buffer it moves. */
+static size_t coll_bytes(const struct bt_op *op, int nranks)
+{
+    size_t b = op->count * bt_dtype_size(op->dtype);
+    if (op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_REDUCESCATTER)
+        b *= (size_t)nranks;
+    return b;
+}
+
+static bt_status_t plan_coll(struct bt_op *op)
+{
+    struct bt_comm *comm = op->comm;
+    struct bt_tune_in in = {
+        .coll = op->coll,
+        .nranks = comm->nranks,
+        .bytes = coll_bytes(op, comm->nranks),
+        .esize = bt_dtype_size(op->dtype),
+        .max_channels = comm->nchannels,
+        .simple_slot = comm->simple_slot,
+        .ll_payload = comm->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
+    };
+    struct bt_tune_out t;
+    bt_tune_coll(&in, &t);
+    BT_TRACE(BT_LOG_TUNING, "coll %d count %zu bytes %zu: algo %d proto %d nch %d chunk %zu",
+             op->coll, op->count, in.bytes, t.algo, t.proto, t.nchannels, t.chunk);
+
+    size_t share = bt_div_up(op->count, (size_t)t.nchannels);
+    for (int c = 0; c < t.nchannels; c++) {
+        size_t off = (size_t)c * share;
+        if (off >= op->count)
+            break; /* every rank stops at the same channel */
+        struct bt_channel *ch = &comm->channels[c];
+        struct bt_work *w = new_work();
+        w->coll = (uint8_t)op->coll;
+        w->algo = (uint8_t)t.algo;
+        w->proto = (uint8_t)t.proto;
+        w->redop = op->redop;
+        w->sendbuf = op->sendbuf;
+        w->recvbuf = op->recvbuf;
+        w->esize = in.esize;
+        w->count = op->count;
+        w->root = op->peer;
+        w->nranks = comm->nranks;
+        w->chan_off = off;
+        w->chan_count = bt_min_sz(share, op->count - off);
+        w->chunk = t.chunk;
+        w->chan = ch;
+        w->abort_flag = &comm->abort_flag;
+        w->owner = comm;
+        w->nsteps = bt_algo_nsteps(w);
+        lane_push(&ch->lane, w);
+        BT_CHECK(need_lane(&ch->lane));
+
+        if (t.algo == BT_ALGO_RING) {
+            BT_CHECK(need_conn(comm, &ch->ring_send, ch->ring.next, 1, BT_LINK_RING, c));
+            BT_CHECK(need_conn(comm, &ch->ring_recv, ch->ring.prev, 0, BT_LINK_RING, c));
+            continue;
+        }
+        /* Tree: links to the parent and children; non-roots get a down-half work. */
+        const struct bt_tree *tr = &ch->tree;
+        for (int k = 0; k < tr->ndown; k++) {
+            BT_CHECK(need_conn(comm, &ch->tree_down_recv[k], tr->down[k], 0, BT_LINK_TREE_UP, c));
+            BT_CHECK(need_conn(comm, &ch->tree_down_send[k], tr->down[k], 1, BT_LINK_TREE_DOWN, c));
+        }
+        if (tr->up >= 0) {
+            BT_CHECK(need_conn(comm, &ch->tree_up_send, tr->up, 1, BT_LINK_TREE_UP, c));
+            BT_CHECK(need_conn(comm, &ch->tree_up_recv, tr->up, 0, BT_LINK_TREE_DOWN, c));
+            struct bt_work *d = new_work();
+            *d = *w;
+            d->next = NULL;
+            d->algo = BT_ALGO_TREE_DOWN;
+            lane_push(&comm->tree_down_lanes[c], d);
+            BT_CHECK(need_lane(&comm->tree_down_lanes[c]));
+        }
+    }
+    return BT_OK;
+}
+
+/* One rank: the collective is a local copy (with the op's pre/post for reductions). */
+static void run_single_rank(const struct bt_op *op)
+{
+    size_t es = bt_dtype_size(op->dtype);
+    const void *src = op->sendbuf;
+    int reduces = op->coll == BT_COLL_ALLREDUCE || op->coll == BT_COLL_REDUCE ||
+                  op->coll == BT_COLL_REDUCESCATTER;
+    if (reduces && (op->redop.pre_mul || op->redop.post_div))
+        bt_host_reduce(&op->redop, op->recvbuf, &src, 1, 1u, 1, op->count);
+    else if (op->recvbuf != op->sendbuf)
+        bt_host_copy(op->recvbuf, op->sendbuf, op->count * es);
+}
+
+/* Send/Recv to oneself: the k-th send pairs with the k-th recv of the same launch. */
+static bt_status_t run_self_p2p(struct bt_op *ops, int nops)
+{
+    for (int i = 0; i < nops; i++) {
+        struct bt_op *s = &ops[i];
+        if (s->coll != BT_COLL_SEND || s->peer != s->comm->rank || s->count == 0)
+            continue;
+        int matched = 0;
+        for (int j = 0; j < nops && !matched; j++) {
+            struct bt_op *r = &ops[j];
+            if (r->coll == BT_COLL_RECV && r->comm == s->comm && r->peer == r->comm->rank &&
+                r->count != 0 && r->count != (size_t)-1) {
+                size_t n = bt_min_sz(s->count, r->count) * bt_dtype_size(s->dtype);
+                if (r->recvbuf != s->sendbuf)
+                    memmove(r->recvbuf, s->sendbuf, n);
+                r->count = (size_t)-1; /* consumed */
+                matched = 1;
+            }
+        }
+        if (!matched) {
+            BT_WARN("rank %d: ncclSend to itself (%zu elements) has no matching ncclRecv from "
+                    "itself in the same group",
+                    s->comm->rank, s->count);
+            return BT_ERR_INVALID_USAGE;
+        }
+    }
+    for (int j = 0; j < nops; j++) {
+        struct bt_op *r = &ops[j];
+        if (r->coll == BT_COLL_RECV && r->peer == r->comm->rank && r->count != 0 &&
+            r->count != (size_t)-1) {
+            BT_WARN("rank %d: ncclRecv from itself (%zu elements) has no matching ncclSend to "
+                    "itself in the same group",
+                    r->comm->rank, r->count);
+            return BT_ERR_INVALID_USAGE;
+        }
+    }
+    return BT_OK;
+}
+
+static int works_needed(const struct bt_op *ops, int nops)
+{
+    int n = 0;
+    for (int i = 0; i < nops; i++)
+        n += ops[i].coll == BT_COLL_SEND || ops[i].coll == BT_COLL_RECV
+                 ? 1
+                 : 2 * ops[i].comm->nchannels;
+    return n;
+}
+
+static void discard_lanes(void)
+{
+    for (int i = 0; i < ls.nlanes; i++)
+        ls.lanes[i]->head = ls.lanes[i]->tail = NULL;
+    for (int i = 0; i < ls.nreqs; i++)
+        ls.reqs[i].conn->pending = 0;
+}
+
+/* A peer that failed or a resource that broke poisons the communicators involved; a usage
+ * error of this call does not. */
+static void fail_comms(struct bt_op *ops, int nops, bt_status_t st)
+{
+    if (st != BT_ERR_REMOTE && st != BT_ERR_SYSTEM && st != BT_ERR_INTERNAL)
+        return;
+    for (int i = 0; i < nops; i++)
+        bt_comm_set_async_error(ops[i].comm, st);
+}
+
+bt_status_t bt_launch(struct bt_op *ops, int nops)
+{
+    bt_status_t st = BT_OK;
+    ls.nworks = ls.nlanes = ls.nreqs = 0;
+    if (grow((void **)&ls.works, &ls.works_cap, works_needed(ops, nops), sizeof(*ls.works)) != 0) {
+        BT_WARN("out of memory planning %d operations", nops);
+        return BT_ERR_SYSTEM;
+    }
+
+    for (int i = 0; i < nops; i++) {
+        struct bt_op *op = &ops[i];
+        struct bt_comm *comm = op->comm;
+        if (comm->abort_flag) {
+            BT_WARN("rank %d: communicator %p was aborted", comm->rank, (void *)comm);
+            st = BT_ERR_INVALID_USAGE;
+            goto fail;
+        }
+        int async = atomic_load_explicit(&comm->async_error, memory_order_relaxed);
+        if (async != BT_OK) {
+            BT_WARN("rank %d: communicator %p has failed earlier (error %d); destroy or abort it",
+                    comm->rank, (void *)comm, async);
+            st = (bt_status_t)async;
+            goto fail;
+        }
+        if (op->scalar_ptr)
+            redop_set_scalar(&op->redop, op->scalar_ptr);
+        bt_log_set_rank(comm->rank);
+        comm->coll_seq++;
+
+        if (op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV) {
+            if (op->count == 0 || op->peer == comm->rank)
+                continue; /* empty, or handled by run_self_p2p */
+            BT_CHECK_GOTO(plan_p2p(op), st, fail);
+        } else if (op->count == 0) {
+            continue;
+        } else if (comm->nranks == 1) {
+            run_single_rank(op);
+        } else {
+            BT_CHECK_GOTO(plan_coll(op), st, fail);
+        }
+    }
+    BT_CHECK_GOTO(run_self_p2p(ops, nops), st, fail);
+
+    if (ls.nreqs > 0) {
+        st = bt_connect_all(ls.reqs, ls.nreqs);
+        for (int i = 0; i < ls.nreqs; i++)
+            ls.reqs[i].conn->pending = 0;
+        if (st != BT_OK)
+            goto fail;
+    }
+    if (ls.nlanes > 0) {
+        struct bt_work *failed = NULL;
+        st = bt_host_exec(ls.lanes, ls.nlanes, &failed);
+        if (st != BT_OK)
+            goto fail;
+    }
+    return BT_OK;
+
+fail:
+    discard_lanes();
+    fail_comms(ops, nops, st);
+    return st;
+}

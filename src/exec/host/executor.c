@@ -1,0 +1,284 @@
+#include "exec/host/executor.h"
+
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll/algo.h"
+#include "exec/host/reduce.h"
+#include "util/param.h"
+#include "util/time.h"
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- connector readiness ---------------------------------------------------------- */
+
+static inline uint32_t ll_flag(uint64_t step)
+{
+    return (uint32_t)(step + 1);
+}
+
+static inline size_t ll_lines(size_t nbytes)
+{
+    size_t n = (nbytes + BT_LL_PAYLOAD - 1) / BT_LL_PAYLOAD;
+    return n ? n : 1; /* an empty step still carries one line, so both sides stay in step */
+}
+
+static int send_ready(struct bt_conn *c)
+{
+    if (c->step < c->cached + BT_NSTEPS)
+        return 1;
+    c->cached = atomic_load_explicit(&c->ctrl->head, memory_order_acquire);
+    return c->step < c->cached + BT_NSTEPS;
+}
+
+static int recv_ready(struct bt_conn *c, int proto, size_t nbytes)
+{
+    if (proto == BT_PROTO_SIMPLE) {
+        if (c->cached >= c->step + 1)
+            return 1;
+        c->cached = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
+        return c->cached >= c->step + 1;
+    }
+    /* LL: the sender stores lines in order with release semantics, so seeing the last
+     * line's flags means every earlier line is visible too. */
+    union bt_ll_line *l = (union bt_ll_line *)bt_conn_slot(c, BT_PROTO_LL, c->step);
+    size_t last = ll_lines(nbytes) - 1;
+    uint64_t v1 = __atomic_load_n(&l[last].v[1], __ATOMIC_ACQUIRE);
+    uint64_t v0 = __atomic_load_n(&l[last].v[0], __ATOMIC_ACQUIRE);
+    uint32_t f = ll_flag(c->step);
+    return (uint32_t)(v0 >> 32) == f && (uint32_t)(v1 >> 32) == f;
+}
+
+/* ---- LL packing ------------------------------------------------------------------- */
+
+static void ll_pack(struct bt_conn *c, const char *data, size_t nbytes)
+{
+    union bt_ll_line *l = (union bt_ll_line *)bt_conn_slot(c, BT_PROTO_LL, c->step);
+    uint64_t flag = (uint64_t)ll_flag(c->step) << 32;
+    size_t n = ll_lines(nbytes);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t d[2] = {0, 0};
+        size_t o = i * BT_LL_PAYLOAD;
+        size_t take = nbytes > o ? bt_min_sz(BT_LL_PAYLOAD, nbytes - o) : 0;
+        memcpy(d, data + o, take);
+        /* data and flag travel in one 8-byte store; release orders lines one after another */
+        __atomic_store_n(&l[i].v[0], (uint64_t)d[0] | flag, __ATOMIC_RELEASE);
+        __atomic_store_n(&l[i].v[1], (uint64_t)d[1] | flag, __ATOMIC_RELEASE);
+    }
+}
+
+static void ll_unpack(struct bt_conn *c, char *data, size_t nbytes)
+{
+    union bt_ll_line *l = (union bt_ll_line *)bt_conn_slot(c, BT_PROTO_LL, c->step);
+    uint32_t f = ll_flag(c->step);
+    size_t n = ll_lines(nbytes);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v0, v1;
+        do { /* recv_ready saw the last line, so this loop does not spin in practice */
+            v0 = __atomic_load_n(&l[i].v[0], __ATOMIC_ACQUIRE);
+            v1 = __atomic_load_n(&l[i].v[1], __ATOMIC_ACQUIRE);
+        } while ((uint32_t)(v0 >> 32) != f || (uint32_t)(v1 >> 32) != f);
+        uint32_t d[2] = {(uint32_t)v0, (uint32_t)v1};
+        size_t o = i * BT_LL_PAYLOAD;
+        if (nbytes > o)
+            memcpy(data + o, d, bt_min_sz(BT_LL_PAYLOAD, nbytes - o));
+    }
+}
+
+/* ---- completion ------------------------------------------------------------------- */
+
+static void send_done(struct bt_conn *c, int proto, size_t nbytes)
+{
+    if (proto == BT_PROTO_SIMPLE) {
+        atomic_store_explicit(&c->ctrl->sizes[c->step % BT_NSTEPS], (int32_t)nbytes,
+                              memory_order_relaxed);
+        /* data and size before tail: the receiver reads tail, then the slot */
+        atomic_store_explicit(&c->ctrl->tail, c->step + 1, memory_order_release);
+    }
+    c->step++;
+}
+
+static void recv_done(struct bt_conn *c)
+{
+    atomic_store_explicit(&c->ctrl->sizes[c->step % BT_NSTEPS], -1, memory_order_relaxed);
+    /* our reads of the slot and the size reset before head: the sender may then reuse it */
+    atomic_store_explicit(&c->ctrl->head, c->step + 1, memory_order_release);
+    c->step++;
+}
+
+/* ---- one primitive ---------------------------------------------------------------- */
+
+/* Scratch for LL steps: one slot of payload per source plus the result. */
+#define BT_LL_SCRATCH (64 * 1024)
+static __thread char ll_scratch[BT_PRIM_MAX_PEERS + 1][BT_LL_SCRATCH];
+
+int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
+{
+    int proto = w->proto;
+    size_t nbytes = p->nelem * w->esize;
+
+    for (int i = 0; i < p->nrecv; i++)
+        if (!recv_ready(p->recv[i], proto, nbytes))
+            return 0;
+    for (int i = 0; i < p->nsend; i++)
+        if (!send_ready(p->send[i]))
+            return 0;
+
+    /* Sources: what arrived, then the user's input. */
+    const void *srcs[BT_PRIM_MAX_PEERS + 1];
+    int nsrcs = 0;
+    for (int i = 0; i < p->nrecv; i++) {
+        if (proto == BT_PROTO_SIMPLE) {
+            srcs[nsrcs++] = bt_conn_slot(p->recv[i], proto, p->recv[i]->step);
+        } else {
+            ll_unpack(p->recv[i], ll_scratch[i], nbytes);
+            srcs[nsrcs++] = ll_scratch[i];
+        }
+    }
+    unsigned pre_mask = 0;
+    if (p->src) {
+        if (p->pre_src && w->redop.pre_mul)
+            pre_mask = 1u << nsrcs;
+        srcs[nsrcs++] = p->src;
+    }
+    int post = p->post && w->redop.post_div;
+    int transform = nsrcs > 1 || pre_mask || post;
+
+    /* The result lands first in `out`: the user's output if any, else the first Simple
+     * send slot, else LL scratch. Other destinations get a copy. */
+    char *out;
+    if (p->dst)
+        out = p->dst;
+    else if (proto == BT_PROTO_SIMPLE && p->nsend > 0)
+        out = bt_conn_slot(p->send[0], proto, p->send[0]->step);
+    else
+        out = ll_scratch[BT_PRIM_MAX_PEERS];
+
+    if (nbytes > 0) {
+        if (transform)
+            bt_host_reduce(&w->redop, out, srcs, nsrcs, pre_mask, post, p->nelem);
+        else if (out != srcs[0])
+            bt_host_copy(out, srcs[0], nbytes);
+    }
+
+    for (int i = 0; i < p->nsend; i++) {
+        struct bt_conn *c = p->send[i];
+        if (proto == BT_PROTO_SIMPLE) {
+            char *slot = bt_conn_slot(c, proto, c->step);
+            if (slot != out && nbytes > 0)
+                bt_host_copy(slot, out, nbytes);
+        } else {
+            ll_pack(c, out, nbytes);
+        }
+        send_done(c, proto, nbytes);
+    }
+    for (int i = 0; i < p->nrecv; i++)
+        recv_done(p->recv[i]);
+    return 1;
+}
+
+/* ---- the loop --------------------------------------------------------------------- */
+
+static const char *coll_name(int coll)
+{
+    static const char *names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
+                                  "Reduce",    "Send",      "Recv"};
+    return coll >= 0 && coll < BT_NUM_COLLS ? names[coll] : "?";
+}
+
+/* Say which connector a blocked work waits on, for timeout messages. */
+static void report_blocked(const struct bt_work *w)
+{
+    struct bt_prim p;
+    bt_algo_prim(w, w->step, &p);
+    size_t nbytes = p.nelem * w->esize;
+    for (int i = 0; i < p.nrecv; i++)
+        if (!recv_ready(p.recv[i], w->proto, nbytes))
+            BT_WARN("%s timed out at step %llu/%llu waiting for data from rank %d (%s "
+                    "channel %d, recv step %llu)",
+                    coll_name(w->coll), (unsigned long long)w->step, (unsigned long long)w->nsteps,
+                    p.recv[i]->peer, p.recv[i]->kind, p.recv[i]->channel,
+                    (unsigned long long)p.recv[i]->step);
+    for (int i = 0; i < p.nsend; i++)
+        if (!send_ready(p.send[i]))
+            BT_WARN("%s timed out at step %llu/%llu waiting for rank %d to free a slot (%s "
+                    "channel %d, send step %llu, peer consumed %llu)",
+                    coll_name(w->coll), (unsigned long long)w->step, (unsigned long long)w->nsteps,
+                    p.send[i]->peer, p.send[i]->kind, p.send[i]->channel,
+                    (unsigned long long)p.send[i]->step, (unsigned long long)p.send[i]->cached);
+}
+
+bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes, struct bt_work **failed_p)
+{
+    const uint64_t spin = (uint64_t)bt_param_spin_count();
+    const uint64_t yields = (uint64_t)bt_param_yield_count();
+    uint64_t idle = 0, deadline = 0;
+
+    for (;;) {
+        int active = 0, progressed = 0;
+        struct bt_work *blocked = NULL;
+        for (int i = 0; i < nlanes; i++) {
+            struct bt_lane *ln = lanes[i];
+            while (ln->head) {
+                struct bt_work *w = ln->head;
+                if (w->step == w->nsteps) {
+                    ln->head = w->next;
+                    if (!ln->head)
+                        ln->tail = NULL;
+                    continue;
+                }
+                struct bt_prim p;
+                bt_algo_prim(w, w->step, &p);
+                if (!bt_host_prim_try(w, &p)) {
+                    blocked = w;
+                    break;
+                }
+                w->step++;
+                progressed = 1;
+            }
+            active |= ln->head != NULL;
+        }
+        if (!active)
+            return BT_OK;
+        if (progressed) {
+            idle = 0;
+            deadline = 0; /* the timeout counts time without progress */
+            continue;
+        }
+
+        idle++;
+        if (idle < spin) {
+            cpu_relax();
+        } else if (idle < spin + yields) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 20000}; /* 20 us: waits this long are not latency-bound */
+            nanosleep(&ts, NULL);
+        }
+        if ((idle & 63) == 0) {
+            if (blocked && blocked->abort_flag && *blocked->abort_flag) {
+                BT_WARN("%s aborted (ncclCommAbort or a failed peer)", coll_name(blocked->coll));
+                if (failed_p)
+                    *failed_p = blocked;
+                return BT_ERR_REMOTE;
+            }
+            uint64_t now = bt_time_ns();
+            if (deadline == 0) {
+                deadline = bt_deadline_from_now();
+            } else if (now > deadline) {
+                report_blocked(blocked);
+                if (failed_p)
+                    *failed_p = blocked;
+                return BT_ERR_REMOTE;
+            }
+        }
+    }
+}

@@ -1,0 +1,24 @@
+/*
+ * The host executor: runs the works queued on a set of lanes (of one or several
+ * communicators) to completion in the calling thread. Each pass tries the next step of
+ * every lane's head work; a step runs only when all its connectors are ready, so a lane
+ * waiting on a peer never stops the others (one thread can drive all ranks of a group).
+ * When a pass makes no progress the thread spins, then yields, then sleeps briefly, so
+ * many ranks on few cores still progress.
+ */
+#ifndef BT_EXEC_HOST_EXECUTOR_H
+#define BT_EXEC_HOST_EXECUTOR_H
+
+#include "coll/work.h"
+#include "util/status.h"
+
+/* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works
+ * that did not finish; the caller discards them. The failing work is stored in *failed_p
+ * (may be NULL). */
+bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes, struct bt_work **failed_p);
+
+/* Run one primitive now, if all its connectors are ready; returns 1 if it ran. Exposed for
+ * unit tests of the FIFO logic. */
+int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * Channels: independent lanes of an algorithm. Each channel has a ring and a tree over
+ * the communicator's ranks and the connectors those use. On a GPU a channel is one
+ * thread block; on the host the executor interleaves channels in the calling thread.
+ */
+#ifndef BT_GRAPH_CHANNEL_H
+#define BT_GRAPH_CHANNEL_H
+
+#include "transport/conn.h"
+
+#define BT_MAX_CHANNELS 32
+#define BT_TREE_ARITY 2
+
+struct bt_work;
+
+/* A FIFO of works run in order; works of different lanes run concurrently. */
+struct bt_lane {
+    struct bt_work *head, *tail;
+};
+
+struct bt_ring {
+    int prev, next;
+    int index;  /* my position in order[] */
+    int *order; /* order[i] = rank at ring position i (nranks entries) */
+};
+
+struct bt_tree {
+    int up;                  /* parent rank, -1 at the root */
+    int down[BT_TREE_ARITY]; /* children, -1 when absent */
+    int ndown;
+};
+
+struct bt_channel {
+    int id;
+    struct bt_ring ring;
+    struct bt_tree tree;
+    struct bt_conn ring_send, ring_recv;
+    struct bt_conn tree_up_send, tree_up_recv; /* with the parent */
+    struct bt_conn tree_down_send[BT_TREE_ARITY], tree_down_recv[BT_TREE_ARITY]; /* children */
+    struct bt_lane lane;
+};
+
+/*
+ * Double binary tree: tree 0 is an in-order binary tree over ranks 0..n-1; tree 1 is the
+ * mirror image (even n) or the shift by one (odd n), so that most leaves of one tree are
+ * inner nodes of the other and each rank's bandwidth is used by both trees.
+ */
+void bt_graph_btree(int nranks, int rank, int which, struct bt_tree *tree);
+
+/* Fill rings and trees of `nch` channels for `rank` of `nranks`. ring orders allocated. */
+int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank);
+void bt_graph_channels_free(struct bt_channel *ch, int nch);
+
+#endif

@@ -1,0 +1,106 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/channel.h"
+
+/*
+ * In-order binary tree over 0..n-1. A rank's lowest set bit b gives its level: the rank
+ * sits between its children r - b/2 and r + b/2 and its parent is the nearest multiple
+ * of 2b above or below. Rank 0 is the root and has a single child: the largest power of
+ * two below n. Depth is about log2(n).
+ *
+ *   n = 8:           0
+ *                    |
+ *                    4
+ *                 /     \
+ *                2       6
+ *               / \     / \
+ *              1   3   5   7
+ */
+static void btree_plain(int n, int r, int *up, int *d0, int *d1)
+{
+    *up = *d0 = *d1 = -1;
+    if (n <= 1)
+        return;
+    if (r == 0) {
+        int top = 1;
+        while (top * 2 < n)
+            top *= 2;
+        *d0 = top;
+        return;
+    }
+    int bit = r & -r;
+    /* Parent: clear the bit and set the next one up, unless that leaves the range. */
+    int p = (r ^ bit) | (bit << 1);
+    if (p >= n || (r & (bit << 1)))
+        p = r ^ bit;
+    *up = p;
+    int half = bit >> 1;
+    if (half) {
+        *d0 = r - half;
+        int c = r + half;
+        while (half && c >= n) { /* right subtree cut short by n: descend */
+            half >>= 1;
+            c = r + half;
+        }
+        if (half && c < n && c != *d0)
+            *d1 = c;
+    }
+}
+
+void bt_graph_btree(int nranks, int rank, int which, struct bt_tree *tree)
+{
+    int up, d0, d1;
+    if (which == 0 || nranks <= 2) {
+        btree_plain(nranks, rank, &up, &d0, &d1);
+    } else if (nranks % 2 == 0) {
+        /* mirror: rank r plays n-1-r */
+        int v = nranks - 1 - rank;
+        btree_plain(nranks, v, &up, &d0, &d1);
+        up = up < 0 ? -1 : nranks - 1 - up;
+        d0 = d0 < 0 ? -1 : nranks - 1 - d0;
+        d1 = d1 < 0 ? -1 : nranks - 1 - d1;
+    } else {
+        /* shift: rank r plays r-1 */
+        int v = (rank - 1 + nranks) % nranks;
+        btree_plain(nranks, v, &up, &d0, &d1);
+        up = up < 0 ? -1 : (up + 1) % nranks;
+        d0 = d0 < 0 ? -1 : (d0 + 1) % nranks;
+        d1 = d1 < 0 ? -1 : (d1 + 1) % nranks;
+    }
+    tree->up = up;
+    tree->ndown = 0;
+    tree->down[0] = tree->down[1] = -1;
+    if (d0 >= 0)
+        tree->down[tree->ndown++] = d0;
+    if (d1 >= 0)
+        tree->down[tree->ndown++] = d1;
+}
+
+int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank)
+{
+    for (int c = 0; c < nch; c++) {
+        struct bt_channel *x = &ch[c];
+        memset(x, 0, sizeof(*x));
+        x->id = c;
+        x->ring.order = malloc(sizeof(int) * (size_t)nranks);
+        if (!x->ring.order)
+            return -1;
+        /* Host rings follow rank order; topology-aware orders come with graph search. */
+        for (int i = 0; i < nranks; i++)
+            x->ring.order[i] = i;
+        x->ring.index = rank;
+        x->ring.next = x->ring.order[(rank + 1) % nranks];
+        x->ring.prev = x->ring.order[(rank - 1 + nranks) % nranks];
+        bt_graph_btree(nranks, rank, c % 2, &x->tree);
+    }
+    return 0;
+}
+
+void bt_graph_channels_free(struct bt_channel *ch, int nch)
+{
+    for (int c = 0; c < nch; c++) {
+        free(ch[c].ring.order);
+        ch[c].ring.order = NULL;
+    }
+}

@@ -1,0 +1,101 @@
+/*
+ * Connectors: one direction of a (channel, peer) link as seen from this rank.
+ *
+ * A send connector and the matching recv connector share a FIFO of BT_NSTEPS slots per
+ * protocol, in memory both can reach (for shm: a segment the receiver created).
+ * Steps are absolute and shared by all protocols of the connector: step s uses slot
+ * s % BT_NSTEPS of whichever protocol buffer the collective runs on.
+ *
+ *   sender, step s:   wait head + NSTEPS > s           (a free slot: credit)
+ *                     write data; Simple: sizes[slot] = bytes, then tail = s + 1 (release)
+ *                                 LL: each 16-byte line carries flag s + 1 beside its data
+ *   receiver, step s: Simple: wait tail >= s + 1 (acquire);  LL: wait each line's flag
+ *                     read data; sizes[slot] = -1; then head = s + 1 (release: the slot may
+ *                     be overwritten only after we stopped reading it)
+ *
+ * Because tail and the LL flags carry absolute step numbers, a Simple step may follow LL
+ * steps (or the reverse) on the same connector with no reset, and a stale LL line from
+ * NSTEPS steps ago never matches.
+ */
+#ifndef BT_TRANSPORT_CONN_H
+#define BT_TRANSPORT_CONN_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BT_NSTEPS 8
+#define BT_CACHELINE 128 /* flags and counters each own a 128-byte line (two x86 lines) */
+
+enum bt_proto {
+    BT_PROTO_LL = 0,
+    BT_PROTO_SIMPLE = 1,
+    BT_NUM_PROTOS = 2,
+};
+
+/* An LL line: 8 bytes of payload in two 4-byte halves, each beside a 4-byte flag, stored
+ * as two 8-byte atomic words so a reader never sees data without its flag. */
+union bt_ll_line {
+    struct {
+        uint32_t data1, flag1, data2, flag2;
+    } f;
+    uint64_t v[2];
+};
+#define BT_LL_PAYLOAD 8 /* bytes of payload per 16-byte line */
+
+/* Control block shared by the two ends of a connector. */
+struct bt_fifo_ctrl {
+    _Alignas(BT_CACHELINE) _Atomic uint64_t tail; /* written by the sender */
+    _Alignas(BT_CACHELINE) _Atomic uint64_t head; /* written by the receiver */
+    _Alignas(BT_CACHELINE) _Atomic int32_t sizes[BT_NSTEPS];
+};
+
+/* Bytes of each protocol's FIFO, decided by the receiver and sent in the connect blob. */
+struct bt_fifo_sizes {
+    uint32_t slot_bytes[BT_NUM_PROTOS]; /* Simple: payload bytes; LL: line bytes (2x payload) */
+};
+
+/* Offsets inside a FIFO region (control block first, then each protocol's slots). */
+static inline size_t bt_fifo_proto_offset(const struct bt_fifo_sizes *s, int proto)
+{
+    size_t off = sizeof(struct bt_fifo_ctrl);
+    for (int p = 0; p < proto; p++)
+        off += (size_t)s->slot_bytes[p] * BT_NSTEPS;
+    return off;
+}
+static inline size_t bt_fifo_bytes(const struct bt_fifo_sizes *s)
+{
+    return bt_fifo_proto_offset(s, BT_NUM_PROTOS);
+}
+
+struct bt_transport_ops;
+
+struct bt_conn {
+    int peer;
+    int is_send;
+    int connected;
+    int pending;     /* queued for connection by the launch in progress */
+    uint64_t step;   /* next step to produce (send) or consume (recv) */
+    uint64_t cached; /* last seen head (send) or tail (recv), to spare shared reads */
+    struct bt_fifo_ctrl *ctrl;
+    char *buf[BT_NUM_PROTOS]; /* first slot of each protocol */
+    struct bt_fifo_sizes sizes;
+    const struct bt_transport_ops *tp;
+    void *tp_priv;    /* transport resources (segment, sockets) */
+    const char *kind; /* "ring", "tree", "p2p": for logs */
+    int channel;
+};
+
+/* Payload bytes one step of `proto` carries on this connector. */
+static inline size_t bt_conn_slot_payload(const struct bt_conn *c, int proto)
+{
+    size_t b = c->sizes.slot_bytes[proto];
+    return proto == BT_PROTO_LL ? b / sizeof(union bt_ll_line) * BT_LL_PAYLOAD : b;
+}
+
+static inline char *bt_conn_slot(const struct bt_conn *c, int proto, uint64_t step)
+{
+    return c->buf[proto] + (size_t)(step % BT_NSTEPS) * c->sizes.slot_bytes[proto];
+}
+
+#endif

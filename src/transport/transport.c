@@ -1,0 +1,40 @@
+#include "transport/transport.h"
+
+#include <string.h>
+
+#include "core/comm.h"
+#include "util/param.h"
+
+/* In order of preference; p2p (CUDA IPC) and net join this list with their issues. */
+static const struct bt_transport_ops *const bt_transports[] = {
+    &bt_transport_shm,
+};
+
+const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, int peer)
+{
+    for (size_t i = 0; i < sizeof(bt_transports) / sizeof(bt_transports[0]); i++)
+        if (bt_transports[i]->can_connect(comm, peer))
+            return bt_transports[i];
+    const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
+    BT_WARN("no transport can connect rank %d to rank %d: %s (SHM_DISABLE=%lld; the network "
+            "transport is not built yet)",
+            comm->rank, peer,
+            me->host_hash != p->host_hash ? "they are on different hosts"
+            : me->shm_ns != p->shm_ns     ? "they are in different IPC namespaces"
+                                          : "shared memory is disabled",
+            (long long)bt_param_shm_disable());
+    return NULL;
+}
+
+void bt_conn_free(struct bt_conn *conn)
+{
+    if (!conn)
+        return;
+    if (conn->tp && conn->tp->free)
+        conn->tp->free(conn);
+    conn->tp = NULL;
+    conn->connected = 0;
+    conn->ctrl = NULL;
+    for (int p = 0; p < BT_NUM_PROTOS; p++)
+        conn->buf[p] = NULL;
+}

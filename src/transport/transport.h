@@ -1,0 +1,41 @@
+/*
+ * Transports: how a connector's FIFO reaches the peer. A table of functions, filled with
+ * designated initializers; selection per peer pair takes the first whose can_connect
+ * says yes (p2p, shm, net).
+ *
+ * Connecting one connector (both ends run this, core/connect.c drives it in phases so one
+ * thread can connect several communicators of one process without deadlock):
+ *   setup()     allocate local resources; fill a blob for the peer
+ *   -- blobs exchanged over bootstrap --
+ *   connect()   map/attach the peer's resources described by its blob
+ *   -- acknowledgements exchanged --
+ *   connected() both ends are attached: drop names that let a crash leak (unlink)
+ */
+#ifndef BT_TRANSPORT_H
+#define BT_TRANSPORT_H
+
+#include "transport/conn.h"
+#include "util/status.h"
+
+#define BT_CONNECT_INFO_BYTES 256
+
+struct bt_comm;
+
+struct bt_transport_ops {
+    const char *name;
+    int (*can_connect)(const struct bt_comm *comm, int peer);
+    bt_status_t (*setup)(struct bt_comm *comm, struct bt_conn *conn, void *info_p);
+    bt_status_t (*connect)(struct bt_comm *comm, struct bt_conn *conn, const void *peer_info);
+    void (*connected)(struct bt_conn *conn);
+    void (*free)(struct bt_conn *conn);
+};
+
+extern const struct bt_transport_ops bt_transport_shm;
+
+/* The transport for a connector to `peer`, or NULL (logged) when none can connect. */
+const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, int peer);
+
+/* Release a connector's transport resources and mark it unconnected. Accepts NULL. */
+void bt_conn_free(struct bt_conn *conn);
+
+#endif

@@ -1,0 +1,84 @@
+#include "tune/tuner.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "util/log.h"
+#include "util/param.h"
+
+/* Is `name` allowed by a list like "LL,Simple" or "^LL" (NCCL_PROTO / NCCL_ALGO syntax)? */
+static int list_allows(const char *list, const char *name)
+{
+    if (!list || !*list)
+        return 1;
+    int neg = list[0] == '^';
+    const char *s = neg ? list + 1 : list;
+    size_t n = strlen(name);
+    int found = 0;
+    while (*s) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == n && strncasecmp(s, name, n) == 0)
+            found = 1;
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return neg ? !found : found;
+}
+
+/*
+ * Defaults measured on host memory (2-core development machine, see docs/TUNING.md):
+ * LL wins while a collective is a few slots of latency-bound steps; Simple past that.
+ * Tree beats ring for small AllReduce once the ring is long (latency 2 log n vs 2(n-1)).
+ */
+#define BT_LL_DEFAULT_THRESHOLD (16 * 1024)
+#define BT_TREE_DEFAULT_THRESHOLD (64 * 1024)
+#define BT_BYTES_PER_CHANNEL (512 * 1024)
+
+void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
+{
+    const char *protos = bt_param_str_proto();
+    const char *algos = bt_param_str_algo();
+    int64_t ll_thr = bt_param_ll_threshold();
+    int64_t tree_thr = bt_param_tree_threshold();
+    if (ll_thr < 0)
+        ll_thr = BT_LL_DEFAULT_THRESHOLD;
+    if (tree_thr < 0)
+        tree_thr = in->nranks >= 4 ? BT_TREE_DEFAULT_THRESHOLD : 0;
+
+    int ll_ok = list_allows(protos, "LL");
+    int simple_ok = list_allows(protos, "Simple");
+    if (!ll_ok && !simple_ok) {
+        BT_WARN("PROTO=%s allows no protocol Baton implements (LL, Simple); using Simple", protos);
+        simple_ok = 1;
+    }
+    int p2p = in->coll == BT_COLL_SEND || in->coll == BT_COLL_RECV;
+    out->proto = p2p || !ll_ok                 ? BT_PROTO_SIMPLE
+                 : !simple_ok                  ? BT_PROTO_LL
+                 : in->bytes <= (size_t)ll_thr ? BT_PROTO_LL
+                                               : BT_PROTO_SIMPLE;
+
+    out->algo = BT_ALGO_RING;
+    if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
+        int ring_ok = list_allows(algos, "Ring"), tree_ok = list_allows(algos, "Tree");
+        if (tree_ok && (!ring_ok || in->bytes <= (size_t)tree_thr))
+            out->algo = BT_ALGO_TREE;
+    }
+
+    size_t per_channel = BT_BYTES_PER_CHANNEL;
+    int nch = out->proto == BT_PROTO_LL ? 1 : (int)(in->bytes / per_channel);
+    int lo = (int)bt_param_min_nchannels();
+    if (nch < lo)
+        nch = lo;
+    if (nch > in->max_channels)
+        nch = in->max_channels;
+    if (nch < 1)
+        nch = 1;
+    out->nchannels = nch;
+
+    size_t slot = out->proto == BT_PROTO_LL ? in->ll_payload : in->simple_slot;
+    out->chunk = slot / in->esize;
+    if (out->chunk == 0)
+        out->chunk = 1;
+}

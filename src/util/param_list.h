@@ -1,0 +1,60 @@
+/*
+ * Every tunable of Baton, declared once: name (read from BATON_<NAME>, else NCCL_<NAME>),
+ * default, and a one-line doc. `baton-perf --params` prints this table.
+ *   BT_PARAM_INT(getter, NAME, default, doc)   -> int64_t bt_param_<getter>(void)
+ *   BT_PARAM_STR(getter, NAME, default, doc)   -> const char *bt_param_str_<getter>(void)
+ * No include guard: param.h and param.c expand it with different macro definitions.
+ */
+
+/* logging */
+BT_PARAM_STR(debug, "DEBUG", NULL, "log level: VERSION, WARN, INFO or TRACE")
+BT_PARAM_STR(debug_subsys, "DEBUG_SUBSYS", "INIT,ENV",
+             "subsystems logged at INFO/TRACE: "
+             "INIT,COLL,P2P,SHM,NET,PROXY,TUNING,BOOTSTRAP,ENV,ALLOC,ALL (^ negates)")
+
+/* bootstrap and sockets */
+BT_PARAM_STR(comm_id, "COMM_ID", NULL,
+             "host:port of the rendezvous root, instead of passing an ncclUniqueId")
+BT_PARAM_STR(socket_ifname, "SOCKET_IFNAME", NULL,
+             "network interfaces to use: prefix list, ^ excludes, = exact match")
+BT_PARAM_STR(socket_family, "SOCKET_FAMILY", NULL,
+             "address family for bootstrap sockets: AF_INET or AF_INET6")
+BT_PARAM_INT(
+    timeout, "TIMEOUT", 600,
+    "seconds any wait (bootstrap, flags, sockets) may last before it fails naming the peer")
+BT_PARAM_INT(bootstrap_timeout, "BOOTSTRAP_TIMEOUT", 120,
+             "seconds init waits for all ranks to reach the rendezvous")
+
+/* communicator */
+BT_PARAM_STR(device, "DEVICE", NULL, "'cpu' makes every communicator a host-memory communicator")
+BT_PARAM_INT(comm_blocking, "COMM_BLOCKING", -1,
+             "override config.blocking: 0 nonblocking, 1 blocking, -1 keep")
+BT_PARAM_INT(check_pointers, "CHECK_POINTERS", 0, "validate buffer pointers before each collective")
+BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
+             "name Baton's threads (baton Progress, baton Service, ...)")
+
+/* transports */
+BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0, "disable the CUDA IPC peer-to-peer transport")
+BT_PARAM_INT(shm_disable, "SHM_DISABLE", 0, "disable the shared-memory transport")
+BT_PARAM_STR(shm_dir, "SHM_DIR", "/dev/shm", "directory where shared-memory segments are created")
+
+/* channels, buffers, protocols, algorithms */
+BT_PARAM_INT(min_nchannels, "MIN_NCHANNELS", 1, "minimum number of channels")
+BT_PARAM_INT(max_nchannels, "MAX_NCHANNELS", 2, "maximum number of channels (host default 2)")
+BT_PARAM_INT(buffsize, "BUFFSIZE", 1 << 20,
+             "bytes of Simple-protocol buffer per connector (NSTEPS slots)")
+BT_PARAM_INT(ll_buffsize, "LL_BUFFSIZE", 1 << 17,
+             "bytes of LL-protocol buffer per connector (NSTEPS slots)")
+BT_PARAM_INT(p2p_chunksize, "P2P_CHUNKSIZE", 1 << 17, "bytes of each slot of send/recv connectors")
+BT_PARAM_STR(proto, "PROTO", NULL, "protocols allowed: LL, Simple (^ excludes)")
+BT_PARAM_STR(algo, "ALGO", NULL, "algorithms allowed for AllReduce: Ring, Tree (^ excludes)")
+BT_PARAM_INT(ll_threshold, "LL_THRESHOLD", -1,
+             "bytes per rank below which LL is used (-1: the tuner decides)")
+BT_PARAM_INT(tree_threshold, "TREE_THRESHOLD", -1,
+             "AllReduce bytes below which Tree is used (-1: the tuner decides)")
+
+/* waiting */
+BT_PARAM_INT(spin_count, "SPIN_COUNT", 2000,
+             "polls of a flag before a waiting thread yields its core")
+BT_PARAM_INT(yield_count, "YIELD_COUNT", 200,
+             "sched_yield calls before a waiting thread starts to sleep")

@@ -1,0 +1,124 @@
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int count_dir(const char *path, const char *prefix)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (prefix && strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+int bt_test_shm_count(void)
+{
+    return count_dir("/dev/shm", "baton");
+}
+
+void bt_test_leaks_begin(struct bt_test_leaks *l)
+{
+    l->nfds = count_dir("/proc/self/fd", NULL) - 1; /* minus the DIR's own fd */
+    l->nthreads = count_dir("/proc/self/task", NULL);
+}
+
+void bt_test_leaks_end(const struct bt_test_leaks *l)
+{
+    int nfds = count_dir("/proc/self/fd", NULL) - 1;
+    /* Threads exit asynchronously after join returns in rare cases; give them a moment. */
+    int nthreads = count_dir("/proc/self/task", NULL);
+    for (int i = 0; i < 100 && nthreads > l->nthreads; i++) {
+        usleep(10000);
+        nthreads = count_dir("/proc/self/task", NULL);
+    }
+    BT_TEST_CHECK(nfds <= l->nfds, "fd leak: %d open, %d at start", nfds, l->nfds);
+    BT_TEST_CHECK(nthreads <= l->nthreads, "thread leak: %d threads, %d at start", nthreads,
+                  l->nthreads);
+}
+
+int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
+{
+    pid_t pids[1024];
+    if (nranks > 1024)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < nranks; r++) {
+        pid_t p = fork();
+        if (p < 0) {
+            perror("fork");
+            for (int k = 0; k < r; k++)
+                kill(pids[k], SIGKILL);
+            return -1;
+        }
+        if (p == 0) {
+            int rc = fn(r, nranks, arg);
+            fflush(stdout);
+            fflush(stderr);
+            _exit(rc);
+        }
+        pids[r] = p;
+    }
+    int failed = 0, left = nranks;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (left > 0) {
+        int status;
+        pid_t p = waitpid(-1, &status, WNOHANG);
+        if (p > 0) {
+            int r = -1;
+            for (int k = 0; k < nranks; k++)
+                if (pids[k] == p)
+                    r = k;
+            if (r < 0)
+                continue;
+            pids[r] = -1;
+            left--;
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                if (WIFSIGNALED(status))
+                    fprintf(stderr, "rank %d killed by signal %d\n", r, WTERMSIG(status));
+                else
+                    fprintf(stderr, "rank %d exited with %d\n", r, WEXITSTATUS(status));
+                if (!failed)
+                    for (int k = 0; k < nranks; k++)
+                        if (pids[k] > 0)
+                            kill(pids[k], SIGKILL);
+                failed = 1;
+            }
+            continue;
+        }
+        if (p < 0 && errno != EINTR)
+            break;
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > timeout_s) {
+            fprintf(stderr, "timeout after %d s: killing %d ranks still running\n", timeout_s,
+                    left);
+            for (int k = 0; k < nranks; k++)
+                if (pids[k] > 0) {
+                    fprintf(stderr, "  rank %d (pid %d) did not finish\n", k, (int)pids[k]);
+                    kill(pids[k], SIGKILL);
+                }
+            failed = 1;
+            t0.tv_sec = t.tv_sec + 3600; /* report once, then reap */
+        }
+        usleep(1000);
+    }
+    return failed ? 1 : 0;
+}

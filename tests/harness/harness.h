@@ -1,0 +1,52 @@
+/*
+ * Test harness: checks that fail loudly, a launcher that runs n ranks as processes with a
+ * deadline, and the leak check every test ends with.
+ */
+#ifndef BT_TEST_HARNESS_H
+#define BT_TEST_HARNESS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define BT_TEST_CHECK(cond, ...)                                                                   \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* A call that returns 0 (ncclSuccess / BT_OK) on success. */
+#define BT_TEST_OK(call)                                                                           \
+    do {                                                                                           \
+        int rc_ = (int)(call);                                                                     \
+        BT_TEST_CHECK(rc_ == 0, "%s returned %d", #call, rc_);                                     \
+    } while (0)
+
+typedef int (*bt_test_rank_fn)(int rank, int nranks, void *arg);
+
+/*
+ * Fork `nranks` processes, each running fn(rank, nranks, arg) and exiting with its return
+ * value. Waits at most `timeout_s` seconds; on timeout or on the first failure it kills
+ * the others. Returns 0 when every rank exited 0.
+ */
+int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s);
+
+/*
+ * Leak check. Call begin() at the start of a process's test body and end() at its end:
+ * end() fails the test if file descriptors, threads or /dev/shm entries named baton-*
+ * created by this process are left.
+ */
+struct bt_test_leaks {
+    int nfds;
+    int nthreads;
+};
+void bt_test_leaks_begin(struct bt_test_leaks *l);
+void bt_test_leaks_end(const struct bt_test_leaks *l);
+
+/* Count of /dev/shm entries whose name starts with "baton" (any process). */
+int bt_test_shm_count(void);
+
+#endif
