@@ -1,5 +1,7 @@
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "core/comm.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +95,16 @@ static uint64_t ipc_namespace(void)
     return stat("/proc/self/ns/ipc", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+/* CPUs this process may run on. */
+static int online_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
 bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p)
@@ -178,6 +190,10 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
         ls = all[r].ll_slot < ls ? all[r].ll_slot : ls;
         ps = all[r].p2p_slot < ps ? all[r].p2p_slot : ps;
     }
+    comm->local_ranks = 0;
+    for (int r = 0; r < comm->nranks; r++)
+        comm->local_ranks += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+    comm->oversubscribed = comm->local_ranks > online_cpus();
     comm->nchannels = nch;
     comm->simple_slot = ss;
     comm->ll_slot = ls;
@@ -192,9 +208,10 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     }
     comm->init_done = 1;
     if (comm->rank == 0)
-        BT_INFO(BT_LOG_INIT, "Baton %s, NCCL 2.28.9 interface: comm %p %d ranks, %s, %d channels",
+        BT_INFO(BT_LOG_INIT, "Baton %s, NCCL 2.28.9 interface: comm %p %d ranks, %s, %d channels%s",
                 BATON_VERSION_STRING, (void *)comm, comm->nranks,
-                comm->cuda_dev < 0 ? "host memory" : "CUDA", comm->nchannels);
+                comm->cuda_dev < 0 ? "host memory" : "CUDA", comm->nchannels,
+                comm->oversubscribed ? ", more local ranks than CPUs: waits yield at once" : "");
     BT_INFO(BT_LOG_INIT, "comm %p rank %d nranks %d pid %d - Init COMPLETE", (void *)comm,
             comm->rank, comm->nranks, (int)getpid());
     return BT_OK;

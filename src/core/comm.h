@@ -68,6 +68,9 @@ struct bt_comm {
     struct bt_bootstrap *bs;
     struct bt_peer_info *peers;
 
+    int local_ranks;    /* ranks of this communicator on this host */
+    int oversubscribed; /* more local ranks than CPUs this process may run on */
+
     int nchannels;
     struct bt_channel channels[BT_MAX_CHANNELS];
     struct bt_lane tree_down_lanes[BT_MAX_CHANNELS]; /* the down halves of tree works */

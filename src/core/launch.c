@@ -18,6 +18,7 @@
 #include "exec/host/executor.h"
 #include "exec/host/reduce.h"
 #include "tune/tuner.h"
+#include "util/param.h"
 
 /* Per-thread scratch, reused across launches so the hot path does not allocate. */
 struct launch_scratch {
@@ -378,7 +379,12 @@ bt_status_t bt_launch(struct bt_op *ops, int nops)
     }
     if (ls.nlanes > 0) {
         struct bt_work *failed = NULL;
-        st = bt_host_exec(ls.lanes, ls.nlanes, &failed);
+        struct bt_wait_policy wait = {.spin = (uint64_t)bt_param_spin_count(),
+                                      .yields = (uint64_t)bt_param_yield_count()};
+        for (int i = 0; i < nops; i++)
+            if (ops[i].comm->oversubscribed)
+                wait.spin = 0;
+        st = bt_host_exec(ls.lanes, ls.nlanes, &wait, &failed);
         if (st != BT_OK)
             goto fail;
     }

@@ -1,5 +1,6 @@
 #include "tune/tuner.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
@@ -36,23 +37,41 @@ static int list_allows(const char *list, const char *name)
 #define BT_TREE_DEFAULT_THRESHOLD (64 * 1024)
 #define BT_BYTES_PER_CHANNEL (512 * 1024)
 
+/* PROTO and ALGO parsed once: the tuner runs on every collective. */
+struct tune_env {
+    int ll_ok, simple_ok, ring_ok, tree_ok;
+};
+static struct tune_env tune_env;
+
+static void tune_env_read(void)
+{
+    const char *protos = bt_param_str_proto(), *algos = bt_param_str_algo();
+    tune_env.ll_ok = list_allows(protos, "LL");
+    tune_env.simple_ok = list_allows(protos, "Simple");
+    if (!tune_env.ll_ok && !tune_env.simple_ok) {
+        BT_WARN("PROTO=%s allows no protocol Baton implements (LL, Simple); using Simple", protos);
+        tune_env.simple_ok = 1;
+    }
+    tune_env.ring_ok = list_allows(algos, "Ring");
+    tune_env.tree_ok = list_allows(algos, "Tree");
+    if (!tune_env.ring_ok && !tune_env.tree_ok) {
+        BT_WARN("ALGO=%s allows no algorithm Baton implements (Ring, Tree); using Ring", algos);
+        tune_env.ring_ok = 1;
+    }
+}
+
 void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
 {
-    const char *protos = bt_param_str_proto();
-    const char *algos = bt_param_str_algo();
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, tune_env_read);
+    const struct tune_env *env = &tune_env;
     int64_t ll_thr = bt_param_ll_threshold();
     int64_t tree_thr = bt_param_tree_threshold();
     if (ll_thr < 0)
         ll_thr = BT_LL_DEFAULT_THRESHOLD;
     if (tree_thr < 0)
         tree_thr = in->nranks >= 4 ? BT_TREE_DEFAULT_THRESHOLD : 0;
-
-    int ll_ok = list_allows(protos, "LL");
-    int simple_ok = list_allows(protos, "Simple");
-    if (!ll_ok && !simple_ok) {
-        BT_WARN("PROTO=%s allows no protocol Baton implements (LL, Simple); using Simple", protos);
-        simple_ok = 1;
-    }
+    int ll_ok = env->ll_ok, simple_ok = env->simple_ok;
     int p2p = in->coll == BT_COLL_SEND || in->coll == BT_COLL_RECV;
     out->proto = p2p || !ll_ok                 ? BT_PROTO_SIMPLE
                  : !simple_ok                  ? BT_PROTO_LL
@@ -61,7 +80,7 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
 
     out->algo = BT_ALGO_RING;
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
-        int ring_ok = list_allows(algos, "Ring"), tree_ok = list_allows(algos, "Tree");
+        int ring_ok = env->ring_ok, tree_ok = env->tree_ok;
         if (tree_ok && (!ring_ok || in->bytes <= (size_t)tree_thr))
             out->algo = BT_ALGO_TREE;
     }

@@ -293,7 +293,7 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
         a->coll = from_argv0;
     }
 
-    optind = 1;
+    optind = 0; /* glibc: 0 fully resets getopt, so the parser can run more than once */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:c:o:d:r:z:a:t:g:m:G:C:T:y:pJ:h", longopts,
                             NULL)) != -1) {
@@ -375,19 +375,17 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
         case 't':
         case 'g':
         case 'm':
-            if (perf_parse_int(c == 't' ? "-t" : c == 'g' ? "-g" : "-m", optarg, 1, 1, &v) != 0) {
-                fprintf(stderr, "baton-perf: only one %s is supported\n",
-                        c == 't'   ? "thread"
-                        : c == 'g' ? "GPU per thread"
-                                   : "aggregated iteration");
+            if (strcmp(optarg, "1") != 0) {
+                fprintf(stderr, "baton-perf: -%c %s: only 1 is supported (one rank per process)\n",
+                        c, optarg);
                 return 1;
             }
             break;
         case 'G':
         case 'C':
         case 'y':
-            if (perf_parse_int(c == 'G' ? "-G" : c == 'C' ? "-C" : "-y", optarg, 0, 0, &v) != 0) {
-                fprintf(stderr, "baton-perf: -%c is not supported yet (only 0)\n", c);
+            if (strcmp(optarg, "0") != 0) {
+                fprintf(stderr, "baton-perf: -%c %s: not supported yet (only 0)\n", c, optarg);
                 return 1;
             }
             break;
@@ -416,7 +414,7 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
             return 1;
         default:
             fprintf(stderr, "baton-perf: unknown option '%s'\n", argv[optind - 1]);
-            perf_usage(stderr);
+            fprintf(stderr, "run 'baton-perf --help' for the options\n");
             return 1;
         }
     }
@@ -429,12 +427,12 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
     }
     if (coll_name != NULL && perf_coll_lookup(coll_name, &a->coll) != 0) {
         fprintf(stderr, "baton-perf: unknown collective '%s'\n", coll_name);
-        perf_usage(stderr);
+        fprintf(stderr, "run 'baton-perf --help' for the options\n");
         return 1;
     }
     if (a->coll == PERF_NCOLLS && !a->print_params) {
         fprintf(stderr, "baton-perf: which collective?\n");
-        perf_usage(stderr);
+        fprintf(stderr, "run 'baton-perf --help' for the options\n");
         return 1;
     }
     if (a->min_bytes > a->max_bytes) {

@@ -43,6 +43,8 @@ static uint64_t perf_fp_encode(double x, int eb, int mb, int finite_only)
 
     if (isnan(x)) {
         bits = (expmask << mb) | (hidden - 1);
+    } else if (isinf(a)) {
+        bits = finite_only ? (expmask << mb) | (hidden - 1) : expmask << mb;
     } else if (a == 0) {
         bits = 0;
     } else {

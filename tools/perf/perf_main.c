@@ -423,7 +423,8 @@ static void perf_print_preamble(struct perf_ctx *ctx)
     int version = 0;
     Dl_info dli;
 
-    /* Every rank's host and pid, for the "Using devices" list. */
+    /* Every rank's host and pid, for the "Using devices" list; one record fits scratch. */
+    _Static_assert(sizeof(me) <= 64, "a rank record must fit the 64-byte scratch buffer");
     gethostname(host, sizeof(host) - 1);
     memset(&me, 0, sizeof(me));
     me.rank = ctx->rank;

@@ -19,7 +19,8 @@ double perf_percentile(const double *sorted, size_t n, double pct)
         return 0;
     }
     /* Nearest rank: the smallest sample with at least pct% of the samples at or below. */
-    size_t k = (size_t)ceil(pct / 100.0 * (double)n);
+    /* The epsilon keeps 99.9% of 1000 at 999 despite 99.9 having no exact binary form. */
+    size_t k = (size_t)ceil(pct / 100.0 * (double)n - 1e-9);
     if (k < 1) {
         k = 1;
     }

@@ -6,7 +6,6 @@
 
 #include "coll/algo.h"
 #include "exec/host/reduce.h"
-#include "util/param.h"
 #include "util/time.h"
 
 static inline void cpu_relax(void)
@@ -216,10 +215,11 @@ static void report_blocked(const struct bt_work *w)
                     (unsigned long long)p.send[i]->step, (unsigned long long)p.send[i]->cached);
 }
 
-bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes, struct bt_work **failed_p)
+bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
+                         const struct bt_wait_policy *wait, struct bt_work **failed_p)
 {
-    const uint64_t spin = (uint64_t)bt_param_spin_count();
-    const uint64_t yields = (uint64_t)bt_param_yield_count();
+    const uint64_t spin = wait->spin;
+    const uint64_t yields = wait->yields;
     uint64_t idle = 0, deadline = 0;
 
     for (;;) {

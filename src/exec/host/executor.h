@@ -12,10 +12,19 @@
 #include "coll/work.h"
 #include "util/status.h"
 
+/* How a thread waits when no lane can progress: `spin` polls, then `yields` sched_yield
+ * calls, then short sleeps. With more ranks than cores, spinning only delays the rank
+ * we wait for, so the caller passes spin = 0 then. */
+struct bt_wait_policy {
+    uint64_t spin;
+    uint64_t yields;
+};
+
 /* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works
  * that did not finish; the caller discards them. The failing work is stored in *failed_p
  * (may be NULL). */
-bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes, struct bt_work **failed_p);
+bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
+                         const struct bt_wait_policy *wait, struct bt_work **failed_p);
 
 /* Run one primitive now, if all its connectors are ready; returns 1 if it ran. Exposed for
  * unit tests of the FIFO logic. */

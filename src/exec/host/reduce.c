@@ -78,16 +78,94 @@ struct bt_reduce_fast2 {
 #define BT_DIV_F(x, c) ((x) / (c)->fdiv)
 #define BT_DIV_D(x, c) ((x) / (c)->ddiv)
 
-/* Widen / narrow between storage and arithmetic types. */
+/*
+ * Widen / narrow between storage and arithmetic types. bfloat16 uses coll/dtype.h as is: it
+ * is shifts, adds and selects, which vectorize. For half and fp8, dtype.h is exact in integer
+ * arithmetic but needs a per-element variable shift or loop for subnormals, which SSE2 does
+ * not vectorize. The versions below are branch-free and do the subnormal range in the FPU:
+ *   widen:  a subnormal is m * 2^-k, an exact product of two floats, never subnormal itself;
+ *   narrow: |f| * 2^k + 2^23 rounds |f| * 2^k (exact) to an integer, ties to even, in the
+ *           default rounding mode; that integer is the subnormal's fraction, and the carry
+ *           into the smallest normal is the right pattern too.
+ * All lanes compute every path and a select keeps one; the discarded paths may overflow or
+ * wrap, harmlessly. They equal dtype.h bit for bit in round-to-nearest mode, the mode the
+ * float folds themselves assume (tests/unit/test_reduce.c checks every pattern).
+ */
+/* c ? x : y on 32-bit lanes, written as masks so that GCC keeps it branch-free. */
+static inline uint32_t bt_sel(int c, uint32_t x, uint32_t y)
+{
+    return y ^ ((x ^ y) & (0u - (uint32_t)c));
+}
+
+static inline float bt_ld_f16(uint16_t h)
+{
+    uint32_t em = h & 0x7fffu;
+    uint32_t nrm = (em << 13) + (112u << 23);
+    uint32_t sub = bt_dtype_f32_bits((float)(int32_t)(h & 0x3ffu) * 0x1p-24f);
+    uint32_t r = bt_sel(em >= 0x7c00u, nrm + (112u << 23), bt_sel(em < 0x400u, sub, nrm));
+    return bt_dtype_f32_from_bits(((uint32_t)(h & 0x8000u) << 16) | r);
+}
+
+static inline uint16_t bt_st_f16(float f)
+{
+    uint32_t x = bt_dtype_f32_bits(f), a = x & 0x7fffffffu;
+    uint32_t nrm = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+    uint32_t sub = bt_dtype_f32_bits(bt_dtype_f32_from_bits(a) * 0x1p24f + 0x1p23f) - 0x4b000000u;
+    uint32_t r = bt_sel(a < 0x38800000u, sub, nrm); /* below 2^-14: subnormal */
+    r = bt_sel(a >= 0x477ff000u, 0x7c00u, r);       /* 65520 and up: inf */
+    r = bt_sel(a > 0x7f800000u, 0x7e00u | ((a >> 13) & 0x3ffu), r);
+    return (uint16_t)(((x >> 16) & 0x8000u) | r);
+}
+
+static inline float bt_ld_e4m3(uint8_t v)
+{
+    uint32_t em = v & 0x7fu;
+    uint32_t nrm = (em << 20) + (120u << 23);
+    uint32_t sub = bt_dtype_f32_bits((float)(int32_t)(v & 0x7u) * 0x1p-9f);
+    uint32_t r = bt_sel(em == 0x7fu, 0x7fc00000u, bt_sel(em < 0x8u, sub, nrm));
+    return bt_dtype_f32_from_bits(((uint32_t)(v & 0x80u) << 24) | r);
+}
+
+static inline uint8_t bt_st_e4m3(float f)
+{
+    uint32_t x = bt_dtype_f32_bits(f), a = x & 0x7fffffffu;
+    uint32_t nrm = (a - (120u << 23) + 0x7ffffu + ((a >> 20) & 1u)) >> 20;
+    uint32_t sub = bt_dtype_f32_bits(bt_dtype_f32_from_bits(a) * 0x1p9f + 0x1p23f) - 0x4b000000u;
+    uint32_t r = bt_sel(a < 0x3c800000u, sub, nrm); /* below 2^-6: subnormal */
+    r = bt_sel(a >= 0x43e00000u, 0x7eu, r);         /* 448 and up, inf: saturate */
+    r = bt_sel(a > 0x7f800000u, 0x7fu, r);
+    return (uint8_t)(((x >> 24) & 0x80u) | r);
+}
+
+static inline float bt_ld_e5m2(uint8_t v)
+{
+    uint32_t em = v & 0x7fu;
+    uint32_t nrm = (em << 21) + (112u << 23);
+    uint32_t sub = bt_dtype_f32_bits((float)(int32_t)(v & 0x3u) * 0x1p-16f);
+    uint32_t r = bt_sel(em >= 0x7cu, nrm + (112u << 23), bt_sel(em < 0x4u, sub, nrm));
+    return bt_dtype_f32_from_bits(((uint32_t)(v & 0x80u) << 24) | r);
+}
+
+static inline uint8_t bt_st_e5m2(float f)
+{
+    uint32_t x = bt_dtype_f32_bits(f), a = x & 0x7fffffffu;
+    uint32_t nrm = (a - (112u << 23) + 0xfffffu + ((a >> 21) & 1u)) >> 21;
+    uint32_t sub = bt_dtype_f32_bits(bt_dtype_f32_from_bits(a) * 0x1p16f + 0x1p23f) - 0x4b000000u;
+    uint32_t r = bt_sel(a < 0x38800000u, sub, nrm); /* below 2^-14: subnormal */
+    r = bt_sel(a >= 0x47600000u, 0x7bu, r);         /* 57344 and up, inf: saturate */
+    r = bt_sel(a > 0x7f800000u, 0x7eu | ((a >> 21) & 1u), r);
+    return (uint8_t)(((x >> 24) & 0x80u) | r);
+}
+
 #define BT_ID(x) (x)
-#define BT_LD_F16(x) bt_half_to_float(x)
-#define BT_ST_F16(x) bt_float_to_half(x)
+#define BT_LD_F16(x) bt_ld_f16(x)
+#define BT_ST_F16(x) bt_st_f16(x)
 #define BT_LD_BF16(x) bt_bf16_to_float(x)
 #define BT_ST_BF16(x) bt_float_to_bf16(x)
-#define BT_LD_E4M3(x) bt_e4m3_to_float(x)
-#define BT_ST_E4M3(x) bt_float_to_e4m3(x)
-#define BT_LD_E5M2(x) bt_e5m2_to_float(x)
-#define BT_ST_E5M2(x) bt_float_to_e5m2(x)
+#define BT_LD_E4M3(x) bt_ld_e4m3(x)
+#define BT_ST_E4M3(x) bt_st_e4m3(x)
+#define BT_LD_E5M2(x) bt_ld_e5m2(x)
+#define BT_ST_E5M2(x) bt_st_e5m2(x)
 
 /*
  * General kernel NAME for storage type T, arithmetic type A. NAME##_blk handles one block of
