@@ -24,10 +24,10 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu
 
 asan:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DBATON_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="$(CMAKE_FLAGS) -DBATON_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
 
 tsan:
-	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DBATON_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug"
+	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="$(CMAKE_FLAGS) -DBATON_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug"
 
 format:
 	clang-format -i --style=file $$(git ls-files 'src/*.[ch]' 'include/*.h' 'tools/*.c' 'tests/*.[ch]')

@@ -80,22 +80,14 @@ BT_API ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
 
 /* ---- init --------------------------------------------------------------------------- */
 
-static int id_is_zero(const ncclUniqueId *id)
-{
-    for (size_t i = 0; i < sizeof(id->internal); i++)
-        if (id->internal[i])
-            return 0;
-    return 1;
-}
-
 /*
- * With BATON_COMM_ID / NCCL_COMM_ID set, ranks need not exchange an id: a zeroed id (or
- * any id, when the variable is set and the caller passes zeros) means "rendezvous at that
- * address", and rank 0 starts the root there.
+ * With BATON_COMM_ID / NCCL_COMM_ID set, the rendezvous is at that address whatever id the
+ * caller passes (ncclGetUniqueId names the same address then; a zeroed id is fine, so ranks
+ * need not exchange one), and rank 0 starts the root there.
  */
 static bt_status_t resolve_id(const ncclUniqueId *in, int rank, unsigned char *out)
 {
-    if (bt_param_str_comm_id() && id_is_zero(in))
+    if (bt_param_str_comm_id())
         return bt_bootstrap_unique_id_from_env(rank, out);
     memcpy(out, in->internal, BT_UNIQUE_ID_BYTES);
     return BT_OK;

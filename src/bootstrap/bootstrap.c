@@ -75,15 +75,20 @@ static bt_status_t random_u64(uint64_t *v_p)
 
 bt_status_t bt_bootstrap_unique_id(void *id_p)
 {
+    /* As NCCL: with COMM_ID the id only names that address; rank 0's init starts the root. */
+    if (bt_param_str_comm_id())
+        return bt_bootstrap_unique_id_from_env(-1, id_p);
+    return bt_bootstrap_unique_id_new(id_p);
+}
+
+bt_status_t bt_bootstrap_unique_id_new(void *id_p)
+{
     union bt_sockaddr addr;
     char ifname[64];
     uint64_t magic;
     int fd = -1;
     bt_status_t st;
 
-    /* As NCCL: with COMM_ID the id only names that address; rank 0's init starts the root. */
-    if (bt_param_str_comm_id())
-        return bt_bootstrap_unique_id_from_env(-1, id_p);
     BT_CHECK(bt_socket_find_interface(&addr, ifname, sizeof(ifname)));
     BT_CHECK(random_u64(&magic));
     BT_CHECK(bt_socket_listen(&addr, &fd, &addr));

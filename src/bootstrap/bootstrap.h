@@ -31,6 +31,10 @@ struct bt_bootstrap;
  */
 bt_status_t bt_bootstrap_unique_id(void *id_p);
 
+/* Always a new root on a free port, whatever COMM_ID says (communicators made inside the
+ * library, e.g. by split). */
+bt_status_t bt_bootstrap_unique_id_new(void *id_p);
+
 /*
  * Fill `id_p` from BATON_COMM_ID / NCCL_COMM_ID ("host:port", "[v6]:port"). Rank 0 also
  * starts the root on that address (rank -1: nobody does; bt_bootstrap_unique_id uses that

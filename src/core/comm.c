@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "transport/transport.h"
@@ -226,6 +227,12 @@ void bt_comm_abort_signal(struct bt_comm *comm)
     __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
     if (comm->bs)
         bt_bootstrap_abort(comm->bs);
+    /* A collective stuck in another thread sees the flag within a few ms and returns;
+     * only then may the caller free what it uses. */
+    while (atomic_load_explicit(&comm->active_launches, memory_order_acquire) > 0) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 void bt_comm_set_async_error(struct bt_comm *comm, bt_status_t st)
@@ -312,7 +319,7 @@ bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
     unsigned char id[BT_UNIQUE_ID_BYTES];
     int tag = BT_TAG_SPLIT + (int)(parent->split_seq++ % 0x8000);
     if (newrank == 0) {
-        BT_CHECK_GOTO(bt_bootstrap_unique_id(id), st, out);
+        BT_CHECK_GOTO(bt_bootstrap_unique_id_new(id), st, out);
         for (int i = 1; i < m; i++)
             BT_CHECK_GOTO(bt_bootstrap_send(parent->bs, members[i].rank, tag, id, sizeof(id)), st,
                           out);

@@ -80,7 +80,8 @@ struct bt_comm {
     size_t simple_slot, ll_slot, p2p_slot;
 
     volatile int abort_flag;
-    _Atomic int async_error; /* ncclResult_t of a failure seen in the background */
+    _Atomic int active_launches; /* launches using this comm now: abort waits for them */
+    _Atomic int async_error;     /* ncclResult_t of a failure seen in the background */
     int init_done;
     int finalized;
     bt_status_t init_status; /* nonblocking init: result to report */

@@ -327,7 +327,21 @@ static void fail_comms(struct bt_op *ops, int nops, bt_status_t st)
         bt_comm_set_async_error(ops[i].comm, st);
 }
 
+static bt_status_t launch(struct bt_op *ops, int nops);
+
+/* Mark the comms busy for the launch so ncclCommAbort from another thread waits for the
+ * launch to notice the abort before it frees what the launch uses. */
 bt_status_t bt_launch(struct bt_op *ops, int nops)
+{
+    for (int i = 0; i < nops; i++)
+        atomic_fetch_add_explicit(&ops[i].comm->active_launches, 1, memory_order_acq_rel);
+    bt_status_t st = launch(ops, nops);
+    for (int i = 0; i < nops; i++)
+        atomic_fetch_sub_explicit(&ops[i].comm->active_launches, 1, memory_order_acq_rel);
+    return st;
+}
+
+static bt_status_t launch(struct bt_op *ops, int nops)
 {
     bt_status_t st = BT_OK;
     ls.nworks = ls.nlanes = ls.nreqs = 0;

@@ -21,9 +21,11 @@
  * plus (n + 1) times the smallest float (double) subnormal when a pre-multiply or divide
  * can round in the subnormal range, where the error is absolute, not relative. Inputs stay
  * below 2^100 so that no float fold overflows where the long double one does not.
- * and the result is round_T(F) (for float32/float64 F itself). Rounding is monotonic, so
- * the check is round_T(R - E) <= result <= round_T(R + E): within E plus half an ulp of the
- * type, saturation and overflow to inf included; exact cases (E = 0) must match exactly.
+ * and the result is round_T(F) (for float32/float64 F itself). For the narrow types the test
+ * also recomputes F in float with dtype.h and requires the result to be exactly round_T(F).
+ * Rounding is monotonic, so the check is round_T(R - E) <= result <= round_T(R + E): within E plus
+ * half an ulp of the type, saturation and overflow to inf included; exact cases (E = 0) must match
+ * exactly.
  */
 #include <float.h>
 #include <math.h>
@@ -511,6 +513,7 @@ static void check_float(const struct ref_case *c, const void *const *srcs, int n
                         const void *dst, size_t i, const char *what)
 {
     int dt = c->op.dtype;
+    const struct fmt *f = narrow_fmt(dt);
     long double u = dt == BT_FLOAT64 ? 0x1p-53L : 0x1p-24L;
     long double sc =
         dt == BT_FLOAT64 ? (long double)c->op.scalar_f : (long double)(float)c->op.scalar_f;
@@ -547,6 +550,29 @@ static void check_float(const struct ref_case *c, const void *const *srcs, int n
     if (npre || c->post) /* results in the float subnormal range: absolute error */
         e += (nsrcs + 1) * (dt == BT_FLOAT64 ? 0x1p-1074L : 0x1p-149L);
     y = get_val(dt, dst, i);
+    if (f) { /* narrow: exactly the float fold of dtype.h's conversions, rounded once */
+        float acc = 0;
+        for (int k = 0; k < nsrcs; k++) {
+            float t = f->dec((uint32_t)get_bits(dt, srcs[k], i));
+            if (c->op.pre_mul && (c->pre_mask >> k) & 1)
+                t *= (float)c->op.scalar_f;
+            if (k == 0)
+                acc = t;
+            else if (c->op.op == BT_OP_SUM)
+                acc += t;
+            else if (c->op.op == BT_OP_PROD)
+                acc *= t;
+            else if (c->op.op == BT_OP_MAX) /* a tie (+0 vs -0) keeps the later source */
+                acc = acc > t ? acc : t;
+            else
+                acc = acc < t ? acc : t;
+        }
+        if (c->post && c->op.post_div)
+            acc /= (float)c->op.divisor;
+        BT_TEST_CHECK(get_bits(dt, dst, i) == f->enc(acc),
+                      "%s elem %zu: got %#llx, float fold %a -> %#x", what, i,
+                      (unsigned long long)get_bits(dt, dst, i), (double)acc, f->enc(acc));
+    }
     lo = round_to(dt, r - e);
     hi = round_to(dt, r + e);
     BT_TEST_CHECK(y >= lo && y <= hi, "%s elem %zu: got %La want %La (in [%La, %La])", what, i, y,
@@ -697,6 +723,59 @@ static void test_reduce_special(void)
     printf("reduce: aliased sources and NaN propagation ok\n");
 }
 
+/*
+ * The reduce kernels carry their own branch-free converters for half and fp8 (reduce.c).
+ * Every pattern goes through them as y = narrow(widen(p) * s) for many scalars s: powers of
+ * two and 1.5 times powers of two (exact ties, subnormal and overflowing results) and random
+ * ones. The result must equal dtype.h's, bit for bit (NaN: a NaN of the same sign).
+ */
+static void test_kernel_converters(void)
+{
+    for (int dt = 0; dt < BT_NUM_DTYPES; dt++) {
+        const struct fmt *f = narrow_fmt(dt);
+        size_t n, sz = bt_dtype_size(dt);
+        unsigned char *in, *out;
+        long nchecked = 0;
+
+        if (!f)
+            continue;
+        n = (size_t)1 << f->bits;
+        in = malloc(n * sz);
+        out = malloc(n * sz);
+        BT_TEST_CHECK(in && out, "malloc");
+        for (size_t p = 0; p < n; p++)
+            set_bits(dt, in, p, p);
+        for (int si = 0; si < 400; si++) {
+            struct bt_redop op = {.dtype = (uint8_t)dt, .op = BT_OP_SUM, .pre_mul = 1};
+            const void *srcs[1] = {in};
+            float sc;
+            if (si < 160)
+                sc = ldexpf(1.0f, si - 80);
+            else if (si < 320)
+                sc = ldexpf(1.5f, si - 240);
+            else
+                sc = ldexpf(1.0f + (float)(rng() >> 41) * 0x1p-23f, (int)(rng() % 120) - 60);
+            op.scalar_f = (si & 1) ? -sc : sc;
+            bt_host_reduce(&op, out, srcs, 1, 1u, 0, n);
+            for (size_t p = 0; p < n; p++) {
+                float x = f->dec((uint32_t)p) * (float)op.scalar_f;
+                uint32_t want = f->enc(x), got = (uint32_t)get_bits(dt, out, p);
+                if (isnan(x))
+                    BT_TEST_CHECK(ref_is_nan(f, got) &&
+                                      (got >> (f->bits - 1)) == (want >> (f->bits - 1)),
+                                  "%s NaN %#zx * %a -> %#x", f->name, p, op.scalar_f, got);
+                else
+                    BT_TEST_CHECK(got == want, "%s %#zx * %a = %a: kernel %#x, dtype.h %#x",
+                                  f->name, p, op.scalar_f, (double)x, got, want);
+                nchecked++;
+            }
+        }
+        free(in);
+        free(out);
+        printf("%s: kernel converters equal dtype.h on %ld values\n", f->name, nchecked);
+    }
+}
+
 int main(void)
 {
     struct bt_test_leaks leaks;
@@ -704,6 +783,7 @@ int main(void)
 
     for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
         test_format(fmts[i]);
+    test_kernel_converters();
     test_reduce_all();
     test_reduce_special();
 

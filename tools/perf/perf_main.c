@@ -168,8 +168,8 @@ static int perf_comm_init(struct perf_ctx *ctx, int have_comm_id)
          * it is not called there. */
         PERF_CHECK_NCCL(ctx, ncclGetUniqueId(&id), "ncclGetUniqueId");
     }
-    /* Host buffers need a host communicator. Baton says so through batonCommInitRankHost
-     * (BATON_DEVICE=cpu, set in main, covers a library that reads it late). */
+    /* Host buffers need a host communicator: Baton's batonCommInitRankHost when the library
+     * has it, else ncclCommInitRank with BATON_DEVICE=cpu (set in main). */
     perf_init_host_fn init_host = NULL;
     if (ctx->is_baton && ctx->mem == &perf_mem_host) {
         init_host = (perf_init_host_fn)dlsym(RTLD_DEFAULT, "batonCommInitRankHost");
@@ -523,6 +523,11 @@ static int perf_run(struct perf_ctx *ctx)
         return -1;
     }
     perf_plan_init(&ctx->plan, a->dtype, a->op, ctx->nranks);
+    /* Touch every page once, also with -c 0: untouched pages all map the kernel's zero
+     * page, which a host collective would read from cache at an impossible speed. */
+    if (ctx->mem->memset(ctx->recv, 0, recv_bytes) != 0 || perf_init_data(ctx, &smax, 0) != 0) {
+        return -1;
+    }
     if (perf_make_op(ctx) != 0) {
         return -1;
     }
