@@ -1,0 +1,759 @@
+/*
+ * The schedule of every algorithm for n = 1..9 ranks, run for real in one process and one
+ * thread: every rank's channels (bt_graph_channels_init), its connectors joined to its
+ * peers' through FIFOs in ordinary memory (small slots, so that many steps and loops
+ * happen), its works built the way core/launch.c plan_coll/plan_p2p builds them, and one
+ * bt_host_exec over the lanes of all ranks together. A schedule whose two ends disagree
+ * deadlocks (BATON_TIMEOUT is set to 5 s, so that fails in 5 s) or moves wrong data.
+ *
+ * Covered: ring AllReduce, tree AllReduce (up work + down work on two lanes per channel, the
+ * root only the up work), ring AllGather, ReduceScatter, Broadcast and Reduce (roots 0, n/2,
+ * n-1), Send/Recv between every pair (two messages per pair on one lane); both protocols;
+ * 1..3 channels; counts 1, n-1, 7 and a few loops plus an odd remainder; a chunk of a whole
+ * slot and of 3 elements; out of place and in place. The connectors of one (n, channels)
+ * world live through all its cases, so steps run on across collectives and protocols as
+ * they do in a communicator.
+ *
+ * Checked after each collective: bt_host_exec returns BT_OK and every work ran all its
+ * steps; every connector's send step count equals its peer's recv step count (and head
+ * equals the receiver's step); every output element equals a reference computed here
+ * (integer and small-integer float inputs, so every result is exact); inputs of
+ * out-of-place calls are unchanged, a Reduce's non-root outputs untouched, and guard bytes
+ * after every buffer intact.
+ *
+ * n = 1 is included although launch.c handles one rank outside the schedules: the schedules
+ * then degenerate to local steps, which is checked too.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "coll/algo.h"
+#include "coll/dtype.h"
+#include "exec/host/executor.h"
+#include "graph/channel.h"
+#include "util/time.h"
+
+#define MAXR 9
+#define MAXCH 3
+#define SIMPLE_SLOT 256 /* payload bytes per Simple step */
+#define LL_SLOT 256     /* line bytes per LL step: 16 lines, 128 bytes of payload */
+#define GUARD 64
+#define NMSG 2 /* Send/Recv messages per ordered pair of ranks */
+#define MAXLINKS (MAXR * MAXCH * 3 + MAXR * MAXR)
+#define MAXWORKS (2 * MAXCH + 2 * NMSG * MAXR)
+#define MAXLANES (MAXR * (2 * MAXCH + 2 * MAXR))
+#define FILL_RECV 0xA5
+#define FILL_GUARD 0x5A
+
+/* ---------------------------------------------------------------- reductions */
+
+struct flavor {
+    const char *name;
+    int dtype, op;
+    int pre_mul;
+    double scalar_f;
+    int64_t scalar_i;
+    int post_div;
+};
+
+static const struct flavor flavors[] = {
+    {"int32 sum", BT_INT32, BT_OP_SUM, 0, 0, 0, 0},
+    {"float32 max", BT_FLOAT32, BT_OP_MAX, 0, 0, 0, 0},
+    {"uint8 min", BT_UINT8, BT_OP_MIN, 0, 0, 0, 0},
+    {"int64 prod", BT_INT64, BT_OP_PROD, 0, 0, 0, 0},
+    {"int32 avg (post-divide)", BT_INT32, BT_OP_SUM, 0, 0, 0, 1},
+    {"float32 premulsum 0.5", BT_FLOAT32, BT_OP_SUM, 1, 0.5, 0, 0},
+    {"int32 premulsum 3", BT_INT32, BT_OP_SUM, 1, 0, 3, 0},
+    {"bfloat16 sum", BT_BFLOAT16, BT_OP_SUM, 0, 0, 0, 0},
+};
+#define NFLAVORS ((int)(sizeof(flavors) / sizeof(flavors[0])))
+/* Flavors used for the collectives that only copy (AllGather, Broadcast, Send/Recv): one
+ * per element size. */
+static const int copy_flavors[] = {0, 2, 3, 7};
+#define NCOPY ((int)(sizeof(copy_flavors) / sizeof(copy_flavors[0])))
+
+/* Input element i of source `seed` (a rank, or a (sender, receiver, message) triple):
+ * small integers, exact in every type and in every fold below. */
+static double gen(int fl, int seed, size_t i)
+{
+    long long s = seed, x = (long long)(i % 100003);
+    static const int prod_tab[5] = {1, 2, -1, 3, -2};
+    switch (fl) {
+    case 1:
+        return (double)((s * 37 + x * 11) % 101 - 50);
+    case 2:
+        return (double)((s * 31 + x * 7 + 3) % 251);
+    case 3:
+        return (double)prod_tab[(s * 3 + x) % 5];
+    case 5:
+        return (double)((s * 13 + x * 5) % 41 - 20);
+    case 7:
+        return (double)((s * 3 + x) % 21 - 10);
+    default:
+        return (double)(((s + 1) * 7919 + x * 31) % 2001 - 1000);
+    }
+}
+
+static void store(int dtype, void *buf, size_t i, double v)
+{
+    switch (dtype) {
+    case BT_INT32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    case BT_UINT8:
+        ((uint8_t *)buf)[i] = (uint8_t)v;
+        break;
+    case BT_INT64:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
+    case BT_FLOAT32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case BT_BFLOAT16:
+        ((uint16_t *)buf)[i] = bt_float_to_bf16((float)v);
+        break;
+    default:
+        abort();
+    }
+}
+
+static double load(int dtype, const void *buf, size_t i)
+{
+    switch (dtype) {
+    case BT_INT32:
+        return ((const int32_t *)buf)[i];
+    case BT_UINT8:
+        return ((const uint8_t *)buf)[i];
+    case BT_INT64:
+        return (double)((const int64_t *)buf)[i];
+    case BT_FLOAT32:
+        return ((const float *)buf)[i];
+    case BT_BFLOAT16:
+        return bt_bf16_to_float(((const uint16_t *)buf)[i]);
+    default:
+        abort();
+    }
+}
+
+/* The reduction over ranks 0..n-1 of element `idx` of their inputs, each pre-multiplied once,
+ * the result post-divided once. Inputs are small integers: the fold is exact in double. */
+static double reference(int fl, int n, size_t idx)
+{
+    const struct flavor *f = &flavors[fl];
+    int is_float = bt_dtype_is_float(f->dtype);
+    double acc = 0;
+    for (int r = 0; r < n; r++) {
+        double x = gen(fl, r, idx);
+        if (f->pre_mul)
+            x = is_float ? x * f->scalar_f : x * (double)f->scalar_i;
+        if (r == 0)
+            acc = x;
+        else if (f->op == BT_OP_SUM)
+            acc += x;
+        else if (f->op == BT_OP_PROD)
+            acc *= x;
+        else if (f->op == BT_OP_MAX)
+            acc = x > acc ? x : acc;
+        else
+            acc = x < acc ? x : acc;
+    }
+    if (f->post_div)
+        acc = (double)((int64_t)acc / (int64_t)n); /* truncation toward zero */
+    return acc;
+}
+
+/* ---------------------------------------------------------------- the simulated ranks */
+
+struct link {
+    struct bt_conn *s, *r;
+    int from, to;
+    void *mem;
+};
+
+struct world {
+    int n, nch;
+    struct bt_channel ch[MAXR][MAXCH];
+    struct bt_lane down[MAXR][MAXCH]; /* tree down halves (comm->tree_down_lanes) */
+    struct bt_conn p2p_send[MAXR][MAXR], p2p_recv[MAXR][MAXR];
+    struct bt_lane p2p_send_lane[MAXR][MAXR], p2p_recv_lane[MAXR][MAXR];
+    struct link links[MAXLINKS];
+    int nlinks;
+    struct bt_work works[MAXR][MAXWORKS];
+    int nworks[MAXR];
+};
+static struct world W;
+
+static void conn_init(struct bt_conn *c, int peer, int is_send, void *mem, const char *kind,
+                      int chan)
+{
+    memset(c, 0, sizeof(*c));
+    c->peer = peer;
+    c->is_send = is_send;
+    c->connected = 1;
+    c->sizes.slot_bytes[BT_PROTO_SIMPLE] = SIMPLE_SLOT;
+    c->sizes.slot_bytes[BT_PROTO_LL] = LL_SLOT;
+    c->ctrl = (struct bt_fifo_ctrl *)mem;
+    for (int p = 0; p < BT_NUM_PROTOS; p++)
+        c->buf[p] = (char *)mem + bt_fifo_proto_offset(&c->sizes, p);
+    c->kind = kind;
+    c->channel = chan;
+}
+
+/* Join rank `from`'s send connector s to rank `to`'s recv connector r through one FIFO. */
+static void link_conns(struct bt_conn *s, int from, struct bt_conn *r, int to, const char *kind,
+                       int chan)
+{
+    struct bt_fifo_sizes sz;
+    sz.slot_bytes[BT_PROTO_SIMPLE] = SIMPLE_SLOT;
+    sz.slot_bytes[BT_PROTO_LL] = LL_SLOT;
+    size_t bytes = (bt_fifo_bytes(&sz) + BT_CACHELINE - 1) & ~(size_t)(BT_CACHELINE - 1);
+    void *mem = aligned_alloc(BT_CACHELINE, bytes);
+    BT_TEST_CHECK(mem != NULL, "out of memory");
+    memset(mem, 0, bytes);
+    struct bt_fifo_ctrl *ctrl = mem;
+    for (int i = 0; i < BT_NSTEPS; i++)
+        atomic_store(&ctrl->sizes[i], -1);
+    conn_init(s, to, 1, mem, kind, chan);
+    conn_init(r, from, 0, mem, kind, chan);
+    BT_TEST_CHECK(W.nlinks < MAXLINKS, "too many links");
+    W.links[W.nlinks++] = (struct link){s, r, from, to, mem};
+}
+
+static void world_free(void)
+{
+    for (int i = 0; i < W.nlinks; i++)
+        free(W.links[i].mem);
+    for (int r = 0; r < W.n; r++)
+        bt_graph_channels_free(W.ch[r], W.nch);
+    W.nlinks = 0;
+}
+
+static void world_init(int n, int nch)
+{
+    memset(&W, 0, sizeof(W));
+    W.n = n;
+    W.nch = nch;
+    for (int r = 0; r < n; r++)
+        BT_TEST_OK(bt_graph_channels_init(W.ch[r], nch, n, r));
+    for (int r = 0; r < n; r++) {
+        for (int c = 0; c < nch; c++) {
+            struct bt_channel *x = &W.ch[r][c];
+            struct bt_channel *nx = &W.ch[x->ring.next][c];
+            BT_TEST_CHECK(nx->ring.prev == r, "n=%d channel %d: rank %d's ring next %d has prev %d",
+                          n, c, r, x->ring.next, nx->ring.prev);
+            link_conns(&x->ring_send, r, &nx->ring_recv, x->ring.next, "ring", c);
+            for (int k = 0; k < x->tree.ndown; k++) {
+                int d = x->tree.down[k];
+                struct bt_channel *dx = &W.ch[d][c];
+                BT_TEST_CHECK(dx->tree.up == r,
+                              "n=%d channel %d: rank %d lists child %d whose parent is %d", n, c, r,
+                              d, dx->tree.up);
+                link_conns(&x->tree_down_send[k], r, &dx->tree_up_recv, d, "tree down", c);
+                link_conns(&dx->tree_up_send, d, &x->tree_down_recv[k], r, "tree up", c);
+            }
+        }
+        for (int q = 0; q < n; q++)
+            if (q != r)
+                link_conns(&W.p2p_send[r][q], r, &W.p2p_recv[q][r], q, "p2p", 0);
+    }
+}
+
+/* ---------------------------------------------------------------- one collective */
+
+struct op {
+    int coll, algo, proto, fl;
+    size_t count, chunk;
+    int root, inplace, reverse;
+};
+
+static const char *coll_names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
+                                   "Reduce",    "SendRecv",  "Recv"};
+
+static char case_text[256];
+static int case_failed, failures, deadlocks;
+static long ncases;
+
+static void describe(const struct op *o)
+{
+    snprintf(case_text, sizeof(case_text),
+             "%s%s %s n=%d channels=%d count=%zu chunk=%zu %s root=%d %s lanes %s",
+             coll_names[o->coll],
+             o->coll == BT_COLL_ALLREDUCE ? (o->algo == BT_ALGO_RING ? " ring" : " tree") : "",
+             o->proto == BT_PROTO_LL ? "LL" : "Simple", W.n, W.nch, o->count, o->chunk,
+             flavors[o->fl].name, o->root, o->inplace ? "in-place" : "out-of-place",
+             o->reverse ? "reversed" : "in order");
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+    failures++;
+    if (!case_failed && failures <= 40)
+        fprintf(stderr, "FAIL %s\n", case_text);
+    case_failed = 1;
+    if (failures <= 40) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "    ");
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\n");
+        va_end(ap);
+    } else if (failures == 41) {
+        fprintf(stderr, "(further failures not printed)\n");
+    }
+}
+
+static struct bt_work *new_work(int r)
+{
+    BT_TEST_CHECK(W.nworks[r] < MAXWORKS, "too many works");
+    struct bt_work *w = &W.works[r][W.nworks[r]++];
+    memset(w, 0, sizeof(*w));
+    return w;
+}
+
+static void lane_push(struct bt_lane *ln, struct bt_work *w)
+{
+    w->next = NULL;
+    if (ln->tail)
+        ln->tail->next = w;
+    else
+        ln->head = w;
+    ln->tail = w;
+}
+
+static struct bt_redop make_redop(int fl, int n)
+{
+    struct bt_redop op;
+    memset(&op, 0, sizeof(op));
+    op.dtype = (uint8_t)flavors[fl].dtype;
+    op.op = (uint8_t)flavors[fl].op;
+    op.pre_mul = (uint8_t)flavors[fl].pre_mul;
+    op.scalar_f = flavors[fl].scalar_f;
+    op.scalar_i = flavors[fl].scalar_i;
+    op.post_div = (uint8_t)flavors[fl].post_div;
+    op.divisor = (uint64_t)n;
+    return op;
+}
+
+/* As plan_coll: one work per channel with a share of the elements (tree: and a down-half
+ * work on a second lane for every non-root). */
+static void plan_coll(int r, const struct op *o, const char *sendbuf, char *recvbuf)
+{
+    size_t esize = bt_dtype_size(flavors[o->fl].dtype);
+    size_t share = bt_div_up(o->count, (size_t)W.nch);
+    for (int c = 0; c < W.nch; c++) {
+        size_t off = (size_t)c * share;
+        if (off >= o->count)
+            break;
+        struct bt_channel *ch = &W.ch[r][c];
+        struct bt_work *w = new_work(r);
+        w->coll = (uint8_t)o->coll;
+        w->algo = (uint8_t)o->algo;
+        w->proto = (uint8_t)o->proto;
+        w->redop = make_redop(o->fl, W.n);
+        w->sendbuf = sendbuf;
+        w->recvbuf = recvbuf;
+        w->esize = esize;
+        w->count = o->count;
+        w->root = o->root;
+        w->nranks = W.n;
+        w->chan_off = off;
+        w->chan_count = bt_min_sz(share, o->count - off);
+        w->chunk = o->chunk;
+        w->chan = ch;
+        w->nsteps = bt_algo_nsteps(w);
+        if (getenv("MUT1") && r == 1 && W.n > 2) w->chunk = o->chunk > 1 ? o->chunk - 1 : 1, w->nsteps = bt_algo_nsteps(w);
+        if (getenv("MUT2") && r == 0) w->redop.op = (uint8_t)((w->redop.op + 1) % 4);
+        lane_push(&ch->lane, w);
+        if (o->algo == BT_ALGO_TREE && ch->tree.up >= 0) {
+            struct bt_work *d = new_work(r);
+            *d = *w;
+            d->next = NULL;
+            d->algo = BT_ALGO_TREE_DOWN;
+            lane_push(&W.down[r][c], d);
+        }
+    }
+}
+
+/* As plan_p2p: one work per message on the (peer, direction) lane. */
+static void plan_p2p(int r, int peer, int is_send, const struct op *o, size_t count,
+                     const char *sendbuf, char *recvbuf)
+{
+    struct bt_work *w = new_work(r);
+    w->coll = (uint8_t)(is_send ? BT_COLL_SEND : BT_COLL_RECV);
+    w->proto = (uint8_t)o->proto;
+    w->redop.dtype = (uint8_t)flavors[o->fl].dtype;
+    w->sendbuf = sendbuf;
+    w->recvbuf = recvbuf;
+    w->esize = bt_dtype_size(flavors[o->fl].dtype);
+    w->count = count;
+    w->root = peer;
+    w->nranks = W.n;
+    w->chan_off = 0;
+    w->chan_count = count;
+    w->chunk = o->chunk;
+    w->p2p_conn = is_send ? &W.p2p_send[r][peer] : &W.p2p_recv[r][peer];
+    w->nsteps = bt_algo_nsteps(w);
+    lane_push(is_send ? &W.p2p_send_lane[r][peer] : &W.p2p_recv_lane[r][peer], w);
+}
+
+static size_t p2p_count(size_t count, int m)
+{
+    return m == 0 ? count : count / 3 + 1;
+}
+
+static int rank_of_work(const struct bt_work *w)
+{
+    for (int r = 0; r < W.n; r++)
+        if (w >= W.works[r] && w < W.works[r] + MAXWORKS)
+            return r;
+    return -1;
+}
+
+/* Element counts of each rank's send and recv buffers. */
+static void buffer_counts(const struct op *o, size_t *ns, size_t *nr)
+{
+    size_t n = (size_t)W.n;
+    switch (o->coll) {
+    case BT_COLL_ALLGATHER:
+        *ns = o->count;
+        *nr = n * o->count;
+        break;
+    case BT_COLL_REDUCESCATTER:
+        *ns = n * o->count;
+        *nr = o->count;
+        break;
+    case BT_COLL_SEND:
+        *ns = *nr = n * NMSG * o->count;
+        break;
+    default:
+        *ns = *nr = o->count;
+    }
+}
+
+static int guard_ok(const char *p)
+{
+    for (int i = 0; i < GUARD; i++)
+        if ((unsigned char)p[i] != FILL_GUARD)
+            return 0;
+    return 1;
+}
+
+/* Compare `cnt` elements at `got` with expected values; report the first mismatch. */
+static void check_elems(int r, const char *what, const char *got, size_t cnt, int dtype,
+                        double (*expect)(const struct op *, int, size_t), const struct op *o)
+{
+    size_t es = bt_dtype_size(dtype);
+    char e[8];
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        store(dtype, e, 0, expect(o, r, i));
+        if (memcmp(e, got + i * es, es) != 0 && bad++ == 0)
+            first = i;
+    }
+    if (bad)
+        fail("rank %d %s: %zu of %zu elements wrong, first at %zu: got %g, expected %g", r, what,
+             bad, cnt, first, load(dtype, got, first), expect(o, r, first));
+}
+
+/* Expected output element i of rank r. */
+static double expect_out(const struct op *o, int r, size_t i)
+{
+    switch (o->coll) {
+    case BT_COLL_ALLREDUCE:
+    case BT_COLL_REDUCE:
+        return reference(o->fl, W.n, i);
+    case BT_COLL_REDUCESCATTER:
+        return reference(o->fl, W.n, (size_t)r * o->count + i);
+    case BT_COLL_ALLGATHER:
+        return gen(o->fl, (int)(i / o->count), i % o->count);
+    case BT_COLL_BROADCAST:
+        return gen(o->fl, o->root, i);
+    default: { /* Send/Recv: block (q, m) holds message m from q */
+        size_t blk = i / o->count, j = i % o->count;
+        int q = (int)(blk / NMSG), m = (int)(blk % NMSG);
+        if (q == r || j >= p2p_count(o->count, m))
+            return -1; /* untouched: never compared */
+        return gen(o->fl, 1000 + q * 16 + r + 200 * m, j);
+    }
+    }
+}
+
+/* Input element i of rank r. */
+static double input_of(const struct op *o, int r, size_t i)
+{
+    if (o->coll == BT_COLL_SEND) {
+        size_t blk = i / o->count, j = i % o->count;
+        int q = (int)(blk / NMSG), m = (int)(blk % NMSG);
+        return gen(o->fl, 1000 + r * 16 + q + 200 * m, j);
+    }
+    return gen(o->fl, r, i);
+}
+
+static void run_case(const struct op *o)
+{
+    int n = W.n, dtype = flavors[o->fl].dtype;
+    size_t es = bt_dtype_size(dtype), ns, nr;
+    char *sendbuf[MAXR], *recvbuf[MAXR], *mem[MAXR], *mem2[MAXR];
+    size_t sbytes, rbytes;
+
+    ncases++;
+    case_failed = 0;
+    describe(o);
+    buffer_counts(o, &ns, &nr);
+    sbytes = ns * es;
+    rbytes = nr * es;
+
+    /* Buffers: out of place, recv and send apart; in place, one buffer with the input where
+     * NCCL puts it (AllGather: own block of the output; ReduceScatter: the output is own
+     * block of the input). */
+    for (int r = 0; r < n; r++) {
+        size_t big = sbytes > rbytes ? sbytes : rbytes;
+        mem[r] = malloc(big + GUARD);
+        mem2[r] = o->inplace ? NULL : malloc(sbytes + GUARD);
+        BT_TEST_CHECK(mem[r] && (o->inplace || mem2[r]), "out of memory");
+        memset(mem[r], FILL_RECV, big);
+        memset(mem[r] + big, FILL_GUARD, GUARD);
+        if (o->inplace) {
+            recvbuf[r] = sendbuf[r] = mem[r];
+            if (o->coll == BT_COLL_ALLGATHER)
+                sendbuf[r] = mem[r] + (size_t)r * o->count * es;
+            else if (o->coll == BT_COLL_REDUCESCATTER)
+                recvbuf[r] = mem[r] + (size_t)r * o->count * es;
+        } else {
+            recvbuf[r] = mem[r];
+            sendbuf[r] = mem2[r];
+            memset(mem2[r] + sbytes, FILL_GUARD, GUARD);
+        }
+        for (size_t i = 0; i < ns; i++)
+            store(dtype, sendbuf[r], i, input_of(o, r, i));
+    }
+
+    /* Works. */
+    for (int r = 0; r < n; r++) {
+        W.nworks[r] = 0;
+        if (o->coll != BT_COLL_SEND) {
+            plan_coll(r, o, sendbuf[r], recvbuf[r]);
+            continue;
+        }
+        for (int q = 0; q < n; q++) {
+            if (q == r)
+                continue;
+            for (int m = 0; m < NMSG; m++) {
+                size_t blk_to = ((size_t)q * NMSG + (size_t)m) * o->count * es;
+                size_t blk_from = ((size_t)q * NMSG + (size_t)m) * o->count * es;
+                plan_p2p(r, q, 1, o, p2p_count(o->count, m), sendbuf[r] + blk_to, NULL);
+                plan_p2p(r, q, 0, o, p2p_count(o->count, m), NULL, recvbuf[r] + blk_from);
+            }
+        }
+    }
+
+    /* Run every rank's lanes together. */
+    struct bt_lane *lanes[MAXLANES];
+    int nl = 0;
+    for (int r = 0; r < n; r++) {
+        for (int c = 0; c < W.nch; c++) {
+            lanes[nl++] = &W.ch[r][c].lane;
+            lanes[nl++] = &W.down[r][c];
+        }
+        for (int q = 0; q < n; q++) {
+            lanes[nl++] = &W.p2p_send_lane[r][q];
+            lanes[nl++] = &W.p2p_recv_lane[r][q];
+        }
+    }
+    if (o->reverse)
+        for (int i = 0; i < nl / 2; i++) {
+            struct bt_lane *t = lanes[i];
+            lanes[i] = lanes[nl - 1 - i];
+            lanes[nl - 1 - i] = t;
+        }
+    /* One thread drives every rank: a pass without progress is a deadlock, so waiting
+     * need not spin. */
+    struct bt_wait_policy wait = {.spin = 0, .yields = 0};
+    struct bt_work *failed = NULL;
+    bt_status_t st = bt_host_exec(lanes, nl, &wait, &failed);
+    if (st != BT_OK) {
+        deadlocks++;
+        fail("bt_host_exec returned %d (deadlock): rank %d's %s work (algo %d) blocked at step "
+             "%llu of %llu",
+             (int)st, failed ? rank_of_work(failed) : -1, failed ? coll_names[failed->coll] : "?",
+             failed ? failed->algo : -1, failed ? (unsigned long long)failed->step : 0ull,
+             failed ? (unsigned long long)failed->nsteps : 0ull);
+    } else {
+        for (int r = 0; r < n; r++)
+            for (int k = 0; k < W.nworks[r]; k++) {
+                const struct bt_work *w = &W.works[r][k];
+                if (w->step != w->nsteps)
+                    fail("rank %d work %d (%s algo %d) ran %llu of %llu steps", r, k,
+                         coll_names[w->coll], w->algo, (unsigned long long)w->step,
+                         (unsigned long long)w->nsteps);
+            }
+        for (int i = 0; i < W.nlinks; i++) {
+            const struct link *l = &W.links[i];
+            uint64_t head = atomic_load(&l->s->ctrl->head);
+            if (l->s->step != l->r->step || head != l->r->step)
+                fail("%s link channel %d rank %d -> rank %d: sender at step %llu, receiver at "
+                     "step %llu, head %llu (the schedules of the two ends disagree)",
+                     l->s->kind, l->s->channel, l->from, l->to, (unsigned long long)l->s->step,
+                     (unsigned long long)l->r->step, (unsigned long long)head);
+        }
+    }
+
+    /* Outputs, inputs, guards. */
+    for (int r = 0; r < n && st == BT_OK; r++) {
+        size_t big = sbytes > rbytes ? sbytes : rbytes;
+        if (!guard_ok(mem[r] + big) || (!o->inplace && !guard_ok(mem2[r] + sbytes)))
+            fail("rank %d: bytes written past the end of a buffer", r);
+        int writes = o->coll != BT_COLL_REDUCE || r == o->root;
+        if (o->coll == BT_COLL_SEND) {
+            for (int q = 0; q < n; q++)
+                for (int m = 0; m < NMSG && q != r; m++) {
+                    size_t off = ((size_t)q * NMSG + (size_t)m) * o->count;
+                    size_t cnt = p2p_count(o->count, m);
+                    for (size_t i = 0; i < cnt; i++) {
+                        char e[8];
+                        store(dtype, e, 0, expect_out(o, r, off + i));
+                        if (memcmp(e, recvbuf[r] + (off + i) * es, es) != 0) {
+                            fail("rank %d: message %d from rank %d (%zu elements) wrong at "
+                                 "element %zu: got %g, expected %g",
+                                 r, m, q, cnt, i, load(dtype, recvbuf[r], off + i),
+                                 expect_out(o, r, off + i));
+                            break;
+                        }
+                    }
+                    for (size_t i = cnt; i < o->count && !o->inplace; i++)
+                        if ((unsigned char)recvbuf[r][(off + i) * es] != FILL_RECV) {
+                            fail("rank %d: message %d from rank %d wrote past its %zu elements", r,
+                                 m, q, cnt);
+                            break;
+                        }
+                }
+        } else if (writes) {
+            check_elems(r, "output", recvbuf[r], nr, dtype, expect_out, o);
+        } else if (!o->inplace) {
+            for (size_t i = 0; i < rbytes; i++)
+                if ((unsigned char)recvbuf[r][i] != FILL_RECV) {
+                    fail("rank %d: Reduce to root %d wrote the non-root's output at byte %zu", r,
+                         o->root, i);
+                    break;
+                }
+        }
+        if (!o->inplace || (o->coll == BT_COLL_REDUCE && r != o->root))
+            check_elems(r, "input (must not change)", sendbuf[r], ns, dtype, input_of, o);
+    }
+
+    for (int r = 0; r < n; r++) {
+        free(mem[r]);
+        free(mem2[r]);
+    }
+    if (case_failed) { /* connectors may be mid-step: start this world again */
+        int nch = W.nch;
+        world_free();
+        world_init(n, nch);
+    }
+    BT_TEST_CHECK(deadlocks < 3, "stopping after %d deadlocks", deadlocks);
+}
+
+/* ---------------------------------------------------------------- the matrix */
+
+static size_t full_chunk(int proto, int fl)
+{
+    size_t payload =
+        proto == BT_PROTO_LL ? LL_SLOT / sizeof(union bt_ll_line) * BT_LL_PAYLOAD : SIMPLE_SLOT;
+    return payload / bt_dtype_size(flavors[fl].dtype);
+}
+
+static void run_counts(struct op *o)
+{
+    int n = W.n;
+    /* Elements one loop of a channel moves: n chunks for ring AllReduce, else one. */
+    size_t unit =
+        o->coll == BT_COLL_ALLREDUCE && o->algo == BT_ALGO_RING ? (size_t)n * o->chunk : o->chunk;
+    size_t counts[4] = {1, (size_t)(n - 1), 7, (size_t)W.nch * unit * 3 + 5};
+    for (int k = 0; k < 4; k++) {
+        if (counts[k] == 0 || (k == 1 && (counts[1] == 1 || counts[1] == 7)))
+            continue;
+        o->count = counts[k];
+        for (int ip = 0; ip < (o->coll == BT_COLL_SEND ? 1 : 2); ip++) {
+            o->inplace = ip;
+            o->reverse = (int)(ncases & 1);
+            run_case(o);
+        }
+    }
+}
+
+static void run_world(int n, int nch)
+{
+    world_init(n, nch);
+    int roots[3] = {0, n / 2, n - 1}, nroots = n == 1 ? 1 : n == 2 ? 2 : 3;
+    if (n == 2)
+        roots[1] = 1;
+    for (int proto = 0; proto < BT_NUM_PROTOS; proto++) {
+        for (int fl = 0; fl < NFLAVORS; fl++) {
+            for (int small = 0; small < 2; small++) {
+                struct op o;
+                memset(&o, 0, sizeof(o));
+                o.proto = proto;
+                o.fl = fl;
+                o.chunk = small ? 3 : full_chunk(proto, fl);
+
+                o.coll = BT_COLL_ALLREDUCE;
+                o.algo = BT_ALGO_RING;
+                run_counts(&o);
+                o.algo = BT_ALGO_TREE;
+                run_counts(&o);
+                o.algo = BT_ALGO_RING;
+                o.coll = BT_COLL_REDUCESCATTER;
+                run_counts(&o);
+                o.coll = BT_COLL_REDUCE;
+                for (int k = 0; k < nroots; k++) {
+                    o.root = roots[k];
+                    run_counts(&o);
+                }
+                o.root = 0;
+
+                int copy = 0;
+                for (int k = 0; k < NCOPY; k++)
+                    copy |= copy_flavors[k] == fl;
+                if (!copy)
+                    continue;
+                o.coll = BT_COLL_ALLGATHER;
+                run_counts(&o);
+                o.coll = BT_COLL_BROADCAST;
+                for (int k = 0; k < nroots; k++) {
+                    o.root = roots[k];
+                    run_counts(&o);
+                }
+                o.root = 0;
+                o.coll = BT_COLL_SEND; /* every pair, both directions */
+                run_counts(&o);
+            }
+        }
+    }
+    world_free();
+}
+
+int main(void)
+{
+    struct bt_test_leaks leaks;
+    bt_test_leaks_begin(&leaks);
+    setenv("BATON_TIMEOUT", "5", 1); /* a deadlocked schedule fails in 5 s */
+
+    uint64_t t0 = bt_time_ns();
+    for (int n = 1; n <= MAXR; n++) {
+        for (int nch = 1; nch <= MAXCH; nch++)
+            run_world(n, nch);
+        printf("n=%d done (%ld cases so far, %.2f s)\n", n, ncases,
+               (double)(bt_time_ns() - t0) / 1e9);
+        fflush(stdout);
+    }
+    printf("%ld cases, %d failed checks, %.2f s\n", ncases, failures,
+           (double)(bt_time_ns() - t0) / 1e9);
+    BT_TEST_CHECK(failures == 0, "%d checks failed (see above)", failures);
+    bt_test_leaks_end(&leaks);
+    return 0;
+}
