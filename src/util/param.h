@@ -1,6 +1,7 @@
 /*
- * Parameters: one getter per tunable in param_list.h. Values are read from the
- * environment on first use and cached for the life of the process.
+ * Parameters: one getter per tunable in param_list.h. Integer values are read from the
+ * environment on first use and cached for the life of the process; string getters read
+ * the environment on each call (callers on a hot path parse them once, as the tuner does).
  */
 #ifndef BT_UTIL_PARAM_H
 #define BT_UTIL_PARAM_H
