@@ -18,14 +18,14 @@
  *                                          higher-order terms)
  *   prod:    E = (2n + 2) u |R|           (inputs kept in [1/8, 8]: no underflow)
  *   max/min: E = u max|t_k| with a pre-multiply, else 0 (exact)
- * plus (n + 1) times the smallest float (double) subnormal when a pre-multiply or divide
- * can round in the subnormal range, where the error is absolute, not relative. Inputs stay
- * below 2^100 so that no float fold overflows where the long double one does not.
- * and the result is round_T(F) (for float32/float64 F itself). For the narrow types the test
- * also recomputes F in float with dtype.h and requires the result to be exactly round_T(F).
- * Rounding is monotonic, so the check is round_T(R - E) <= result <= round_T(R + E): within E plus
- * half an ulp of the type, saturation and overflow to inf included; exact cases (E = 0) must match
- * exactly.
+ * plus (n + 1) times the smallest float (double) subnormal when a pre-multiply or divide can
+ * round in the subnormal range, where the error is absolute. Inputs stay below 2^100 so that
+ * no float fold overflows where the long double one does not. The result is round_T(F) (for
+ * float32/float64, F itself), and rounding is monotonic, so the check is
+ *   round_T(R - E) <= result <= round_T(R + E),
+ * i.e. within E plus half an ulp of the type, saturation and overflow to inf included; the
+ * exact cases (E = 0) must match exactly. For the narrow types the test also recomputes F in
+ * float with dtype.h and requires the result to be exactly round_T(F), bit for bit.
  */
 #include <float.h>
 #include <math.h>
@@ -626,7 +626,7 @@ static void test_reduce_case(int dt, int var, int nsrcs, size_t count, int where
         free(dst);
 }
 
-static void test_reduce_all(void)
+static void test_reduce_all(int narrow_only)
 {
     static const int nsrcs_list[] = {1, 2, 3, 8};
     static const size_t counts[] = {0, 1, 7, 1003, 256 * 3 + 5};
@@ -634,6 +634,8 @@ static void test_reduce_all(void)
 
     for (int dt = 0; dt < BT_NUM_DTYPES; dt++)
         for (int var = 0; var < V_NUM; var++) {
+            if (narrow_only && !narrow_fmt(dt))
+                continue;
             if (var == V_AVG_PRE && !bt_dtype_is_float(dt))
                 continue; /* the API maps integer Avg to the post-divide */
             for (size_t ni = 0; ni < sizeof(nsrcs_list) / sizeof(nsrcs_list[0]); ni++)
@@ -783,8 +785,16 @@ int main(void)
 
     for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
         test_format(fmts[i]);
-    test_kernel_converters();
-    test_reduce_all();
+    /* Every converter level this CPU has, the best one last (and left in place). */
+    for (int level = 1; level <= 3; level++) {
+        int got = bt_host_reduce_isa(level);
+        if (got != level)
+            continue;
+        printf("narrow-type converters, level %d\n", level);
+        test_kernel_converters();
+        test_reduce_all(1);
+    }
+    test_reduce_all(0);
     test_reduce_special();
 
     for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)

@@ -9,25 +9,47 @@
  * reads/writes a local accumulator array whose address never escapes. The last partial
  * block goes through the same code with a runtime length and stays scalar.
  *
- * Two shapes per dtype x op:
- *   - fast2: nsrcs == 2, no pre-multiply, no post-divide, native arithmetic type (integers,
- *     float32, float64): d = a OP b straight from memory to memory; in place, d = d OP b or
- *     d = a OP d, so that no two restrict pointers ever name the same buffer.
- *   - general: per block, acc = widen(s0) [* scalar], acc = acc OP widen(sK) [* scalar]
- *     for K = 1..n-1, then dst = narrow(acc [/ divisor]). dst is written only after every
- *     source has been read for the block, so dst == any srcs[K] is safe.
+ * Three shapes:
+ *   - fast2 (integers, float32, float64; nsrcs == 2, no pre-multiply, no post-divide):
+ *     d = a OP b straight from memory to memory; in place, d = d OP b or d = a OP d, so
+ *     that no two restrict pointers ever name the same buffer.
+ *   - general (the same types, any other case): per block, acc = s0 [* scalar],
+ *     acc = acc OP sK [* scalar] for K = 1..n-1, then dst = acc [/ divisor].
+ *   - narrow (half, bfloat16, fp8): the same with every source widened into a float block
+ *     first and the result narrowed once, by per-type block converters that come in
+ *     baseline, AVX2 and F16C builds chosen at run time.
+ * In the block shapes dst is written only after every source has been read for the block,
+ * so dst == any srcs[K] is safe.
  * Integer sum/product go through the unsigned type (wrapping, no signed-overflow UB); the
  * conversion back to the signed type is modular in GCC and Clang.
  */
 #include "exec/host/reduce.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "coll/dtype.h"
 
+/* x86-64 with GCC or Clang: AVX2 and F16C copies of the narrow-type converters, chosen at
+ * run time; everything else builds for the baseline ISA only. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define BT_REDUCE_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+#define BT_REDUCE_X86 0
+#endif
+
 #define BT_REDUCE_BLK 256
+
+/* Block converters of one narrow type: widen n elements into floats, narrow them back. */
+struct bt_cvt {
+    void (*in)(float *restrict out, const void *restrict in, size_t n);
+    void (*out)(void *restrict out, const float *restrict in, size_t n);
+    size_t size;
+};
 
 /* Everything a kernel needs, prepared once per call. */
 struct bt_reduce_args {
@@ -44,6 +66,7 @@ struct bt_reduce_args {
     double ddiv;
     int64_t sdiv;
     uint64_t udiv;
+    const struct bt_cvt *cvt; /* narrow types */
 };
 
 typedef void (*bt_reduce_fn)(const struct bt_reduce_args *a);
@@ -70,13 +93,13 @@ struct bt_reduce_fast2 {
 #define BT_FMIN(U, x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
 
 /* Pre-multiply and post-divide, per arithmetic type. */
-#define BT_MUL_I(U, x, c) ((U)(x) * (U)(c)->si)
-#define BT_MUL_F(U, x, c) ((x) * (c)->sf)
-#define BT_MUL_D(U, x, c) ((x) * (c)->sd)
-#define BT_DIV_S(x, c) ((x) / (c)->sdiv)
-#define BT_DIV_U(x, c) ((x) / (c)->udiv)
-#define BT_DIV_F(x, c) ((x) / (c)->fdiv)
-#define BT_DIV_D(x, c) ((x) / (c)->ddiv)
+#define BT_MUL_I(U, x, c) ((U)(x) * (U)(c).si)
+#define BT_MUL_F(U, x, c) ((x) * (c).sf)
+#define BT_MUL_D(U, x, c) ((x) * (c).sd)
+#define BT_DIV_S(x, c) ((x) / (c).sdiv)
+#define BT_DIV_U(x, c) ((x) / (c).udiv)
+#define BT_DIV_F(x, c) ((x) / (c).fdiv)
+#define BT_DIV_D(x, c) ((x) / (c).ddiv)
 
 /*
  * Widen / narrow between storage and arithmetic types. bfloat16 uses coll/dtype.h as is: it
@@ -157,65 +180,179 @@ static inline uint8_t bt_st_e5m2(float f)
     return (uint8_t)(((x >> 24) & 0x80u) | r);
 }
 
-#define BT_ID(x) (x)
-#define BT_LD_F16(x) bt_ld_f16(x)
-#define BT_ST_F16(x) bt_st_f16(x)
-#define BT_LD_BF16(x) bt_bf16_to_float(x)
-#define BT_ST_BF16(x) bt_float_to_bf16(x)
-#define BT_LD_E4M3(x) bt_ld_e4m3(x)
-#define BT_ST_E4M3(x) bt_st_e4m3(x)
-#define BT_LD_E5M2(x) bt_ld_e5m2(x)
-#define BT_ST_E5M2(x) bt_st_e5m2(x)
-
-/*
- * General kernel NAME for storage type T, arithmetic type A. NAME##_blk handles one block of
- * n elements starting at element b; it is always inlined so that the full-block call sees
- * n == BT_REDUCE_BLK as a constant.
- */
-#define BT_REDUCE_GENERAL(NAME, T, A, U, LD, ST, OP, MUL, DIV)                                     \
-    static inline __attribute__((always_inline)) void NAME##_blk(                                  \
-        const struct bt_reduce_args *c, A *restrict acc, size_t b, size_t n)                       \
-    {                                                                                              \
-        const T *s0 = (const T *)c->srcs[0] + b;                                                   \
-        T *d = (T *)c->dst + b;                                                                    \
-        size_t i;                                                                                  \
-        int k;                                                                                     \
-                                                                                                   \
-        if (c->pre & 1u) {                                                                         \
-            for (i = 0; i < n; i++)                                                                \
-                acc[i] = (A)MUL(U, LD(s0[i]), c);                                                  \
+/* The loop `for (i = 0; i < n; i++) body`, with a copy for n == BT_REDUCE_BLK that the
+ * vectorizer accepts at -O2 (see the top of this file). */
+#define BT_LOOP(n, i, body)                                                                        \
+    do {                                                                                           \
+        if ((n) == BT_REDUCE_BLK) {                                                                \
+            for ((i) = 0; (i) < BT_REDUCE_BLK; (i)++) {                                            \
+                body;                                                                              \
+            }                                                                                      \
         } else {                                                                                   \
-            for (i = 0; i < n; i++)                                                                \
-                acc[i] = LD(s0[i]);                                                                \
-        }                                                                                          \
-        for (k = 1; k < c->nsrcs; k++) {                                                           \
-            const T *s = (const T *)c->srcs[k] + b;                                                \
-            if (c->pre & (1u << k)) {                                                              \
-                for (i = 0; i < n; i++)                                                            \
-                    acc[i] = OP(U, acc[i], (A)MUL(U, LD(s[i]), c));                                \
-            } else {                                                                               \
-                for (i = 0; i < n; i++)                                                            \
-                    acc[i] = OP(U, acc[i], LD(s[i]));                                              \
+            for ((i) = 0; (i) < (n); (i)++) {                                                      \
+                body;                                                                              \
             }                                                                                      \
         }                                                                                          \
-        if (c->post) {                                                                             \
-            for (i = 0; i < n; i++)                                                                \
-                d[i] = ST((A)DIV(acc[i], c));                                                      \
-        } else {                                                                                   \
-            for (i = 0; i < n; i++)                                                                \
-                d[i] = ST(acc[i]);                                                                 \
-        }                                                                                          \
-    }                                                                                              \
-                                                                                                   \
-    static void NAME(const struct bt_reduce_args *c)                                               \
+    } while (0)
+
+#define BT_CVT_FUNCS(DT, SUFFIX, ATTR, T, LD, ST)                                                  \
+    ATTR static void bt_cvt_##DT##_in##SUFFIX(float *restrict o, const void *restrict iv,          \
+                                              size_t n)                                            \
     {                                                                                              \
-        A acc[BT_REDUCE_BLK];                                                                      \
-        size_t b;                                                                                  \
+        const T *restrict in = iv;                                                                 \
+        size_t i;                                                                                  \
+        BT_LOOP(n, i, o[i] = LD(in[i]));                                                           \
+    }                                                                                              \
+    ATTR static void bt_cvt_##DT##_out##SUFFIX(void *restrict ov, const float *restrict in,        \
+                                               size_t n)                                           \
+    {                                                                                              \
+        T *restrict o = ov;                                                                        \
+        size_t i;                                                                                  \
+        BT_LOOP(n, i, o[i] = ST(in[i]));                                                           \
+    }
+
+#define BT_CVT_ALL(SUFFIX, ATTR)                                                                   \
+    BT_CVT_FUNCS(f16, SUFFIX, ATTR, uint16_t, bt_ld_f16, bt_st_f16)                                \
+    BT_CVT_FUNCS(bf16, SUFFIX, ATTR, uint16_t, bt_bf16_to_float, bt_float_to_bf16)                 \
+    BT_CVT_FUNCS(e4m3, SUFFIX, ATTR, uint8_t, bt_ld_e4m3, bt_st_e4m3)                              \
+    BT_CVT_FUNCS(e5m2, SUFFIX, ATTR, uint8_t, bt_ld_e5m2, bt_st_e5m2)
+
+#define BT_CVT_TABLE(NAME, SUFFIX)                                                                 \
+    static const struct bt_cvt NAME[BT_NUM_DTYPES] = {                                             \
+        [BT_FLOAT16] = {bt_cvt_f16_in##SUFFIX, bt_cvt_f16_out##SUFFIX, 2},                         \
+        [BT_BFLOAT16] = {bt_cvt_bf16_in##SUFFIX, bt_cvt_bf16_out##SUFFIX, 2},                      \
+        [BT_FP8E4M3] = {bt_cvt_e4m3_in##SUFFIX, bt_cvt_e4m3_out##SUFFIX, 1},                       \
+        [BT_FP8E5M2] = {bt_cvt_e5m2_in##SUFFIX, bt_cvt_e5m2_out##SUFFIX, 1},                       \
+    };
+
+BT_CVT_ALL(, )
+BT_CVT_TABLE(bt_cvt_base, )
+
+#if BT_REDUCE_X86
+/* The same loops compiled for AVX2: twice the lanes, and variable shifts, for about 2x on
+ * the conversion-bound narrow types. */
+BT_CVT_ALL(_avx2, __attribute__((target("avx2"))))
+BT_CVT_TABLE(bt_cvt_avx2, _avx2)
+
+/*
+ * F16C: hardware half <-> float, 8 lanes. vcvtps2ph with an immediate round-to-nearest-even
+ * rounds like bt_float_to_half, overflow to inf included, and produces subnormal halves
+ * whatever MXCSR.FTZ says; NaNs come out quiet with the top payload bits, as in dtype.h.
+ * The tail uses dtype.h.
+ */
+__attribute__((target("avx2,f16c"))) static void
+bt_cvt_f16_in_f16c(float *restrict o, const void *restrict iv, size_t n)
+{
+    const uint16_t *restrict in = iv;
+    size_t i = 0;
+
+    for (; n - i >= 8; i += 8)
+        _mm256_storeu_ps(o + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i))));
+    for (; i < n; i++)
+        o[i] = bt_half_to_float(in[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void
+bt_cvt_f16_out_f16c(void *restrict ov, const float *restrict in, size_t n)
+{
+    uint16_t *restrict o = ov;
+    size_t i = 0;
+
+    for (; n - i >= 8; i += 8)
+        _mm_storeu_si128((__m128i *)(o + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++)
+        o[i] = bt_float_to_half(in[i]);
+}
+
+static const struct bt_cvt bt_cvt_f16c = {bt_cvt_f16_in_f16c, bt_cvt_f16_out_f16c, 2};
+
+/* 0: not probed yet, 1: baseline, 2: AVX2, 3: AVX2 and F16C. Threads racing on the first
+ * call compute the same value, so relaxed atomics suffice. */
+static atomic_int bt_reduce_isa_hw;
+
+static int bt_reduce_isa_probe(void)
+{
+    int isa = atomic_load_explicit(&bt_reduce_isa_hw, memory_order_relaxed);
+    unsigned eax, ebx, ecx, edx;
+
+    if (isa)
+        return isa;
+    isa = 1;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) { /* checks the OS saves ymm state too */
+        isa = 2;
+        if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C))
+            isa = 3;
+    }
+    atomic_store_explicit(&bt_reduce_isa_hw, isa, memory_order_relaxed);
+    return isa;
+}
+#endif
+
+/* Upper bound on the level used, lowered by tests through bt_host_reduce_isa(). */
+static atomic_int bt_reduce_isa_cap = 3;
+
+int bt_host_reduce_isa(int level)
+{
+    int hw = 1, cap;
+
+#if BT_REDUCE_X86
+    hw = bt_reduce_isa_probe();
+#endif
+    if (level > 0)
+        atomic_store_explicit(&bt_reduce_isa_cap, level, memory_order_relaxed);
+    cap = atomic_load_explicit(&bt_reduce_isa_cap, memory_order_relaxed);
+    return hw < cap ? hw : cap;
+}
+
+/* Converters for a narrow dtype on this CPU. */
+static const struct bt_cvt *bt_reduce_cvt(int dtype)
+{
+#if BT_REDUCE_X86
+    int isa = bt_host_reduce_isa(0);
+    if (isa == 3 && dtype == BT_FLOAT16)
+        return &bt_cvt_f16c;
+    if (isa >= 2)
+        return &bt_cvt_avx2[dtype];
+#endif
+    return &bt_cvt_base[dtype];
+}
+
+/*
+ * General kernel NAME for a native type T (U: its unsigned twin for integers). The
+ * arguments are copied to a local whose address never escapes, so that no store to acc or
+ * dst can alias the scalar or the divisor, and the block loops need no runtime alias check.
+ */
+#define BT_REDUCE_GENERAL(NAME, T, U, OP, MUL, DIV)                                                \
+    static void NAME(const struct bt_reduce_args *cp)                                              \
+    {                                                                                              \
+        const struct bt_reduce_args c = *cp;                                                       \
+        T acc[BT_REDUCE_BLK];                                                                      \
+        size_t b, n, i;                                                                            \
+        int k;                                                                                     \
                                                                                                    \
-        for (b = 0; c->count - b >= BT_REDUCE_BLK; b += BT_REDUCE_BLK)                             \
-            NAME##_blk(c, acc, b, BT_REDUCE_BLK);                                                  \
-        if (b < c->count)                                                                          \
-            NAME##_blk(c, acc, b, c->count - b);                                                   \
+        for (b = 0; b < c.count; b += n) {                                                         \
+            const T *s0 = (const T *)c.srcs[0] + b;                                                \
+            T *d = (T *)c.dst + b;                                                                 \
+            n = c.count - b < BT_REDUCE_BLK ? c.count - b : BT_REDUCE_BLK;                         \
+            if (c.pre & 1u)                                                                        \
+                BT_LOOP(n, i, acc[i] = (T)MUL(U, s0[i], c));                                       \
+            else                                                                                   \
+                BT_LOOP(n, i, acc[i] = s0[i]);                                                     \
+            for (k = 1; k < c.nsrcs; k++) {                                                        \
+                const T *s = (const T *)c.srcs[k] + b;                                             \
+                if (c.pre & (1u << k))                                                             \
+                    BT_LOOP(n, i, acc[i] = (T)OP(U, acc[i], (T)MUL(U, s[i], c)));                  \
+                else                                                                               \
+                    BT_LOOP(n, i, acc[i] = (T)OP(U, acc[i], s[i]));                                \
+            }                                                                                      \
+            if (c.post)                                                                            \
+                BT_LOOP(n, i, d[i] = (T)DIV(acc[i], c));                                           \
+            else                                                                                   \
+                BT_LOOP(n, i, d[i] = acc[i]);                                                      \
+        }                                                                                          \
     }
 
 /* Two-source kernels for native types: full blocks vectorized, then a scalar tail. */
@@ -261,21 +398,51 @@ static inline uint8_t bt_st_e5m2(float f)
 
 /* One dtype, four ops. */
 #define BT_REDUCE_NATIVE(DT, T, U, SUM, PROD, MAX, MIN, MUL, DIV)                                  \
-    BT_REDUCE_GENERAL(bt_reduce_##DT##_sum, T, T, U, BT_ID, BT_ID, SUM, MUL, DIV)                  \
-    BT_REDUCE_GENERAL(bt_reduce_##DT##_prod, T, T, U, BT_ID, BT_ID, PROD, MUL, DIV)                \
-    BT_REDUCE_GENERAL(bt_reduce_##DT##_max, T, T, U, BT_ID, BT_ID, MAX, MUL, DIV)                  \
-    BT_REDUCE_GENERAL(bt_reduce_##DT##_min, T, T, U, BT_ID, BT_ID, MIN, MUL, DIV)                  \
+    BT_REDUCE_GENERAL(bt_reduce_##DT##_sum, T, U, SUM, MUL, DIV)                                   \
+    BT_REDUCE_GENERAL(bt_reduce_##DT##_prod, T, U, PROD, MUL, DIV)                                 \
+    BT_REDUCE_GENERAL(bt_reduce_##DT##_max, T, U, MAX, MUL, DIV)                                   \
+    BT_REDUCE_GENERAL(bt_reduce_##DT##_min, T, U, MIN, MUL, DIV)                                   \
     BT_REDUCE_FAST2(bt_reduce_##DT##_sum, T, U, SUM)                                               \
     BT_REDUCE_FAST2(bt_reduce_##DT##_prod, T, U, PROD)                                             \
     BT_REDUCE_FAST2(bt_reduce_##DT##_max, T, U, MAX)                                               \
     BT_REDUCE_FAST2(bt_reduce_##DT##_min, T, U, MIN)
 
-#define BT_REDUCE_NARROW(DT, T, LD, ST)                                                            \
-    BT_REDUCE_GENERAL(bt_reduce_##DT##_sum, T, float, float, LD, ST, BT_FSUM, BT_MUL_F, BT_DIV_F)  \
-    BT_REDUCE_GENERAL(bt_reduce_##DT##_prod, T, float, float, LD, ST, BT_FPROD, BT_MUL_F,          \
-                      BT_DIV_F)                                                                    \
-    BT_REDUCE_GENERAL(bt_reduce_##DT##_max, T, float, float, LD, ST, BT_FMAX, BT_MUL_F, BT_DIV_F)  \
-    BT_REDUCE_GENERAL(bt_reduce_##DT##_min, T, float, float, LD, ST, BT_FMIN, BT_MUL_F, BT_DIV_F)
+/*
+ * Narrow types, one kernel per op for all four: per block, widen each source into a float
+ * array, fold in float, narrow once. The scalars are copied to locals because acc and t
+ * escape to the converters, and a float store there could otherwise alias c->sf.
+ */
+#define BT_REDUCE_NARROW(NAME, OP)                                                                 \
+    static void NAME(const struct bt_reduce_args *c)                                               \
+    {                                                                                              \
+        float acc[BT_REDUCE_BLK], t[BT_REDUCE_BLK];                                                \
+        const struct bt_cvt *cv = c->cvt;                                                          \
+        const float sf = c->sf, fdiv = c->fdiv;                                                    \
+        size_t b, n, i;                                                                            \
+        int k;                                                                                     \
+                                                                                                   \
+        for (b = 0; b < c->count; b += n) {                                                        \
+            n = c->count - b < BT_REDUCE_BLK ? c->count - b : BT_REDUCE_BLK;                       \
+            cv->in(acc, (const char *)c->srcs[0] + b * cv->size, n);                               \
+            if (c->pre & 1u)                                                                       \
+                BT_LOOP(n, i, acc[i] *= sf);                                                       \
+            for (k = 1; k < c->nsrcs; k++) {                                                       \
+                cv->in(t, (const char *)c->srcs[k] + b * cv->size, n);                             \
+                if (c->pre & (1u << k))                                                            \
+                    BT_LOOP(n, i, acc[i] = OP(float, acc[i], t[i] * sf));                          \
+                else                                                                               \
+                    BT_LOOP(n, i, acc[i] = OP(float, acc[i], t[i]));                               \
+            }                                                                                      \
+            if (c->post)                                                                           \
+                BT_LOOP(n, i, acc[i] /= fdiv);                                                     \
+            cv->out((char *)c->dst + b * cv->size, acc, n);                                        \
+        }                                                                                          \
+    }
+
+BT_REDUCE_NARROW(bt_reduce_narrow_sum, BT_FSUM)
+BT_REDUCE_NARROW(bt_reduce_narrow_prod, BT_FPROD)
+BT_REDUCE_NARROW(bt_reduce_narrow_max, BT_FMAX)
+BT_REDUCE_NARROW(bt_reduce_narrow_min, BT_FMIN)
 
 BT_REDUCE_NATIVE(i8, int8_t, uint8_t, BT_ISUM, BT_IPROD, BT_MAX, BT_MIN, BT_MUL_I, BT_DIV_S)
 BT_REDUCE_NATIVE(u8, uint8_t, uint8_t, BT_ISUM, BT_IPROD, BT_MAX, BT_MIN, BT_MUL_I, BT_DIV_U)
@@ -285,10 +452,12 @@ BT_REDUCE_NATIVE(i64, int64_t, uint64_t, BT_ISUM, BT_IPROD, BT_MAX, BT_MIN, BT_M
 BT_REDUCE_NATIVE(u64, uint64_t, uint64_t, BT_ISUM, BT_IPROD, BT_MAX, BT_MIN, BT_MUL_I, BT_DIV_U)
 BT_REDUCE_NATIVE(f32, float, float, BT_FSUM, BT_FPROD, BT_FMAX, BT_FMIN, BT_MUL_F, BT_DIV_F)
 BT_REDUCE_NATIVE(f64, double, double, BT_FSUM, BT_FPROD, BT_FMAX, BT_FMIN, BT_MUL_D, BT_DIV_D)
-BT_REDUCE_NARROW(f16, uint16_t, BT_LD_F16, BT_ST_F16)
-BT_REDUCE_NARROW(bf16, uint16_t, BT_LD_BF16, BT_ST_BF16)
-BT_REDUCE_NARROW(e4m3, uint8_t, BT_LD_E4M3, BT_ST_E4M3)
-BT_REDUCE_NARROW(e5m2, uint8_t, BT_LD_E5M2, BT_ST_E5M2)
+
+#define BT_REDUCE_ROW_NARROW                                                                       \
+    {                                                                                              \
+        [BT_OP_SUM] = bt_reduce_narrow_sum, [BT_OP_PROD] = bt_reduce_narrow_prod,                  \
+        [BT_OP_MAX] = bt_reduce_narrow_max, [BT_OP_MIN] = bt_reduce_narrow_min,                    \
+    }
 
 #define BT_REDUCE_ROW(DT)                                                                          \
     {                                                                                              \
@@ -297,12 +466,12 @@ BT_REDUCE_NARROW(e5m2, uint8_t, BT_LD_E5M2, BT_ST_E5M2)
     }
 
 static const bt_reduce_fn bt_reduce_general[BT_NUM_DTYPES][BT_NUM_BASE_OPS] = {
-    [BT_INT8] = BT_REDUCE_ROW(i8),      [BT_UINT8] = BT_REDUCE_ROW(u8),
-    [BT_INT32] = BT_REDUCE_ROW(i32),    [BT_UINT32] = BT_REDUCE_ROW(u32),
-    [BT_INT64] = BT_REDUCE_ROW(i64),    [BT_UINT64] = BT_REDUCE_ROW(u64),
-    [BT_FLOAT16] = BT_REDUCE_ROW(f16),  [BT_FLOAT32] = BT_REDUCE_ROW(f32),
-    [BT_FLOAT64] = BT_REDUCE_ROW(f64),  [BT_BFLOAT16] = BT_REDUCE_ROW(bf16),
-    [BT_FP8E4M3] = BT_REDUCE_ROW(e4m3), [BT_FP8E5M2] = BT_REDUCE_ROW(e5m2),
+    [BT_INT8] = BT_REDUCE_ROW(i8),       [BT_UINT8] = BT_REDUCE_ROW(u8),
+    [BT_INT32] = BT_REDUCE_ROW(i32),     [BT_UINT32] = BT_REDUCE_ROW(u32),
+    [BT_INT64] = BT_REDUCE_ROW(i64),     [BT_UINT64] = BT_REDUCE_ROW(u64),
+    [BT_FLOAT16] = BT_REDUCE_ROW_NARROW, [BT_FLOAT32] = BT_REDUCE_ROW(f32),
+    [BT_FLOAT64] = BT_REDUCE_ROW(f64),   [BT_BFLOAT16] = BT_REDUCE_ROW_NARROW,
+    [BT_FP8E4M3] = BT_REDUCE_ROW_NARROW, [BT_FP8E5M2] = BT_REDUCE_ROW_NARROW,
 };
 
 #define BT_FAST2_ENTRY(NAME)                                                                       \
@@ -376,6 +545,7 @@ void bt_host_reduce(const struct bt_redop *op, void *dst, const void *const *src
         a.sdiv = 1;
         a.udiv = 1;
     }
+    a.cvt = bt_cvt_base[op->dtype].in ? bt_reduce_cvt(op->dtype) : NULL; /* narrow types */
     bt_reduce_general[op->dtype][op->op](&a);
 }
 

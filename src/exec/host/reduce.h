@@ -23,11 +23,20 @@
  *     float64 in double. The scalar is applied in float for float32 and narrower types
  *     ((float)op->scalar_f), in double for float64, and as op->scalar_i, wrapping, for
  *     integers.
- *   - Max/Min on floating types: a NaN in any input gives NaN.
- * Thread-agnostic: no state.
+ *   - Max/Min on floating types: a NaN in any input gives NaN; between +0 and -0 the later
+ *     source's zero is kept.
+ * Thread-safe: the only state is the converter level below, probed once.
  */
 void bt_host_reduce(const struct bt_redop *op, void *dst, const void *const *srcs, int nsrcs,
                     unsigned pre_mask, int post, size_t count);
+
+/*
+ * Which converters the narrow types (half, bfloat16, fp8) use: 1 baseline, 2 AVX2, 3 AVX2
+ * and F16C (x86-64 only; elsewhere always 1). All levels give the same bits. `level` > 0
+ * caps the level from now on, for tests that cover every level; 0 changes nothing. Returns
+ * the level now in use. Thread-safe.
+ */
+int bt_host_reduce_isa(int level);
 
 /* Copy `bytes` bytes between non-overlapping buffers (dst == src is allowed: no-op). */
 void bt_host_copy(void *dst, const void *src, size_t bytes);
