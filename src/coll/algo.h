@@ -6,18 +6,19 @@
 #ifndef BT_COLL_ALGO_H
 #define BT_COLL_ALGO_H
 
+#include "coll/direct.h"
 #include "coll/p2p.h"
 #include "coll/ring.h"
 #include "coll/tree.h"
 #include "coll/work.h"
 
-#define BT_ALGO_TREE_DOWN 2
-
 static inline uint64_t bt_algo_nsteps(const struct bt_work *w)
 {
     switch (w->coll) {
     case BT_COLL_ALLREDUCE:
-        return w->algo == BT_ALGO_RING ? bt_ring_allreduce_nsteps(w) : bt_tree_allreduce_nsteps(w);
+        return w->algo == BT_ALGO_RING     ? bt_ring_allreduce_nsteps(w)
+               : w->algo == BT_ALGO_DIRECT ? bt_direct_allreduce_nsteps(w)
+                                           : bt_tree_allreduce_nsteps(w);
     case BT_COLL_ALLGATHER:
         return bt_ring_allgather_nsteps(w);
     case BT_COLL_REDUCESCATTER:
@@ -37,6 +38,8 @@ static inline void bt_algo_prim(const struct bt_work *w, uint64_t k, struct bt_p
     case BT_COLL_ALLREDUCE:
         if (w->algo == BT_ALGO_RING)
             bt_ring_allreduce_prim(w, k, p);
+        else if (w->algo == BT_ALGO_DIRECT)
+            bt_direct_allreduce_prim(w, k, p);
         else
             bt_tree_allreduce_prim(w, w->algo == BT_ALGO_TREE_DOWN, k, p);
         return;

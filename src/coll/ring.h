@@ -17,6 +17,7 @@ static inline int bt_ring_block(const struct bt_work *w, int pos)
 static inline void bt_prim_clear(struct bt_prim *p)
 {
     p->nrecv = p->nsend = p->pre_src = p->post = 0;
+    p->acc = NULL;
     p->src = NULL;
     p->dst = NULL;
     p->nelem = 0;

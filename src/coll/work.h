@@ -10,7 +10,7 @@
  * loop with blocking device primitives. This header is plain C for both compilers.
  *
  * One primitive, NCCL's family in one shape:
- *   value = fold(recv[0], recv[1], src * pre)   then  post (final division)
+ *   value = fold(acc, recv[0], recv[1], src * pre)   then  post (final division)
  *   value -> send[0], send[1], dst
  *   send            : src            -> send
  *   recvReduceSend  : recv + src     -> send
@@ -41,8 +41,10 @@ enum bt_coll {
 
 enum bt_algo {
     BT_ALGO_RING = 0,
-    BT_ALGO_TREE = 1,
+    BT_ALGO_TREE = 1,   /* a tree work's up half (the whole work at the root) */
+    BT_ALGO_DIRECT = 2, /* one-shot: every rank sends to every rank (coll/direct.h) */
     BT_NUM_ALGOS,
+    BT_ALGO_TREE_DOWN = BT_NUM_ALGOS, /* a tree work's down half: internal to the launch */
 };
 
 #define BT_PRIM_MAX_PEERS 2
@@ -53,6 +55,7 @@ struct bt_prim {
     uint8_t post;    /* apply the op's final division (integer Avg) */
     struct bt_conn *recv[BT_PRIM_MAX_PEERS];
     struct bt_conn *send[BT_PRIM_MAX_PEERS];
+    const char *acc; /* a partial result to fold in first (no pre), or NULL */
     const char *src; /* user input to fold in, or NULL */
     char *dst;       /* user output to write, or NULL */
     size_t nelem;
@@ -73,8 +76,11 @@ struct bt_work {
        (or total) range, moved `chunk` elements per step at most. */
     size_t chan_off, chan_count, chunk;
     struct bt_channel *chan;
-    struct bt_conn *p2p_conn; /* Send/Recv */
-    uint64_t step, nsteps;    /* progress */
+    struct bt_conn *p2p_conn;                /* Send/Recv */
+    struct bt_conn **peer_send, **peer_recv; /* Direct: connector to/from each rank */
+    char *scratch;                           /* Direct: chunk-sized partial results */
+    int rank;                                /* my rank (Direct) */
+    uint64_t step, nsteps;                   /* progress */
     volatile int *abort_flag;
     void *owner; /* the communicator, for errors */
 };

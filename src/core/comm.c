@@ -157,7 +157,9 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     all = calloc((size_t)comm->nranks, sizeof(*all));
     comm->peers = calloc((size_t)comm->nranks, sizeof(*comm->peers));
     comm->p2p = calloc((size_t)comm->nranks, sizeof(*comm->p2p));
-    if (!all || !comm->peers || !comm->p2p) {
+    comm->direct_send = calloc((size_t)comm->nranks, sizeof(*comm->direct_send));
+    comm->direct_recv = calloc((size_t)comm->nranks, sizeof(*comm->direct_recv));
+    if (!all || !comm->peers || !comm->p2p || !comm->direct_send || !comm->direct_recv) {
         BT_WARN("out of memory for %d peers", comm->nranks);
         st = BT_ERR_SYSTEM;
         goto fail;
@@ -199,6 +201,13 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     comm->simple_slot = ss;
     comm->ll_slot = ls;
     comm->p2p_slot = ps;
+    /* One-shot AllReduce moves small messages to every peer: small slots keep n^2 FIFOs
+     * cheap. */
+    comm->direct_slot = ss < BT_DIRECT_SLOT_MAX ? ss : BT_DIRECT_SLOT_MAX;
+    for (int r = 0; r < comm->nranks; r++) {
+        comm->direct_send[r] = &comm->p2p[r].direct_send;
+        comm->direct_recv[r] = &comm->p2p[r].direct_recv;
+    }
     free(all);
     all = NULL;
 
@@ -262,8 +271,12 @@ void bt_comm_free(struct bt_comm *comm)
         for (int r = 0; r < comm->nranks; r++) {
             bt_conn_free(&comm->p2p[r].send);
             bt_conn_free(&comm->p2p[r].recv);
+            bt_conn_free(&comm->p2p[r].direct_send);
+            bt_conn_free(&comm->p2p[r].direct_recv);
         }
     free(comm->p2p);
+    free(comm->direct_send);
+    free(comm->direct_recv);
     bt_bootstrap_destroy(comm->bs);
     free(comm->peers);
     free(comm->custom_ops);

@@ -19,6 +19,7 @@
 #define BT_COMM_MAGIC 0xba70c0111c0ffee1ull
 #define BT_COMM_DEAD 0xdeadc0111deadbadull
 #define BT_MAX_CUSTOM_OPS 1024
+#define BT_DIRECT_SLOT_MAX (32 * 1024)
 
 struct bt_peer_info {
     int rank;
@@ -29,10 +30,12 @@ struct bt_peer_info {
     uint64_t shm_ns;    /* IPC namespace inode: shm works only inside one namespace */
 };
 
-/* Connectors to one peer for Send/Recv, connected on first use. */
+/* Connectors to one peer, connected on first use: Send/Recv, and the one-shot AllReduce
+ * (kept apart so the two never interleave steps on one FIFO). */
 struct bt_p2p_peer {
     struct bt_conn send, recv;
     struct bt_lane send_lane, recv_lane;
+    struct bt_conn direct_send, direct_recv;
 };
 
 /* A PreMulSum operator made by ncclRedOpCreatePreMulSum. */
@@ -75,9 +78,11 @@ struct bt_comm {
     struct bt_channel channels[BT_MAX_CHANNELS];
     struct bt_lane tree_down_lanes[BT_MAX_CHANNELS]; /* the down halves of tree works */
     struct bt_p2p_peer *p2p;                         /* [nranks] */
+    struct bt_conn **direct_send; /* [nranks] -> p2p[r].direct_send, for Direct works */
+    struct bt_conn **direct_recv;
 
     /* FIFO geometry of this communicator's connectors (bytes per slot) */
-    size_t simple_slot, ll_slot, p2p_slot;
+    size_t simple_slot, ll_slot, p2p_slot, direct_slot;
 
     volatile int abort_flag;
     _Atomic int active_launches; /* launches using this comm now: abort waits for them */

@@ -24,6 +24,8 @@ static const char *kind_name(enum bt_link_kind k)
         return "tree-up";
     case BT_LINK_TREE_DOWN:
         return "tree-down";
+    case BT_LINK_DIRECT:
+        return "direct";
     default:
         return "p2p";
     }
@@ -43,6 +45,9 @@ void bt_conn_prepare(struct bt_comm *comm, struct bt_conn *conn, int peer, int i
     if (kind == BT_LINK_P2P) {
         conn->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->p2p_slot;
         conn->sizes.slot_bytes[BT_PROTO_LL] = 0;
+    } else if (kind == BT_LINK_DIRECT) {
+        conn->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->direct_slot;
+        conn->sizes.slot_bytes[BT_PROTO_LL] = (uint32_t)comm->ll_slot;
     } else {
         conn->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->simple_slot;
         conn->sizes.slot_bytes[BT_PROTO_LL] = (uint32_t)comm->ll_slot;

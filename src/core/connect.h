@@ -16,6 +16,7 @@ enum bt_link_kind {
     BT_LINK_TREE_UP = 2,   /* child -> parent data */
     BT_LINK_TREE_DOWN = 3, /* parent -> child data */
     BT_LINK_P2P = 4,
+    BT_LINK_DIRECT = 5, /* one-shot AllReduce, one per peer pair and direction */
 };
 
 struct bt_conn_req {

@@ -28,6 +28,8 @@ struct launch_scratch {
     int nlanes, lanes_cap;
     struct bt_conn_req *reqs;
     int nreqs, reqs_cap;
+    char *arena; /* scratch of one-shot works, sized before planning */
+    size_t arena_used, arena_cap;
 };
 static __thread struct launch_scratch ls;
 
@@ -130,6 +132,38 @@ static bt_status_t need_conn(struct bt_comm *comm, struct bt_conn *conn, int pee
     return BT_OK;
 }
 
+static char *arena_take(size_t bytes)
+{
+    bytes = (bytes + 63) & ~(size_t)63;
+    if (ls.arena_used + bytes > ls.arena_cap)
+        return NULL; /* arena_reserve sized it for the launch: cannot happen */
+    char *p = ls.arena + ls.arena_used;
+    ls.arena_used += bytes;
+    return p;
+}
+
+/* Scratch for every possible one-shot work of the launch: at most one per op, of at most one
+ * slot. Reserved before planning because works keep pointers into it. */
+static int arena_reserve(const struct bt_op *ops, int nops)
+{
+    size_t need = 0;
+    for (int i = 0; i < nops; i++)
+        if (ops[i].coll == BT_COLL_ALLREDUCE)
+            need += ((ops[i].comm->direct_slot > ops[i].comm->ll_slot ? ops[i].comm->direct_slot
+                                                                      : ops[i].comm->ll_slot) +
+                     63) &
+                    ~(size_t)63;
+    ls.arena_used = 0;
+    if (need <= ls.arena_cap)
+        return 0;
+    char *p = realloc(ls.arena, need);
+    if (!p)
+        return -1;
+    ls.arena = p;
+    ls.arena_cap = need;
+    return 0;
+}
+
 /* Works are stored in a growable array; lanes link them by pointer, so the array is sized
  * for the whole launch before any pointer is taken (see count_works). */
 static struct bt_work *new_work(void)
@@ -189,6 +223,8 @@ static bt_status_t plan_coll(struct bt_op *op)
         .max_channels = comm->nchannels,
         .simple_slot = comm->simple_slot,
         .ll_payload = comm->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
+        .direct_slot = comm->direct_slot,
+        .direct_ok = comm->local_ranks == comm->nranks,
     };
     struct bt_tune_out t;
     bt_tune_coll(&in, &t);
@@ -225,6 +261,21 @@ static bt_status_t plan_coll(struct bt_op *op)
         if (t.algo == BT_ALGO_RING) {
             BT_CHECK(need_conn(comm, &ch->ring_send, ch->ring.next, 1, BT_LINK_RING, c));
             BT_CHECK(need_conn(comm, &ch->ring_recv, ch->ring.prev, 0, BT_LINK_RING, c));
+            continue;
+        }
+        if (t.algo == BT_ALGO_DIRECT) {
+            w->rank = comm->rank;
+            w->peer_send = comm->direct_send;
+            w->peer_recv = comm->direct_recv;
+            w->scratch = arena_take(t.chunk * in.esize);
+            if (!w->scratch)
+                return BT_ERR_SYSTEM;
+            for (int r = 0; r < comm->nranks; r++) {
+                if (r == comm->rank)
+                    continue;
+                BT_CHECK(need_conn(comm, comm->direct_send[r], r, 1, BT_LINK_DIRECT, 0));
+                BT_CHECK(need_conn(comm, comm->direct_recv[r], r, 0, BT_LINK_DIRECT, 0));
+            }
             continue;
         }
         /* Tree: links to the parent and children; non-roots get a down-half work. */
@@ -345,7 +396,8 @@ static bt_status_t launch(struct bt_op *ops, int nops)
 {
     bt_status_t st = BT_OK;
     ls.nworks = ls.nlanes = ls.nreqs = 0;
-    if (grow((void **)&ls.works, &ls.works_cap, works_needed(ops, nops), sizeof(*ls.works)) != 0) {
+    if (grow((void **)&ls.works, &ls.works_cap, works_needed(ops, nops), sizeof(*ls.works)) != 0 ||
+        arena_reserve(ops, nops) != 0) {
         BT_WARN("out of memory planning %d operations", nops);
         return BT_ERR_SYSTEM;
     }

@@ -33,13 +33,14 @@ static int list_allows(const char *list, const char *name)
  * LL wins while a collective is a few slots of latency-bound steps; Simple past that.
  * Tree beats ring for small AllReduce once the ring is long (latency 2 log n vs 2(n-1)).
  */
-#define BT_LL_DEFAULT_THRESHOLD (16 * 1024)
+#define BT_LL_DEFAULT_THRESHOLD 256
+#define BT_DIRECT_DEFAULT_THRESHOLD (32 * 1024)
 #define BT_TREE_DEFAULT_THRESHOLD (64 * 1024)
 #define BT_BYTES_PER_CHANNEL (512 * 1024)
 
 /* PROTO and ALGO parsed once: the tuner runs on every collective. */
 struct tune_env {
-    int ll_ok, simple_ok, ring_ok, tree_ok;
+    int ll_ok, simple_ok, ring_ok, tree_ok, direct_ok;
 };
 static struct tune_env tune_env;
 
@@ -54,8 +55,10 @@ static void tune_env_read(void)
     }
     tune_env.ring_ok = list_allows(algos, "Ring");
     tune_env.tree_ok = list_allows(algos, "Tree");
-    if (!tune_env.ring_ok && !tune_env.tree_ok) {
-        BT_WARN("ALGO=%s allows no algorithm Baton implements (Ring, Tree); using Ring", algos);
+    tune_env.direct_ok = list_allows(algos, "Direct");
+    if (!tune_env.ring_ok && !tune_env.tree_ok && !tune_env.direct_ok) {
+        BT_WARN("ALGO=%s allows no algorithm Baton implements (Ring, Tree, Direct); using Ring",
+                algos);
         tune_env.ring_ok = 1;
     }
 }
@@ -80,15 +83,25 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
 
     out->algo = BT_ALGO_RING;
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
+        int64_t direct_thr = bt_param_direct_threshold();
+        if (direct_thr < 0)
+            direct_thr = BT_DIRECT_DEFAULT_THRESHOLD;
         int ring_ok = env->ring_ok, tree_ok = env->tree_ok;
-        if (tree_ok && (!ring_ok || in->bytes <= (size_t)tree_thr))
+        int direct_ok = env->direct_ok && in->direct_ok;
+        int only_direct = direct_ok && !ring_ok && !tree_ok;
+        if (direct_ok && (only_direct || in->bytes <= (size_t)direct_thr))
+            out->algo = BT_ALGO_DIRECT;
+        else if (tree_ok && (!ring_ok || in->bytes <= (size_t)tree_thr))
             out->algo = BT_ALGO_TREE;
     }
 
     size_t per_channel = BT_BYTES_PER_CHANNEL;
-    int nch = out->proto == BT_PROTO_LL ? 1 : (int)(in->bytes / per_channel);
+    /* LL and one-shot works are latency-bound, and one-shot connectors are per peer, not
+     * per channel: one channel. */
+    int single = out->proto == BT_PROTO_LL || out->algo == BT_ALGO_DIRECT;
+    int nch = single ? 1 : (int)(in->bytes / per_channel);
     int lo = (int)bt_param_min_nchannels();
-    if (nch < lo)
+    if (nch < lo && !single)
         nch = lo;
     if (nch > in->max_channels)
         nch = in->max_channels;
@@ -96,7 +109,9 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
         nch = 1;
     out->nchannels = nch;
 
-    size_t slot = out->proto == BT_PROTO_LL ? in->ll_payload : in->simple_slot;
+    size_t slot = out->proto == BT_PROTO_LL     ? in->ll_payload
+                  : out->algo == BT_ALGO_DIRECT ? in->direct_slot
+                                                : in->simple_slot;
     out->chunk = slot / in->esize;
     if (out->chunk == 0)
         out->chunk = 1;

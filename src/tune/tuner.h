@@ -17,6 +17,8 @@ struct bt_tune_in {
     size_t esize;
     int max_channels;
     size_t simple_slot, ll_payload; /* bytes one step carries per protocol */
+    size_t direct_slot;             /* Simple bytes per step of the one-shot connectors */
+    int direct_ok;                  /* every rank reachable through shared memory */
 };
 
 struct bt_tune_out {

@@ -58,37 +58,51 @@ static int recv_ready(struct bt_conn *c, int proto, size_t nbytes)
 
 /* ---- LL packing ------------------------------------------------------------------- */
 
+/* Full lines move 8 bytes as one word (a constant-size memcpy, compiled to a move); only
+ * the last, partial line copies a variable number of bytes. */
 static void ll_pack(struct bt_conn *c, const char *data, size_t nbytes)
 {
     union bt_ll_line *l = (union bt_ll_line *)bt_conn_slot(c, BT_PROTO_LL, c->step);
     uint64_t flag = (uint64_t)ll_flag(c->step) << 32;
-    size_t n = ll_lines(nbytes);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t d[2] = {0, 0};
-        size_t o = i * BT_LL_PAYLOAD;
-        size_t take = nbytes > o ? bt_min_sz(BT_LL_PAYLOAD, nbytes - o) : 0;
-        memcpy(d, data + o, take);
+    size_t full = nbytes / BT_LL_PAYLOAD, n = ll_lines(nbytes);
+    for (size_t i = 0; i < full; i++) {
+        uint64_t x;
+        memcpy(&x, data + i * BT_LL_PAYLOAD, sizeof(x));
         /* data and flag travel in one 8-byte store; release orders lines one after another */
-        __atomic_store_n(&l[i].v[0], (uint64_t)d[0] | flag, __ATOMIC_RELEASE);
-        __atomic_store_n(&l[i].v[1], (uint64_t)d[1] | flag, __ATOMIC_RELEASE);
+        __atomic_store_n(&l[i].v[0], (x & 0xffffffffu) | flag, __ATOMIC_RELEASE);
+        __atomic_store_n(&l[i].v[1], (x >> 32) | flag, __ATOMIC_RELEASE);
     }
+    if (n > full) {
+        uint64_t x = 0;
+        memcpy(&x, data + full * BT_LL_PAYLOAD, nbytes - full * BT_LL_PAYLOAD);
+        __atomic_store_n(&l[full].v[0], (x & 0xffffffffu) | flag, __ATOMIC_RELEASE);
+        __atomic_store_n(&l[full].v[1], (x >> 32) | flag, __ATOMIC_RELEASE);
+    }
+}
+
+/* One line's 8 bytes of payload, once both halves carry flag `f`. */
+static inline uint64_t ll_read_line(union bt_ll_line *l, uint32_t f)
+{
+    uint64_t v0, v1;
+    do { /* recv_ready saw the last line, so this loop does not spin in practice */
+        v0 = __atomic_load_n(&l->v[0], __ATOMIC_ACQUIRE);
+        v1 = __atomic_load_n(&l->v[1], __ATOMIC_ACQUIRE);
+    } while ((uint32_t)(v0 >> 32) != f || (uint32_t)(v1 >> 32) != f);
+    return (v0 & 0xffffffffu) | (v1 << 32);
 }
 
 static void ll_unpack(struct bt_conn *c, char *data, size_t nbytes)
 {
     union bt_ll_line *l = (union bt_ll_line *)bt_conn_slot(c, BT_PROTO_LL, c->step);
     uint32_t f = ll_flag(c->step);
-    size_t n = ll_lines(nbytes);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t v0, v1;
-        do { /* recv_ready saw the last line, so this loop does not spin in practice */
-            v0 = __atomic_load_n(&l[i].v[0], __ATOMIC_ACQUIRE);
-            v1 = __atomic_load_n(&l[i].v[1], __ATOMIC_ACQUIRE);
-        } while ((uint32_t)(v0 >> 32) != f || (uint32_t)(v1 >> 32) != f);
-        uint32_t d[2] = {(uint32_t)v0, (uint32_t)v1};
-        size_t o = i * BT_LL_PAYLOAD;
-        if (nbytes > o)
-            memcpy(data + o, d, bt_min_sz(BT_LL_PAYLOAD, nbytes - o));
+    size_t full = nbytes / BT_LL_PAYLOAD, n = ll_lines(nbytes);
+    for (size_t i = 0; i < full; i++) {
+        uint64_t x = ll_read_line(&l[i], f);
+        memcpy(data + i * BT_LL_PAYLOAD, &x, sizeof(x));
+    }
+    if (n > full) {
+        uint64_t x = ll_read_line(&l[full], f);
+        memcpy(data + full * BT_LL_PAYLOAD, &x, nbytes - full * BT_LL_PAYLOAD);
     }
 }
 
@@ -131,9 +145,11 @@ int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
         if (!send_ready(p->send[i]))
             return 0;
 
-    /* Sources: what arrived, then the user's input. */
-    const void *srcs[BT_PRIM_MAX_PEERS + 1];
+    /* Sources: a partial result, what arrived, then the user's input. */
+    const void *srcs[BT_PRIM_MAX_PEERS + 2];
     int nsrcs = 0;
+    if (p->acc)
+        srcs[nsrcs++] = p->acc;
     for (int i = 0; i < p->nrecv; i++) {
         if (proto == BT_PROTO_SIMPLE) {
             srcs[nsrcs++] = bt_conn_slot(p->recv[i], proto, p->recv[i]->step);
