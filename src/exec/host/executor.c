@@ -133,6 +133,40 @@ static void recv_done(struct bt_conn *c)
 #define BT_LL_SCRATCH (64 * 1024)
 static __thread char ll_scratch[BT_PRIM_MAX_PEERS + 1][BT_LL_SCRATCH];
 
+/* Result bytes produced at a time when a step has several destinations: the copies to
+ * the others then read what is still in L1, instead of a second pass over memory. */
+#define BT_HOST_BLOCK (16 * 1024)
+
+/* Simple: fold the sources into the first destination (the user's output, else the first
+ * send slot) and copy each block to the other destinations right after it is made. */
+static void simple_produce(const struct bt_work *w, const struct bt_prim *p, const void **srcs,
+                           int nsrcs, unsigned pre_mask, int post, int transform)
+{
+    char *dsts[BT_PRIM_MAX_PEERS + 1];
+    int ndst = 0;
+    if (p->dst)
+        dsts[ndst++] = p->dst;
+    for (int i = 0; i < p->nsend; i++)
+        dsts[ndst++] = bt_conn_slot(p->send[i], BT_PROTO_SIMPLE, p->send[i]->step);
+    if (ndst == 0 || p->nelem == 0)
+        return;
+    size_t es = w->esize;
+    size_t blk = ndst > 1 ? BT_HOST_BLOCK / es : p->nelem;
+    for (size_t e = 0; e < p->nelem; e += blk) {
+        size_t ne = bt_min_sz(blk, p->nelem - e), off = e * es;
+        const void *bs[BT_PRIM_MAX_PEERS + 2];
+        for (int i = 0; i < nsrcs; i++)
+            bs[i] = (const char *)srcs[i] + off;
+        char *out = dsts[0] + off;
+        if (transform)
+            bt_host_reduce(&w->redop, out, bs, nsrcs, pre_mask, post, ne);
+        else if (out != bs[0])
+            bt_host_copy(out, bs[0], ne * es);
+        for (int d = 1; d < ndst; d++)
+            bt_host_copy(dsts[d] + off, out, ne * es);
+    }
+}
+
 int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
 {
     int proto = w->proto;
@@ -167,34 +201,22 @@ int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
     int post = p->post && w->redop.post_div;
     int transform = nsrcs > 1 || pre_mask || post;
 
-    /* The result lands first in `out`: the user's output if any, else the first Simple
-     * send slot, else LL scratch. Other destinations get a copy. */
-    char *out;
-    if (p->dst)
-        out = p->dst;
-    else if (proto == BT_PROTO_SIMPLE && p->nsend > 0)
-        out = bt_conn_slot(p->send[0], proto, p->send[0]->step);
-    else
-        out = ll_scratch[BT_PRIM_MAX_PEERS];
-
-    if (nbytes > 0) {
-        if (transform)
-            bt_host_reduce(&w->redop, out, srcs, nsrcs, pre_mask, post, p->nelem);
-        else if (out != srcs[0])
-            bt_host_copy(out, srcs[0], nbytes);
-    }
-
-    for (int i = 0; i < p->nsend; i++) {
-        struct bt_conn *c = p->send[i];
-        if (proto == BT_PROTO_SIMPLE) {
-            char *slot = bt_conn_slot(c, proto, c->step);
-            if (slot != out && nbytes > 0)
-                bt_host_copy(slot, out, nbytes);
-        } else {
-            ll_pack(c, out, nbytes);
+    if (proto == BT_PROTO_SIMPLE) {
+        simple_produce(w, p, srcs, nsrcs, pre_mask, post, transform);
+    } else {
+        /* LL: the result goes to the user's output or scratch, then into each peer's lines. */
+        char *out = p->dst ? p->dst : ll_scratch[BT_PRIM_MAX_PEERS];
+        if (nbytes > 0) {
+            if (transform)
+                bt_host_reduce(&w->redop, out, srcs, nsrcs, pre_mask, post, p->nelem);
+            else if (out != srcs[0])
+                bt_host_copy(out, srcs[0], nbytes);
         }
-        send_done(c, proto, nbytes);
+        for (int i = 0; i < p->nsend; i++)
+            ll_pack(p->send[i], out, nbytes);
     }
+    for (int i = 0; i < p->nsend; i++)
+        send_done(p->send[i], proto, nbytes);
     for (int i = 0; i < p->nrecv; i++)
         recv_done(p->recv[i]);
     return 1;
