@@ -84,8 +84,13 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     out->algo = BT_ALGO_RING;
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
         int64_t direct_thr = bt_param_direct_threshold();
-        if (direct_thr < 0)
-            direct_thr = BT_DIRECT_DEFAULT_THRESHOLD;
+        if (direct_thr < 0) {
+            /* One-shot sends (n-1) x bytes per rank; the ring 2(n-1)/n x bytes over 2(n-1)
+             * hops. Measured crossover for 2 ranks: 32 KB (docs/TUNING.md). */
+            direct_thr = BT_DIRECT_DEFAULT_THRESHOLD / (in->nranks - 1);
+            if (direct_thr < 4096)
+                direct_thr = 4096;
+        }
         int ring_ok = env->ring_ok, tree_ok = env->tree_ok;
         int direct_ok = env->direct_ok && in->direct_ok;
         int only_direct = direct_ok && !ring_ok && !tree_ok;
