@@ -61,12 +61,27 @@ static ncclResult_t check_rank(int r, const struct bt_comm *c, const char *fn, c
     return ncclSuccess;
 }
 
+/* As NCCL: a call that fails inside a group also fails the group (ncclGroupEnd returns the
+ * first error and runs nothing). */
+static ncclResult_t failed(ncclResult_t r)
+{
+    if (r != ncclSuccess && bt_group_depth() > 0)
+        bt_group_set_error((bt_status_t)r);
+    return r;
+}
+
 #define API_TRY(call)                                                                              \
     do {                                                                                           \
         ncclResult_t r_ = (call);                                                                  \
         if (r_ != ncclSuccess)                                                                     \
-            return r_;                                                                             \
+            return failed(r_);                                                                     \
     } while (0)
+
+static ncclResult_t check_comm(ncclComm_t comm, const char *fn)
+{
+    BT_API_CHECK_COMM(comm, fn);
+    return ncclSuccess;
+}
 
 /* Map ncclRedOp_t to the executors' model (coll/redop.h); capture custom scalars now, as
  * the op may be destroyed before the group ends. */
@@ -121,7 +136,7 @@ static ncclResult_t resolve_op(struct bt_comm *c, ncclRedOp_t op, ncclDataType_t
 
 static ncclResult_t enqueue(struct bt_op *o)
 {
-    return (ncclResult_t)bt_group_enqueue(o);
+    return failed((ncclResult_t)bt_group_enqueue(o));
 }
 
 /* The common checks of every reduction/collective entry point. */
@@ -129,7 +144,7 @@ static ncclResult_t coll_common(struct bt_op *o, ncclComm_t comm, int coll, cons
                                 void *recvbuff, size_t count, ncclDataType_t datatype,
                                 const char *fn)
 {
-    BT_API_CHECK_COMM(comm, fn);
+    API_TRY(check_comm(comm, fn));
     API_TRY(check_dtype(datatype, fn));
     memset(o, 0, sizeof(*o));
     o->comm = (struct bt_comm *)comm;
@@ -175,27 +190,34 @@ BT_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t coun
     return enqueue(&o);
 }
 
-BT_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
-                                  ncclDataType_t datatype, int root, ncclComm_t comm,
-                                  cudaStream_t stream)
+static ncclResult_t broadcast(const void *sendbuff, void *recvbuff, size_t count,
+                              ncclDataType_t datatype, int root, ncclComm_t comm, const char *fn)
 {
-    const char *fn = "ncclBroadcast";
+    int bcast = sendbuff == recvbuff && strcmp(fn, "ncclBcast") == 0;
     struct bt_op o;
-    (void)stream;
     API_TRY(coll_common(&o, comm, BT_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, fn));
     API_TRY(check_count(count, datatype, 1, fn));
     API_TRY(check_rank(root, o.comm, fn, "root"));
     if (o.comm->rank == root)
-        API_TRY(check_buf(sendbuff, count, fn, "sendbuff"));
-    API_TRY(check_buf(recvbuff, count, fn, "recvbuff"));
+        API_TRY(check_buf(sendbuff, count, fn, bcast ? "buff" : "sendbuff"));
+    API_TRY(check_buf(recvbuff, count, fn, bcast ? "buff" : "recvbuff"));
     o.peer = root;
     return enqueue(&o);
+}
+
+BT_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                  ncclDataType_t datatype, int root, ncclComm_t comm,
+                                  cudaStream_t stream)
+{
+    (void)stream;
+    return broadcast(sendbuff, recvbuff, count, datatype, root, comm, "ncclBroadcast");
 }
 
 BT_API ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                               ncclComm_t comm, cudaStream_t stream)
 {
-    return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+    (void)stream;
+    return broadcast(buff, buff, count, datatype, root, comm, "ncclBcast");
 }
 
 BT_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
@@ -262,7 +284,7 @@ BT_API ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t co
                                  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
     const char *fn = "ncclAlltoAll";
-    BT_API_CHECK_COMM(comm, fn);
+    API_TRY(check_comm(comm, fn));
     API_TRY(check_dtype(datatype, fn));
     struct bt_comm *c = (struct bt_comm *)comm;
     API_TRY(check_count(count, datatype, (size_t)c->nranks, fn));
@@ -286,7 +308,7 @@ BT_API ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t coun
                                cudaStream_t stream)
 {
     const char *fn = "ncclGather";
-    BT_API_CHECK_COMM(comm, fn);
+    API_TRY(check_comm(comm, fn));
     API_TRY(check_dtype(datatype, fn));
     struct bt_comm *c = (struct bt_comm *)comm;
     API_TRY(check_rank(root, c, fn, "root"));
@@ -310,7 +332,7 @@ BT_API ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t cou
                                 cudaStream_t stream)
 {
     const char *fn = "ncclScatter";
-    BT_API_CHECK_COMM(comm, fn);
+    API_TRY(check_comm(comm, fn));
     API_TRY(check_dtype(datatype, fn));
     struct bt_comm *c = (struct bt_comm *)comm;
     API_TRY(check_rank(root, c, fn, "root"));

@@ -61,8 +61,20 @@ struct bt_prim {
     size_t nelem;
 };
 
+/* Order between collectives of one communicator: the works of a collective count down
+ * their fence as they finish; the works of the communicator's next collective start only
+ * once that fence is zero. (A channel's works run in order on its lane anyway, but a
+ * collective may use other channels or a tree's second lane, and read what the previous
+ * one writes.) Point-to-point works have no fence: a group's sends and receives must run
+ * concurrently. */
+struct bt_fence {
+    int remaining;
+};
+
 struct bt_work {
-    struct bt_work *next; /* in its lane */
+    struct bt_work *next;         /* in its lane */
+    struct bt_fence *fence;       /* counted down when this work finishes, or NULL */
+    const struct bt_fence *after; /* must be zero before this work starts, or NULL */
     uint8_t coll, algo, proto;
     struct bt_redop redop;
     const char *sendbuf;

@@ -315,6 +315,8 @@ bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
     }
     all[parent->rank] = (struct split_info){color < 0 ? -1 : color, key, parent->rank};
     BT_CHECK_GOTO(bt_bootstrap_allgather(parent->bs, all, sizeof(*all)), st, out);
+    /* Every rank, NOCOLOR ones too, takes the tag so the next split agrees on it. */
+    int tag = BT_TAG_SPLIT + (int)(parent->split_seq++ % 0x8000);
     if (color < 0)
         goto out; /* NCCL_SPLIT_NOCOLOR: took part, gets no communicator */
 
@@ -330,7 +332,6 @@ bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
 
     /* The first member creates the rendezvous and hands its id to the others. */
     unsigned char id[BT_UNIQUE_ID_BYTES];
-    int tag = BT_TAG_SPLIT + (int)(parent->split_seq++ % 0x8000);
     if (newrank == 0) {
         BT_CHECK_GOTO(bt_bootstrap_unique_id_new(id), st, out);
         for (int i = 1; i < m; i++)

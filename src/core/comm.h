@@ -95,8 +95,9 @@ struct bt_comm {
     struct bt_custom_op *custom_ops;
     int ncustom_ops;
 
-    uint64_t coll_seq;  /* collectives issued, for logs */
-    uint64_t split_seq; /* splits done: distinct bootstrap tags for each */
+    struct bt_fence *last_fence; /* the launch in progress: its latest collective's fence */
+    uint64_t coll_seq;           /* collectives issued, for logs */
+    uint64_t split_seq;          /* splits done: distinct bootstrap tags for each */
 };
 
 /* Checks used by every entry point. */

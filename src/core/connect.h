@@ -23,7 +23,7 @@ struct bt_conn_req {
     struct bt_comm *comm;
     struct bt_conn *conn;
     int key; /* link kind * BT_MAX_CHANNELS + channel */
-    unsigned char info[BT_CONNECT_INFO_BYTES];
+    _Alignas(16) unsigned char info[BT_CONNECT_INFO_BYTES]; /* transports cast it to their struct */
 };
 
 /* Prepare `conn` (peer, direction, FIFO sizes) as a connector of link (kind, channel). */

@@ -40,6 +40,12 @@ static int grow(void **arr, int *cap, int need, size_t elem)
     return 0;
 }
 
+void bt_group_set_error(bt_status_t st)
+{
+    if (grp.depth > 0 && grp.error == BT_OK)
+        grp.error = st;
+}
+
 bt_status_t bt_group_enqueue(const struct bt_op *op)
 {
     if (grp.depth == 0) {
@@ -126,6 +132,10 @@ bt_status_t bt_group_end(void)
         return BT_OK;
 
     bt_status_t st = grp.error;
+    if (st != BT_OK)
+        BT_WARN("ncclGroupEnd: a call inside the group failed (error %d); none of the group's "
+                "%d operations ran",
+                (int)st, grp.nops);
     if (grp.ninits > 0) {
         bt_status_t ist = run_inits(grp.inits, grp.ninits);
         if (st == BT_OK)

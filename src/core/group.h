@@ -34,6 +34,9 @@ int bt_group_depth(void);
 void bt_group_start(void);
 bt_status_t bt_group_end(void);
 
+/* Record a failed call inside the group: GroupEnd returns it and runs nothing. */
+void bt_group_set_error(bt_status_t st);
+
 /* Add an op (inside a group) or run it at once (outside). */
 bt_status_t bt_group_enqueue(const struct bt_op *op);
 

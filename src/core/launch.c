@@ -30,6 +30,8 @@ struct launch_scratch {
     int nreqs, reqs_cap;
     char *arena; /* scratch of one-shot works, sized before planning */
     size_t arena_used, arena_cap;
+    struct bt_fence *fences; /* one per collective op; works keep pointers: sized first */
+    int nfences, fences_cap;
 };
 static __thread struct launch_scratch ls;
 
@@ -231,6 +233,11 @@ static bt_status_t plan_coll(struct bt_op *op)
     BT_TRACE(BT_LOG_TUNING, "coll %d count %zu bytes %zu: algo %d proto %d nch %d chunk %zu",
              op->coll, op->count, in.bytes, t.algo, t.proto, t.nchannels, t.chunk);
 
+    struct bt_fence *fence = &ls.fences[ls.nfences++];
+    fence->remaining = 0;
+    const struct bt_fence *after = comm->last_fence;
+    comm->last_fence = fence;
+
     size_t share = bt_div_up(op->count, (size_t)t.nchannels);
     for (int c = 0; c < t.nchannels; c++) {
         size_t off = (size_t)c * share;
@@ -255,6 +262,9 @@ static bt_status_t plan_coll(struct bt_op *op)
         w->abort_flag = &comm->abort_flag;
         w->owner = comm;
         w->nsteps = bt_algo_nsteps(w);
+        w->fence = fence;
+        w->after = after;
+        fence->remaining++;
         lane_push(&ch->lane, w);
         BT_CHECK(need_lane(&ch->lane));
 
@@ -291,6 +301,7 @@ static bt_status_t plan_coll(struct bt_op *op)
             *d = *w;
             d->next = NULL;
             d->algo = BT_ALGO_TREE_DOWN;
+            fence->remaining++;
             lane_push(&comm->tree_down_lanes[c], d);
             BT_CHECK(need_lane(&comm->tree_down_lanes[c]));
         }
@@ -395,8 +406,11 @@ bt_status_t bt_launch(struct bt_op *ops, int nops)
 static bt_status_t launch(struct bt_op *ops, int nops)
 {
     bt_status_t st = BT_OK;
-    ls.nworks = ls.nlanes = ls.nreqs = 0;
+    ls.nworks = ls.nlanes = ls.nreqs = ls.nfences = 0;
+    for (int i = 0; i < nops; i++)
+        ops[i].comm->last_fence = NULL;
     if (grow((void **)&ls.works, &ls.works_cap, works_needed(ops, nops), sizeof(*ls.works)) != 0 ||
+        grow((void **)&ls.fences, &ls.fences_cap, nops, sizeof(*ls.fences)) != 0 ||
         arena_reserve(ops, nops) != 0) {
         BT_WARN("out of memory planning %d operations", nops);
         return BT_ERR_SYSTEM;

@@ -429,7 +429,7 @@ static void perf_print_preamble(struct perf_ctx *ctx)
     memset(&me, 0, sizeof(me));
     me.rank = ctx->rank;
     me.pid = (int32_t)getpid();
-    snprintf(me.host, sizeof(me.host), "%s", host);
+    snprintf(me.host, sizeof(me.host), "%.*s", (int)sizeof(me.host) - 1, host);
     void *gather = NULL;
     if (ctx->mem->alloc(&gather, sizeof(me) * (size_t)ctx->nranks) == 0 &&
         ctx->mem->from_host(ctx->scratch, &me, sizeof(me)) == 0 &&

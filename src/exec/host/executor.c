@@ -234,6 +234,8 @@ static const char *coll_name(int coll)
 /* Say which connector a blocked work waits on, for timeout messages. */
 static void report_blocked(const struct bt_work *w)
 {
+    if (w->step == 0 && w->after && w->after->remaining > 0)
+        return; /* waits for a collective reported on its own lane */
     struct bt_prim p;
     bt_algo_prim(w, w->step, &p);
     size_t nbytes = p.nelem * w->esize;
@@ -271,7 +273,14 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
                     ln->head = w->next;
                     if (!ln->head)
                         ln->tail = NULL;
+                    if (w->fence)
+                        w->fence->remaining--;
+                    progressed = 1;
                     continue;
+                }
+                if (w->step == 0 && w->after && w->after->remaining > 0) {
+                    blocked = w; /* the previous collective is still running */
+                    break;
                 }
                 struct bt_prim p;
                 bt_algo_prim(w, w->step, &p);
@@ -312,7 +321,9 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
             if (deadline == 0) {
                 deadline = bt_deadline_from_now();
             } else if (now > deadline) {
-                report_blocked(blocked);
+                for (int i = 0; i < nlanes; i++)
+                    if (lanes[i]->head)
+                        report_blocked(lanes[i]->head);
                 if (failed_p)
                     *failed_p = blocked;
                 return BT_ERR_REMOTE;

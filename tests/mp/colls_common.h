@@ -1,0 +1,929 @@
+/*
+ * Shared body of the tests/mp/test_colls*.c tests: every collective checked element by
+ * element against a reference computed here, over real rank processes and the public API.
+ *
+ * Each test_colls*.c file defines a struct colls_suite (which collectives, dtypes, ops, size
+ * classes and rank counts, and the environment that forces a path) and calls colls_main().
+ * For each rank count the parent makes one ncclUniqueId and forks the ranks; each rank inits
+ * one communicator and runs every case of the suite on it, in the same order on every rank.
+ *
+ * Independence of the reference: the narrow float formats (half, bfloat16, fp8 e4m3 and e5m2)
+ * are decoded and encoded by the small generic codec below, written from the format
+ * definitions (sign, exponent bits, bias, fraction bits); nothing comes from src/. Every
+ * rank's input is a pure function of (case seed, rank, index), so a rank computes the inputs
+ * of every other rank and reduces them in double (floats) or in wrapping 64-bit arithmetic
+ * truncated to the type's width (integers).
+ *
+ * Inputs are chosen so that most results are exact, and exact results are checked exactly:
+ *   - integers: any bit pattern; sum, prod, premulsum wrap (the reference wraps the same
+ *     way: arithmetic mod 2^64 truncated to the width is arithmetic mod 2^width); avg is the
+ *     wrapped sum divided by nranks with C division (truncation toward zero).
+ *   - floats, sum/avg/premulsum: small multiples of a power of two sized per type so that
+ *     every partial sum of up to 8 ranks is representable (e5m2: {-1,0,1}; e4m3: -2..2;
+ *     half, bf16: k/4 with |k| <= 32; float: k/64, |k| <= 2^16; double: k/1024,
+ *     |k| <= 2^20). PreMulSum scalars are powers of two (2 host-immediate, 0.5 through the
+ *     pointer), so those stay exact too.
+ *   - floats, prod: values in {+-0.5, +-1, +-2}: products of 8 stay within every format.
+ *   - floats, max/min: random finite bit patterns (subnormals and -0 included; compared as
+ *     values, so -0 == +0).
+ *   - avg on float types with nranks not a power of two is the one inexact case: the library
+ *     multiplies each input by 1/n (rounded to float, or double for float64) and reduces in
+ *     float, rounding the partial result to the type at every hop (ring or tree: at most n
+ *     roundings, each <= 0.5 ulp of the largest partial). The bound used is
+ *     (n + 1) ulp_T(M) + M * 2^-22 (2^-50 for double), M = sum |x_r| / n bounding every
+ *     partial sum.
+ * Data-movement collectives (AllGather, Broadcast, AlltoAll, Gather, Scatter, Send/Recv) take
+ * any bit pattern, NaNs included, and must copy it bit for bit.
+ *
+ * Besides the values, each case checks that out-of-place inputs are not modified, that the
+ * parts of an in-place buffer that are not output keep the input, that non-root ranks of
+ * Reduce/Gather may pass NULL for the buffer they do not use (and Broadcast/Scatter the
+ * input), count 0 with NULL buffers, and guard bytes on both sides of every buffer.
+ */
+#ifndef BT_TEST_COLLS_COMMON_H
+#define BT_TEST_COLLS_COMMON_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "colls_dtype.h"
+#include "harness.h"
+#include "nccl.h"
+
+/* ---- the collectives and ops the suite enumerates ------------------------------------- */
+
+enum ct_coll {
+    CT_ALLREDUCE,
+    CT_ALLGATHER,
+    CT_REDUCESCATTER,
+    CT_BROADCAST,
+    CT_REDUCE,
+    CT_ALLTOALL,
+    CT_GATHER,
+    CT_SCATTER,
+    CT_SENDRECV_RING,  /* send to rank+1, recv from rank-1, in one group */
+    CT_SENDRECV_PAIRS, /* send a block to every peer incl. self, recv one from each */
+    CT_NCOLLS
+};
+
+static const char *const ct_coll_name[CT_NCOLLS] = {
+    "AllReduce", "AllGather", "ReduceScatter", "Broadcast",    "Reduce",
+    "AlltoAll",  "Gather",    "Scatter",       "SendRecvRing", "SendRecvPairs"};
+
+static int ct_coll_reduces(int coll)
+{
+    return coll == CT_ALLREDUCE || coll == CT_REDUCESCATTER || coll == CT_REDUCE;
+}
+
+static int ct_coll_has_inplace(int coll)
+{
+    return coll != CT_ALLTOALL && coll != CT_SENDRECV_RING && coll != CT_SENDRECV_PAIRS;
+}
+
+static int ct_coll_has_root(int coll)
+{
+    return coll == CT_BROADCAST || coll == CT_REDUCE || coll == CT_GATHER || coll == CT_SCATTER;
+}
+
+enum ct_op { CT_SUM, CT_PROD, CT_MAX, CT_MIN, CT_AVG, CT_PREMUL_IMM, CT_PREMUL_DEV, CT_NOPS };
+
+static const char *const ct_op_name[CT_NOPS] = {"sum", "prod",          "max",          "min",
+                                                "avg", "premulsum-imm", "premulsum-dev"};
+
+#define CT_ALL_COLLS ((1u << CT_NCOLLS) - 1)
+#define CT_ALL_DTYPES ((1u << 12) - 1)
+#define CT_ALL_OPS ((1u << CT_NOPS) - 1)
+
+/* Size classes. Counts are in elements of the case's type. */
+enum ct_size {
+    CT_SZ_0,   /* 0 elements */
+    CT_SZ_1,   /* 1 element */
+    CT_SZ_7,   /* 7 elements */
+    CT_SZ_LL1, /* one LL step (8 KB of payload) + 1 element */
+    CT_SZ_SIMPLE1 /* one Simple slot (BUFFSIZE / 8) + 1 element */,
+    CT_SZ_LARGE, /* 3 MiB + 5 elements */
+    CT_NSIZES
+};
+
+#define CT_SMALL_SIZES ((1u << CT_SZ_0) | (1u << CT_SZ_1) | (1u << CT_SZ_7) | (1u << CT_SZ_LL1))
+#define CT_LL_PAYLOAD 8192
+#define CT_LARGE_BYTES (3u << 20)
+
+struct ct_big_case {
+    int coll, dtype, op; /* op ignored for data-movement collectives */
+};
+
+struct colls_suite {
+    const char *name;
+    const char *const *env; /* "NAME=VALUE", NULL-terminated; set before any NCCL call */
+    const int *ranks;       /* rank counts, one communicator each */
+    int nrank_counts;
+    /* The small matrix: colls x dtypes x ops (reducing colls) x sizes x in/out-of-place. */
+    unsigned colls, dtypes, ops, sizes;
+    /* The representative subset at larger sizes, each in- and out-of-place. */
+    const struct ct_big_case *big;
+    int nbig;
+    unsigned big_sizes;
+    size_t simple_slot; /* bytes of one Simple slot under `env` (BUFFSIZE / 8) */
+    int timeout_s;      /* per rank count */
+};
+
+/* ---- inputs ------------------------------------------------------------------------- */
+
+static inline uint64_t ct_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* How a case draws its inputs (see the file comment). */
+enum ct_gen_kind {
+    CT_GEN_BITS,     /* any pattern of the width */
+    CT_GEN_BITS_ODD, /* integer prod: mostly odd, so products are not all 0 mod 2^width */
+    CT_GEN_FINITE,   /* float max/min: any finite pattern */
+    CT_GEN_PROD,     /* float prod: +-0.5, +-1, +-2 */
+    CT_GEN_K_TAB,    /* float sum-like, narrow: k * kscale from a table */
+    CT_GEN_K_F32,    /* float sum-like: k / 64 */
+    CT_GEN_K_F64     /* double sum-like: k / 1024 */
+};
+
+struct ct_case {
+    int coll, dt, op, inplace, root, size_class;
+    size_t count;
+    uint64_t seed;
+    uint64_t scalar_bits; /* PreMulSum: the scalar the collective must use */
+    uint64_t decoy_bits;  /* PreMulSum: the other value the scalar variable holds */
+    int reducing;
+    int gen;
+    uint64_t mask;                           /* the width's bits */
+    uint64_t nonfinite_mask, nonfinite_bits; /* b & mask == bits: inf or NaN */
+    uint64_t finite_flip;                    /* ... then flip this (top exponent bit) */
+    uint64_t ptab[6];                        /* CT_GEN_PROD values */
+    int64_t kmax;                            /* k uniform in [-kmax, kmax] */
+    double kscale;
+    uint64_t ktab[65]; /* encoded k * kscale for k = -kmax..kmax, narrow types */
+};
+
+static void ct_case_prepare(struct ct_case *c)
+{
+    const struct ct_dtype *t = &ct_dt[c->dt];
+    int isf = t->kind == CT_K_FLOAT;
+    c->reducing = ct_coll_reduces(c->coll);
+    c->mask = ct_trunc(c->dt, ~0ull);
+    switch (c->dt) {
+    case CT_HALF:
+    case CT_BF16:
+        c->kmax = 32, c->kscale = 0.25;
+        break;
+    case CT_FLOAT:
+        c->kmax = 65536, c->kscale = 1.0 / 64;
+        break;
+    case CT_DOUBLE:
+        c->kmax = 1 << 20, c->kscale = 1.0 / 1024;
+        break;
+    case CT_E4M3:
+        c->kmax = 2, c->kscale = 1.0;
+        break;
+    case CT_E5M2:
+        c->kmax = 1, c->kscale = 1.0;
+        break;
+    default:
+        c->kmax = 0, c->kscale = 0;
+    }
+    if (!c->reducing)
+        c->gen = CT_GEN_BITS;
+    else if (!isf)
+        c->gen = c->op == CT_PROD ? CT_GEN_BITS_ODD : CT_GEN_BITS;
+    else if (c->op == CT_MAX || c->op == CT_MIN)
+        c->gen = CT_GEN_FINITE;
+    else if (c->op == CT_PROD)
+        c->gen = CT_GEN_PROD;
+    else
+        c->gen = c->dt == CT_FLOAT    ? CT_GEN_K_F32
+                 : c->dt == CT_DOUBLE ? CT_GEN_K_F64
+                                      : CT_GEN_K_TAB;
+    if (isf) {
+        uint64_t emask = ((1ull << t->ebits) - 1) << t->mbits;
+        c->nonfinite_mask = c->nonfinite_bits = t->has_inf ? emask : 0x7f;
+        c->finite_flip = 1ull << (t->size * 8 - 2);
+        static const double pv[6] = {-2, -1, -0.5, 0.5, 1, 2};
+        for (int k = 0; k < 6; k++)
+            c->ptab[k] = ct_encode(c->dt, pv[k]);
+    }
+    if (c->kmax > 0 && c->kmax <= 32)
+        for (int64_t k = -c->kmax; k <= c->kmax; k++)
+            c->ktab[k + c->kmax] = ct_encode(c->dt, (double)k * c->kscale);
+    if (isf) {
+        c->scalar_bits = ct_encode(c->dt, c->op == CT_PREMUL_IMM ? 2.0 : 0.5);
+        c->decoy_bits = ct_encode(c->dt, 4.0);
+    } else {
+        c->scalar_bits = ct_trunc(c->dt, c->op == CT_PREMUL_IMM ? 3 : (uint64_t)-2);
+        c->decoy_bits = 5;
+    }
+}
+
+/* Element j of rank r's input. */
+static inline __attribute__((always_inline)) uint64_t ct_gen(const struct ct_case *c, int r,
+                                                             size_t j)
+{
+    /* splitmix64 of a counter: (rank, index) -> a distinct counter value per case */
+    uint64_t h = ct_mix(c->seed + (((uint64_t)r << 40) + (uint64_t)j) * 0x9e3779b97f4a7c15ull);
+    switch (c->gen) {
+    case CT_GEN_BITS:
+        return h & c->mask;
+    case CT_GEN_BITS_ODD:
+        return (h | ((h >> 62) != 0)) & c->mask;
+    case CT_GEN_FINITE: {
+        uint64_t b = h & c->mask;
+        return (b & c->nonfinite_mask) == c->nonfinite_bits ? b ^ c->finite_flip : b;
+    }
+    case CT_GEN_PROD:
+        return c->ptab[((h >> 32) * 6) >> 32];
+    default: {
+        /* k uniform in [-kmax, kmax]: the top 32 bits scaled to the range */
+        int64_t k = (int64_t)(((h >> 32) * (uint64_t)(2 * c->kmax + 1)) >> 32) - c->kmax;
+        if (c->gen == CT_GEN_K_TAB)
+            return c->ktab[k + c->kmax];
+        if (c->gen == CT_GEN_K_F32) {
+            float f = (float)((double)k * c->kscale);
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            return u;
+        }
+        double d = (double)k * c->kscale;
+        uint64_t u;
+        memcpy(&u, &d, 8);
+        return u;
+    }
+    }
+}
+
+/* ---- reference ---------------------------------------------------------------------- */
+
+struct ct_ref {
+    uint64_t bits; /* integers: the exact result */
+    double val;    /* floats */
+    double tol;    /* floats: allowed |got - val| */
+};
+
+static void ct_ref_reduce(const struct ct_case *c, int n, size_t j, struct ct_ref *o)
+{
+    int dt = c->dt, op = c->op;
+    int premul = op == CT_PREMUL_IMM || op == CT_PREMUL_DEV;
+    if (ct_dt[dt].kind != CT_K_FLOAT) {
+        int sgn = ct_dt[dt].kind == CT_K_SINT;
+        uint64_t s = ct_int_val(dt, c->scalar_bits), acc = 0;
+        for (int r = 0; r < n; r++) {
+            uint64_t v = ct_int_val(dt, ct_gen(c, r, j));
+            if (premul)
+                v *= s;
+            if (r == 0) {
+                acc = v;
+                continue;
+            }
+            switch (op) {
+            case CT_PROD:
+                acc *= v;
+                break;
+            case CT_MAX:
+                acc = (sgn ? (int64_t)v > (int64_t)acc : v > acc) ? v : acc;
+                break;
+            case CT_MIN:
+                acc = (sgn ? (int64_t)v < (int64_t)acc : v < acc) ? v : acc;
+                break;
+            default:
+                acc += v;
+            }
+        }
+        acc = ct_trunc(dt, acc);
+        if (op == CT_AVG)
+            acc = ct_trunc(dt, sgn ? (uint64_t)(ct_sext(dt, acc) / n) : acc / (uint64_t)n);
+        o->bits = acc;
+        o->val = 0;
+        o->tol = 0;
+        return;
+    }
+    double s = premul ? ct_decode(dt, c->scalar_bits) : 1.0, acc = 0, mag = 0;
+    for (int r = 0; r < n; r++) {
+        double v = ct_decode(dt, ct_gen(c, r, j)) * s;
+        if (r == 0 && op != CT_AVG && !premul && op != CT_SUM) {
+            acc = v;
+            continue;
+        }
+        switch (op) {
+        case CT_PROD:
+            acc *= v;
+            break;
+        case CT_MAX:
+            acc = v > acc ? v : acc;
+            break;
+        case CT_MIN:
+            acc = v < acc ? v : acc;
+            break;
+        default:
+            acc += v;
+            mag += fabs(v);
+        }
+    }
+    o->tol = 0;
+    if (op == CT_AVG) {
+        acc /= n;
+        mag /= n;
+        if ((n & (n - 1)) != 0)
+            o->tol = (n + 1) * ct_ulp(dt, mag) + mag * (dt == CT_DOUBLE ? 0x1p-50 : 0x1p-22);
+    }
+    o->val = acc;
+    o->bits = 0;
+}
+
+/* ---- one rank ----------------------------------------------------------------------- */
+
+#define CT_GUARD 64
+#define CT_GUARD_BYTE 0xa5
+#define CT_MAX_REPORTS 40
+
+struct ct_arg {
+    const struct colls_suite *suite;
+    ncclUniqueId id;
+};
+
+struct ct_rank {
+    const struct colls_suite *s;
+    ncclComm_t comm;
+    int rank, n;
+    char *a, *b; /* arenas: CT_GUARD front guard, then the buffer */
+    size_t cap;  /* bytes usable in each arena after the front guard */
+    long ncases, nfailed, nchecked;
+    uint64_t seq;
+    char rep[8192]; /* one case's failure report, printed in one piece */
+    size_t replen;
+};
+
+__attribute__((format(printf, 2, 3))) static void ct_say(struct ct_rank *x, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (x->replen < sizeof(x->rep) - 1) {
+        int k = vsnprintf(x->rep + x->replen, sizeof(x->rep) - x->replen, fmt, ap);
+        if (k > 0)
+            x->replen += (size_t)k;
+        if (x->replen > sizeof(x->rep) - 1)
+            x->replen = sizeof(x->rep) - 1;
+    }
+    va_end(ap);
+}
+
+static void ct_say_flush(struct ct_rank *x)
+{
+    if (x->replen)
+        fputs(x->rep, stderr);
+    x->replen = 0;
+}
+
+static size_t ct_count_of(const struct colls_suite *s, int size_class, int dt)
+{
+    size_t es = (size_t)ct_dt[dt].size;
+    switch (size_class) {
+    case CT_SZ_0:
+        return 0;
+    case CT_SZ_1:
+        return 1;
+    case CT_SZ_7:
+        return 7;
+    case CT_SZ_LL1:
+        return CT_LL_PAYLOAD / es + 1;
+    case CT_SZ_SIMPLE1:
+        return s->simple_slot / es + 1;
+    default:
+        return CT_LARGE_BYTES / es + 5;
+    }
+}
+
+static void ct_st(void *buf, int dt, size_t i, uint64_t v)
+{
+    switch (ct_dt[dt].size) {
+    case 1:
+        ((uint8_t *)buf)[i] = (uint8_t)v;
+        break;
+    case 2:
+        ((uint16_t *)buf)[i] = (uint16_t)v;
+        break;
+    case 4:
+        ((uint32_t *)buf)[i] = (uint32_t)v;
+        break;
+    default:
+        ((uint64_t *)buf)[i] = v;
+    }
+}
+
+static uint64_t ct_ld(const void *buf, int dt, size_t i)
+{
+    switch (ct_dt[dt].size) {
+    case 1:
+        return ((const uint8_t *)buf)[i];
+    case 2:
+        return ((const uint16_t *)buf)[i];
+    case 4:
+        return ((const uint32_t *)buf)[i];
+    default:
+        return ((const uint64_t *)buf)[i];
+    }
+}
+
+/* What element j of a checked region must hold: input element (rank, idx), or the reduction
+ * at global index idx (rank -1). */
+struct ct_src {
+    int rank;
+    size_t idx;
+};
+
+/* Layout of one case on this rank. Region B is the output (and, in place, the input);
+ * region A the out-of-place input. */
+struct ct_layout {
+    void *sendp, *recvp;
+    size_t a_len, b_len; /* elements checked in A (input kept) and B */
+    int b_is_input;      /* B is filled with this rank's input before the call */
+    size_t b_in_off;     /* ... starting at this element (in-place AllGather/Gather slices) */
+    size_t b_in_len;
+};
+
+static void ct_layout(const struct ct_rank *x, const struct ct_case *c, struct ct_layout *L)
+{
+    int r = x->rank, n = x->n, root = c->root, ip = c->inplace;
+    size_t cnt = c->count, es = (size_t)ct_dt[c->dt].size;
+    char *A = x->a + CT_GUARD, *B = x->b + CT_GUARD;
+    memset(L, 0, sizeof(*L));
+    size_t in_len, out_len;
+    switch (c->coll) {
+    case CT_ALLREDUCE:
+    case CT_REDUCE:
+    case CT_BROADCAST:
+    case CT_SENDRECV_RING:
+        in_len = cnt, out_len = cnt;
+        break;
+    case CT_ALLGATHER:
+    case CT_GATHER:
+        in_len = cnt, out_len = cnt * (size_t)n;
+        break;
+    case CT_REDUCESCATTER:
+    case CT_SCATTER:
+        in_len = cnt * (size_t)n, out_len = cnt;
+        break;
+    default: /* AlltoAll, SendRecvPairs */
+        in_len = cnt * (size_t)n, out_len = cnt * (size_t)n;
+    }
+    int uses_in = !((c->coll == CT_BROADCAST || c->coll == CT_SCATTER) && r != root);
+    int uses_out = !((c->coll == CT_REDUCE || c->coll == CT_GATHER) && r != root);
+    if (!ip) {
+        /* Buffers a rank does not use are NULL, and so is everything when count is 0. */
+        L->sendp = uses_in && cnt ? A : NULL;
+        L->recvp = uses_out && cnt ? B : NULL;
+        L->a_len = uses_in ? in_len : 0;
+        L->b_len = uses_out ? out_len : 0;
+        return;
+    }
+    switch (c->coll) {
+    case CT_ALLREDUCE:
+    case CT_REDUCE: /* non-root Reduce: the buffer must keep its input */
+        L->sendp = L->recvp = B;
+        L->b_len = cnt, L->b_is_input = 1, L->b_in_len = cnt;
+        break;
+    case CT_ALLGATHER:
+        L->recvp = B, L->sendp = B + (size_t)r * cnt * es;
+        L->b_len = out_len, L->b_is_input = 1, L->b_in_off = (size_t)r * cnt, L->b_in_len = cnt;
+        break;
+    case CT_REDUCESCATTER:
+        L->sendp = B, L->recvp = B + (size_t)r * cnt * es;
+        L->b_len = in_len, L->b_is_input = 1, L->b_in_len = in_len;
+        break;
+    case CT_BROADCAST: /* ncclBcast(B) */
+        L->sendp = L->recvp = B;
+        L->b_len = cnt, L->b_is_input = r == root, L->b_in_len = cnt;
+        break;
+    case CT_GATHER:
+        if (r == root) {
+            L->recvp = B, L->sendp = B + (size_t)r * cnt * es;
+            L->b_len = out_len, L->b_is_input = 1, L->b_in_off = (size_t)r * cnt;
+            L->b_in_len = cnt;
+        } else {
+            L->sendp = B, L->recvp = NULL;
+            L->b_len = cnt, L->b_is_input = 1, L->b_in_len = cnt;
+        }
+        break;
+    case CT_SCATTER:
+        if (r == root) {
+            L->sendp = B, L->recvp = B + (size_t)r * cnt * es;
+            L->b_len = in_len, L->b_is_input = 1, L->b_in_len = in_len;
+        } else {
+            L->sendp = NULL, L->recvp = B;
+            L->b_len = cnt;
+        }
+        break;
+    }
+}
+
+static struct ct_src ct_expect_b(const struct ct_rank *x, const struct ct_case *c, size_t j)
+{
+    int r = x->rank, n = x->n, root = c->root;
+    size_t cnt = c->count;
+    struct ct_src s = {-1, j};
+    switch (c->coll) {
+    case CT_ALLREDUCE:
+        return s;
+    case CT_REDUCE:
+        if (r != root)
+            s.rank = r; /* in place on a non-root rank: unchanged */
+        return s;
+    case CT_REDUCESCATTER:
+        if (!c->inplace)
+            s.idx = (size_t)r * cnt + j;
+        else if (j / cnt != (size_t)r)
+            s.rank = r; /* the other ranks' blocks of an in-place send buffer: unchanged */
+        return s;
+    case CT_ALLGATHER:
+        s.rank = (int)(j / cnt), s.idx = j % cnt;
+        return s;
+    case CT_GATHER:
+        if (r == root)
+            s.rank = (int)(j / cnt), s.idx = j % cnt;
+        else
+            s.rank = r; /* in place on a non-root rank: its input, unchanged */
+        return s;
+    case CT_BROADCAST:
+        s.rank = root;
+        return s;
+    case CT_SCATTER:
+        s.rank = root;
+        if (!(c->inplace && r == root))
+            s.idx = (size_t)r * cnt + j;
+        return s;
+    case CT_SENDRECV_RING:
+        s.rank = (r + n - 1) % n;
+        return s;
+    default: /* AlltoAll, SendRecvPairs: block p came from rank p, its block r */
+        s.rank = (int)(j / cnt), s.idx = (size_t)r * cnt + j % cnt;
+        return s;
+    }
+}
+
+static void ct_fail_head(struct ct_rank *x, const struct ct_case *c, int *nrep)
+{
+    if ((*nrep)++ == 0 && x->nfailed < CT_MAX_REPORTS)
+        ct_say(x, "FAIL [%s] %s %s op=%s count=%zu (%s) %s root=%d nranks=%d rank=%d case#%llu\n",
+               x->s->name, ct_coll_name[c->coll], ct_dt[c->dt].name,
+               c->reducing ? ct_op_name[c->op] : "-", c->count,
+               (const char *[]){"0", "1", "7", "LL+1", "Simple+1", "3MiB+5"}[c->size_class],
+               c->inplace ? "in-place" : "out-of-place", c->root, x->n, x->rank,
+               (unsigned long long)x->seq);
+}
+
+static int ct_check_guard(struct ct_rank *x, const struct ct_case *c, const char *arena, size_t end,
+                          const char *name, int *nrep)
+{
+    int bad = 0;
+    for (size_t k = 0; k < CT_GUARD; k++) {
+        if ((unsigned char)arena[k] != CT_GUARD_BYTE ||
+            (unsigned char)arena[CT_GUARD + end + k] != CT_GUARD_BYTE)
+            bad = 1;
+    }
+    if (bad) {
+        ct_fail_head(x, c, nrep);
+        if (x->nfailed < CT_MAX_REPORTS)
+            ct_say(x, "  guard bytes around buffer %s (%zu bytes) were overwritten\n", name, end);
+    }
+    return bad;
+}
+
+/* Compare region `buf` (len elements) with its expectation; returns the mismatch count. */
+static long ct_check_region(struct ct_rank *x, const struct ct_case *c, const char *buf, size_t len,
+                            int is_a, int *nrep)
+{
+    long bad = 0;
+    int dt = c->dt, isf = ct_dt[dt].kind == CT_K_FLOAT;
+    for (size_t j = 0; j < len; j++) {
+        uint64_t got = ct_ld(buf, dt, j);
+        struct ct_src s = is_a ? (struct ct_src){x->rank, j} : ct_expect_b(x, c, j);
+        int ok;
+        struct ct_ref ref;
+        if (s.rank >= 0) {
+            ref.bits = ct_gen(c, s.rank, s.idx);
+            ok = got == ref.bits;
+        } else if (!isf) {
+            ct_ref_reduce(c, x->n, s.idx, &ref);
+            ok = got == ref.bits;
+        } else {
+            ct_ref_reduce(c, x->n, s.idx, &ref);
+            double g = ct_decode(dt, got);
+            ok = ref.tol == 0 ? g == ref.val : fabs(g - ref.val) <= ref.tol;
+        }
+        x->nchecked++;
+        if (ok)
+            continue;
+        if (bad++ < 4) {
+            ct_fail_head(x, c, nrep);
+            if (x->nfailed >= CT_MAX_REPORTS)
+                continue;
+            if (s.rank >= 0)
+                ct_say(x, "  %s[%zu] = 0x%llx, want 0x%llx (input %zu of rank %d)%s\n",
+                       is_a ? "input" : "output", j, (unsigned long long)got,
+                       (unsigned long long)ref.bits, s.idx, s.rank,
+                       is_a ? " -- the input buffer was modified" : "");
+            else if (!isf)
+                ct_say(x, "  output[%zu] = 0x%llx, want 0x%llx (reduction at %zu)\n", j,
+                       (unsigned long long)got, (unsigned long long)ref.bits, s.idx);
+            else
+                ct_say(x, "  output[%zu] = %.9g (0x%llx), want %.9g +- %.3g (reduction at %zu)\n",
+                       j, ct_decode(dt, got), (unsigned long long)got, ref.val, ref.tol, s.idx);
+        }
+    }
+    if (bad > 4 && x->nfailed < CT_MAX_REPORTS)
+        ct_say(x, "  ... %ld mismatches in %s (%zu elements)\n", bad, is_a ? "input" : "output",
+               len);
+    return bad;
+}
+
+static void ct_call_ok(struct ct_rank *x, const struct ct_case *c, ncclResult_t res,
+                       const char *what)
+{
+    if (res == ncclSuccess)
+        return;
+    int nrep = 0;
+    x->nfailed = 0; /* always print this one: the rank stops here */
+    ct_fail_head(x, c, &nrep);
+    ct_say(x, "  %s returned %d (%s): %s\n", what, (int)res, ncclGetErrorString(res),
+           ncclGetLastError(x->comm));
+    ct_say_flush(x);
+    exit(1); /* the other ranks would wait for this one: the launcher kills them */
+}
+
+static void ct_run_case(struct ct_rank *x, struct ct_case *c)
+{
+    int r = x->rank, n = x->n, dt = c->dt;
+    size_t es = (size_t)ct_dt[dt].size, cnt = c->count;
+    struct ct_layout L;
+
+    x->seq++;
+    c->seed = ct_mix(x->seq * 0x100000001b3ull + (uint64_t)c->coll);
+    c->root = ct_coll_has_root(c->coll) ? (int)((x->seq * 7 + 3) % (uint64_t)n) : 0;
+    ct_case_prepare(c);
+    ct_layout(x, c, &L);
+
+    /* Fill: guards everywhere, input in A, sentinel or input in B. */
+    memset(x->a, CT_GUARD_BYTE, CT_GUARD);
+    memset(x->b, CT_GUARD_BYTE, CT_GUARD);
+    char *A = x->a + CT_GUARD, *B = x->b + CT_GUARD;
+    for (size_t j = 0; j < L.a_len; j++)
+        ct_st(A, dt, j, ct_gen(c, r, j));
+    memset(A + L.a_len * es, CT_GUARD_BYTE, CT_GUARD);
+    memset(B, CT_GUARD_BYTE, L.b_len * es + CT_GUARD);
+    if (L.b_is_input)
+        for (size_t j = 0; j < L.b_in_len; j++)
+            ct_st(B, dt, L.b_in_off + j, ct_gen(c, r, j));
+
+    /* The operator. The PreMulSum scalar variable holds the decoy when it must not be used:
+     * after creation for HostImmediate (the value was copied), before the call for Device
+     * (the pointer is read when the collective runs). */
+    ncclRedOp_t op = ncclSum;
+    uint64_t scalar = 0;
+    int custom = 0;
+    if (c->reducing) {
+        switch (c->op) {
+        case CT_SUM:
+            op = ncclSum;
+            break;
+        case CT_PROD:
+            op = ncclProd;
+            break;
+        case CT_MAX:
+            op = ncclMax;
+            break;
+        case CT_MIN:
+            op = ncclMin;
+            break;
+        case CT_AVG:
+            op = ncclAvg;
+            break;
+        default: {
+            int imm = c->op == CT_PREMUL_IMM;
+            ct_st(&scalar, dt, 0, imm ? c->scalar_bits : c->decoy_bits);
+            ct_call_ok(x, c,
+                       ncclRedOpCreatePreMulSum(&op, &scalar, (ncclDataType_t)dt,
+                                                imm ? ncclScalarHostImmediate : ncclScalarDevice,
+                                                x->comm),
+                       "ncclRedOpCreatePreMulSum");
+            scalar = 0;
+            ct_st(&scalar, dt, 0, imm ? c->decoy_bits : c->scalar_bits);
+            custom = 1;
+        }
+        }
+    }
+
+    ncclComm_t comm = x->comm;
+    ncclDataType_t d = (ncclDataType_t)dt;
+    const void *sp = L.sendp;
+    void *rp = L.recvp;
+    ncclResult_t res = ncclSuccess;
+    switch (c->coll) {
+    case CT_ALLREDUCE:
+        res = ncclAllReduce(sp, rp, cnt, d, op, comm, NULL);
+        break;
+    case CT_ALLGATHER:
+        res = ncclAllGather(sp, rp, cnt, d, comm, NULL);
+        break;
+    case CT_REDUCESCATTER:
+        res = ncclReduceScatter(sp, rp, cnt, d, op, comm, NULL);
+        break;
+    case CT_BROADCAST:
+        res = c->inplace ? ncclBcast(rp, cnt, d, c->root, comm, NULL)
+                         : ncclBroadcast(sp, rp, cnt, d, c->root, comm, NULL);
+        break;
+    case CT_REDUCE:
+        res = ncclReduce(sp, rp, cnt, d, op, c->root, comm, NULL);
+        break;
+    case CT_ALLTOALL:
+        res = ncclAlltoAll(sp, rp, cnt, d, comm, NULL);
+        break;
+    case CT_GATHER:
+        res = ncclGather(sp, rp, cnt, d, c->root, comm, NULL);
+        break;
+    case CT_SCATTER:
+        res = ncclScatter(sp, rp, cnt, d, c->root, comm, NULL);
+        break;
+    case CT_SENDRECV_RING: {
+        /* Odd ranks post the receive first: the order inside a group must not matter. */
+        int next = (r + 1) % n, prev = (r + n - 1) % n;
+        ct_call_ok(x, c, ncclGroupStart(), "ncclGroupStart");
+        for (int k = 0; k < 2 && res == ncclSuccess; k++)
+            res = (k ^ (r & 1)) == 0 ? ncclSend(sp, cnt, d, next, comm, NULL)
+                                     : ncclRecv(rp, cnt, d, prev, comm, NULL);
+        ct_call_ok(x, c, res, "ncclSend/ncclRecv");
+        res = ncclGroupEnd();
+        break;
+    }
+    case CT_SENDRECV_PAIRS: {
+        /* Receives first, walking down from this rank; sends walking up, self included. */
+        ct_call_ok(x, c, ncclGroupStart(), "ncclGroupStart");
+        for (int k = 0; k < n && res == ncclSuccess; k++) {
+            int p = (r + n - k) % n;
+            res = ncclRecv(cnt ? (char *)rp + (size_t)p * cnt * es : NULL, cnt, d, p, comm, NULL);
+        }
+        for (int k = 0; k < n && res == ncclSuccess; k++) {
+            int q = (r + k) % n;
+            res = ncclSend(cnt ? (const char *)sp + (size_t)q * cnt * es : NULL, cnt, d, q, comm,
+                           NULL);
+        }
+        ct_call_ok(x, c, res, "ncclSend/ncclRecv");
+        res = ncclGroupEnd();
+        break;
+    }
+    }
+    ct_call_ok(x, c, res, ct_coll_name[c->coll]);
+    if (custom) {
+        scalar = 0;
+        ct_call_ok(x, c, ncclRedOpDestroy(op, comm), "ncclRedOpDestroy");
+    }
+
+    int nrep = 0;
+    long bad = 0;
+    bad += ct_check_region(x, c, A, L.a_len, 1, &nrep);
+    bad += ct_check_region(x, c, B, L.b_len, 0, &nrep);
+    bad += ct_check_guard(x, c, x->a, L.a_len * es, "A", &nrep);
+    bad += ct_check_guard(x, c, x->b, L.b_len * es, "B", &nrep);
+    x->ncases++;
+    if (bad)
+        x->nfailed++;
+    ct_say_flush(x);
+}
+
+/* ip_mask: bit 0 out-of-place, bit 1 in-place (where the collective has an in-place form). */
+static void ct_run(struct ct_rank *x, int coll, int dt, int op, int size_class, unsigned ip_mask)
+{
+    if (!ct_coll_has_inplace(coll))
+        ip_mask = 1;
+    for (int ip = 0; ip < 2; ip++) {
+        if (!(ip_mask & (1u << ip)))
+            continue;
+        struct ct_case c;
+        memset(&c, 0, sizeof(c));
+        c.coll = coll, c.dt = dt, c.op = op, c.inplace = ip, c.size_class = size_class;
+        c.count = ct_count_of(x->s, size_class, dt);
+        ct_run_case(x, &c);
+    }
+}
+
+static int ct_rank_main(int rank, int nranks, void *argp)
+{
+    const struct ct_arg *arg = argp;
+    const struct colls_suite *s = arg->suite;
+    struct bt_test_leaks leaks;
+    struct ct_rank x;
+    memset(&x, 0, sizeof(x));
+    x.s = s, x.rank = rank, x.n = nranks;
+
+    bt_test_leaks_begin(&leaks);
+    /* The largest buffer any case needs: 3 MiB + 5 elements per rank, or the Simple size. */
+    size_t per = CT_LARGE_BYTES + 5 * 8;
+    if (s->simple_slot + 8 > per)
+        per = s->simple_slot + 8;
+    x.cap = per * (size_t)nranks + CT_GUARD;
+    x.a = malloc(x.cap + CT_GUARD);
+    x.b = malloc(x.cap + CT_GUARD);
+    BT_TEST_CHECK(x.a && x.b, "out of memory");
+
+    BT_TEST_OK(ncclCommInitRank(&x.comm, nranks, arg->id, rank));
+    int cnt = -1, me = -1;
+    BT_TEST_OK(ncclCommCount(x.comm, &cnt));
+    BT_TEST_OK(ncclCommUserRank(x.comm, &me));
+    BT_TEST_CHECK(cnt == nranks && me == rank, "count %d rank %d, want %d %d", cnt, me, nranks,
+                  rank);
+
+    for (int coll = 0; coll < CT_NCOLLS; coll++) {
+        if (!(s->colls & (1u << coll)))
+            continue;
+        for (int dt = 0; dt < 12; dt++) {
+            if (!(s->dtypes & (1u << dt)))
+                continue;
+            for (int op = 0; op < CT_NOPS; op++) {
+                if (ct_coll_reduces(coll) ? !(s->ops & (1u << op)) : op > 0)
+                    continue;
+                for (int sz = 0; sz < CT_NSIZES; sz++)
+                    if (s->sizes & (1u << sz))
+                        ct_run(&x, coll, dt, op, sz, 3);
+            }
+        }
+    }
+    /* The subset: both variants below 3 MiB; at 3 MiB (the slow part to check on 2 cores)
+     * one, alternating out-of-place and in-place along the list. */
+    for (int k = 0; k < s->nbig; k++)
+        for (int sz = 0; sz < CT_NSIZES; sz++)
+            if (s->big_sizes & (1u << sz))
+                ct_run(&x, s->big[k].coll, s->big[k].dtype, s->big[k].op, sz,
+                       sz == CT_SZ_LARGE ? 1u << (k & 1) : 3u);
+
+    ncclResult_t async = ncclSuccess;
+    BT_TEST_OK(ncclCommGetAsyncError(x.comm, &async));
+    BT_TEST_CHECK(async == ncclSuccess, "async error %d after the cases", (int)async);
+    BT_TEST_OK(ncclCommDestroy(x.comm));
+    free(x.a);
+    free(x.b);
+    bt_test_leaks_end(&leaks);
+    if (rank == 0 || x.nfailed)
+        fprintf(stderr, "[%s] nranks=%d rank=%d: %ld cases, %ld elements checked, %ld failed\n",
+                s->name, nranks, rank, x.ncases, x.nchecked, x.nfailed);
+    return x.nfailed ? 1 : 0;
+}
+
+static double ct_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The whole test: environment, codec self-test, then every rank count. */
+static int colls_main(const struct colls_suite *s)
+{
+    for (const char *const *e = s->env; e && *e; e++) {
+        char name[128];
+        const char *eq = strchr(*e, '=');
+        BT_TEST_CHECK(eq && (size_t)(eq - *e) < sizeof(name), "bad env entry %s", *e);
+        memcpy(name, *e, (size_t)(eq - *e));
+        name[eq - *e] = '\0';
+        setenv(name, eq + 1, 1);
+    }
+    setvbuf(stderr, NULL, _IOLBF, 0);
+    ct_tables_init();
+    ct_codec_selftest();
+
+    int shm0 = bt_test_shm_count();
+    int failed = 0;
+    double t_all = ct_now();
+    for (int k = 0; k < s->nrank_counts; k++) {
+        struct ct_arg arg = {.suite = s};
+        int n = s->ranks[k];
+        BT_TEST_OK(ncclGetUniqueId(&arg.id));
+        double t0 = ct_now();
+        int rc = bt_test_run_ranks(n, ct_rank_main, &arg, s->timeout_s);
+        fprintf(stderr, "[%s] nranks=%d: %s in %.2f s\n", s->name, n, rc ? "FAILED" : "ok",
+                ct_now() - t0);
+        if (rc)
+            failed = 1;
+        int shm = bt_test_shm_count();
+        if (shm > shm0) {
+            fprintf(stderr, "[%s] nranks=%d: %d /dev/shm/baton* entries left behind\n", s->name, n,
+                    shm - shm0);
+            failed = 1;
+        }
+    }
+    fprintf(stderr, "[%s] %s, %.2f s\n", s->name, failed ? "FAILED" : "passed", ct_now() - t_all);
+    return failed;
+}
+
+#endif
