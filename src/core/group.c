@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
+
 struct bt_group {
     int depth;
     struct bt_op *ops;
@@ -15,6 +17,23 @@ struct bt_group {
 
 static __thread struct bt_group grp;
 
+/* A thread's group arrays are freed when it exits. */
+static pthread_key_t grp_key;
+static pthread_once_t grp_key_once = PTHREAD_ONCE_INIT;
+
+static void grp_free(void *unused)
+{
+    (void)unused;
+    free(grp.ops);
+    free(grp.inits);
+    memset(&grp, 0, sizeof(grp));
+}
+
+static void grp_key_create(void)
+{
+    pthread_key_create(&grp_key, grp_free);
+}
+
 int bt_group_depth(void)
 {
     return grp.depth;
@@ -25,19 +44,15 @@ void bt_group_start(void)
     grp.depth++;
 }
 
+/* Grow one of this thread's group arrays; the first growth arms the exit hook. */
 static int grow(void **arr, int *cap, int need, size_t elem)
 {
     if (need <= *cap)
         return 0;
-    int c = *cap ? *cap * 2 : 16;
-    while (c < need)
-        c *= 2;
-    void *p = realloc(*arr, (size_t)c * elem);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = c;
-    return 0;
+    pthread_once(&grp_key_once, grp_key_create);
+    if (!pthread_getspecific(grp_key))
+        pthread_setspecific(grp_key, &grp);
+    return bt_array_grow(arr, cap, need, elem);
 }
 
 void bt_group_set_error(bt_status_t st)

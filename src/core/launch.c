@@ -8,6 +8,7 @@
  * Ops of one communicator on one lane run in the order they were issued, which is what
  * NCCL guarantees for a stream.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@
 #include "exec/host/executor.h"
 #include "exec/host/reduce.h"
 #include "tune/tuner.h"
+#include "util/array.h"
 #include "util/param.h"
 
 /* Per-thread scratch, reused across launches so the hot path does not allocate. */
@@ -35,19 +37,32 @@ struct launch_scratch {
 };
 static __thread struct launch_scratch ls;
 
-static int grow(void **arr, int *cap, int need, size_t elem)
+/* The scratch of a thread is freed when the thread exits. */
+static pthread_key_t ls_key;
+static pthread_once_t ls_key_once = PTHREAD_ONCE_INIT;
+
+static void ls_free(void *unused)
 {
-    if (need <= *cap)
-        return 0;
-    int c = *cap ? *cap * 2 : 64;
-    while (c < need)
-        c *= 2;
-    void *p = realloc(*arr, (size_t)c * elem);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = c;
-    return 0;
+    (void)unused;
+    free(ls.works);
+    free(ls.lanes);
+    free(ls.reqs);
+    free(ls.arena);
+    free(ls.fences);
+    memset(&ls, 0, sizeof(ls));
+}
+
+static void ls_key_create(void)
+{
+    pthread_key_create(&ls_key, ls_free);
+}
+
+/* Arm the exit hook once per thread, before its first allocation. */
+static void ls_arm(void)
+{
+    pthread_once(&ls_key_once, ls_key_create);
+    if (!pthread_getspecific(ls_key))
+        pthread_setspecific(ls_key, &ls);
 }
 
 /* The value of a scalar stored as `dtype`, into the op's pre-multiplier. */
@@ -112,7 +127,7 @@ static bt_status_t need_lane(struct bt_lane *ln)
     for (int i = 0; i < ls.nlanes; i++)
         if (ls.lanes[i] == ln)
             return BT_OK;
-    if (grow((void **)&ls.lanes, &ls.lanes_cap, ls.nlanes + 1, sizeof(*ls.lanes)) != 0)
+    if (bt_array_grow((void **)&ls.lanes, &ls.lanes_cap, ls.nlanes + 1, sizeof(*ls.lanes)) != 0)
         return BT_ERR_SYSTEM;
     ls.lanes[ls.nlanes++] = ln;
     return BT_OK;
@@ -124,7 +139,7 @@ static bt_status_t need_conn(struct bt_comm *comm, struct bt_conn *conn, int pee
     if (conn->connected || conn->pending)
         return BT_OK;
     bt_conn_prepare(comm, conn, peer, is_send, kind, channel);
-    if (grow((void **)&ls.reqs, &ls.reqs_cap, ls.nreqs + 1, sizeof(*ls.reqs)) != 0)
+    if (bt_array_grow((void **)&ls.reqs, &ls.reqs_cap, ls.nreqs + 1, sizeof(*ls.reqs)) != 0)
         return BT_ERR_SYSTEM;
     conn->pending = 1;
     struct bt_conn_req *r = &ls.reqs[ls.nreqs++];
@@ -406,11 +421,14 @@ bt_status_t bt_launch(struct bt_op *ops, int nops)
 static bt_status_t launch(struct bt_op *ops, int nops)
 {
     bt_status_t st = BT_OK;
+    if (!ls.works)
+        ls_arm();
     ls.nworks = ls.nlanes = ls.nreqs = ls.nfences = 0;
     for (int i = 0; i < nops; i++)
         ops[i].comm->last_fence = NULL;
-    if (grow((void **)&ls.works, &ls.works_cap, works_needed(ops, nops), sizeof(*ls.works)) != 0 ||
-        grow((void **)&ls.fences, &ls.fences_cap, nops, sizeof(*ls.fences)) != 0 ||
+    if (bt_array_grow((void **)&ls.works, &ls.works_cap, works_needed(ops, nops),
+                      sizeof(*ls.works)) != 0 ||
+        bt_array_grow((void **)&ls.fences, &ls.fences_cap, nops, sizeof(*ls.fences)) != 0 ||
         arena_reserve(ops, nops) != 0) {
         BT_WARN("out of memory planning %d operations", nops);
         return BT_ERR_SYSTEM;

@@ -29,8 +29,9 @@ typedef int (*bt_test_rank_fn)(int rank, int nranks, void *arg);
 
 /*
  * Fork `nranks` processes, each running fn(rank, nranks, arg) and exiting with its return
- * value. Waits at most `timeout_s` seconds; on timeout or on the first failure it kills
- * the others. Returns 0 when every rank exited 0.
+ * value. Waits at most `timeout_s` seconds (times $BT_TEST_SLOW, set for sanitized
+ * builds); on timeout or on the first failure it kills the others. Returns 0 when every rank exited
+ * 0.
  */
 int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s);
 
