@@ -10,4 +10,11 @@
  */
 #define BT_API __attribute__((visibility("default")))
 
+/*
+ * NCCL also exports every entry point as pnccl<Name>, the alias profilers interpose on.
+ * Placed after the definition: BT_PNCCL(ncclAllReduce) exports pncclAllReduce.
+ */
+#define BT_PNCCL(name)                                                                             \
+    extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")))
+
 #endif

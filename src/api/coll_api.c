@@ -447,3 +447,21 @@ BT_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     }
     return ncclSuccess;
 }
+
+/* Profiling aliases (see api.h). */
+BT_PNCCL(ncclAllReduce);
+BT_PNCCL(ncclReduce);
+BT_PNCCL(ncclBroadcast);
+BT_PNCCL(ncclBcast);
+BT_PNCCL(ncclAllGather);
+BT_PNCCL(ncclReduceScatter);
+BT_PNCCL(ncclSend);
+BT_PNCCL(ncclRecv);
+BT_PNCCL(ncclAlltoAll);
+BT_PNCCL(ncclGather);
+BT_PNCCL(ncclScatter);
+BT_PNCCL(ncclGroupStart);
+BT_PNCCL(ncclGroupEnd);
+BT_PNCCL(ncclGroupSimulateEnd);
+BT_PNCCL(ncclRedOpCreatePreMulSum);
+BT_PNCCL(ncclRedOpDestroy);

@@ -358,3 +358,26 @@ BT_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
     (void)handle;
     return ncclSuccess;
 }
+
+/* Profiling aliases (see api.h). */
+BT_PNCCL(ncclGetVersion);
+BT_PNCCL(ncclGetErrorString);
+BT_PNCCL(ncclGetLastError);
+BT_PNCCL(ncclResetDebugInit);
+BT_PNCCL(ncclGetUniqueId);
+BT_PNCCL(ncclCommInitRank);
+BT_PNCCL(ncclCommInitRankConfig);
+BT_PNCCL(ncclCommInitRankScalable);
+BT_PNCCL(ncclCommInitAll);
+BT_PNCCL(ncclCommCount);
+BT_PNCCL(ncclCommUserRank);
+BT_PNCCL(ncclCommCuDevice);
+BT_PNCCL(ncclCommGetAsyncError);
+BT_PNCCL(ncclCommFinalize);
+BT_PNCCL(ncclCommDestroy);
+BT_PNCCL(ncclCommAbort);
+BT_PNCCL(ncclCommSplit);
+BT_PNCCL(ncclMemAlloc);
+BT_PNCCL(ncclMemFree);
+BT_PNCCL(ncclCommRegister);
+BT_PNCCL(ncclCommDeregister);

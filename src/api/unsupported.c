@@ -125,3 +125,20 @@ BT_API ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots,
     BT_UNSUPPORTED();
     return ncclInvalidUsage;
 }
+
+/* Profiling aliases (see api.h). */
+BT_PNCCL(ncclCommRevoke);
+BT_PNCCL(ncclCommShrink);
+BT_PNCCL(ncclCommWindowRegister);
+BT_PNCCL(ncclCommWindowDeregister);
+BT_PNCCL(ncclDevCommCreate);
+BT_PNCCL(ncclDevCommDestroy);
+BT_PNCCL(ncclTeamWorld);
+BT_PNCCL(ncclTeamLsa);
+BT_PNCCL(ncclTeamRail);
+BT_PNCCL(ncclTeamRankToWorld);
+BT_PNCCL(ncclTeamRankToLsa);
+BT_PNCCL(ncclLsaBarrierCreateRequirement);
+BT_PNCCL(ncclGinBarrierCreateRequirement);
+BT_PNCCL(ncclLLA2ACalcSlots);
+BT_PNCCL(ncclLLA2ACreateRequirement);
