@@ -114,8 +114,10 @@ static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueI
         return ncclInvalidArgument;
     }
     st = bt_api_config_parse(config, &cfg, fn);
-    if (st != BT_OK)
+    if (st != BT_OK) {
+        bt_group_set_error(st);
         return (ncclResult_t)st;
+    }
 
     st = bt_comm_alloc(nranks, rank, &comm);
     if (st != BT_OK)
@@ -196,25 +198,35 @@ BT_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
         return ncclInvalidArgument;
     }
     (void)devlist; /* host communicators: the device list has no meaning yet */
+    for (int r = 0; r < ndev; r++)
+        comms[r] = NULL;
     ncclUniqueId id;
     ncclResult_t res = ncclGetUniqueId(&id);
     if (res != ncclSuccess)
         return res;
     bt_group_start();
-    for (int r = 0; r < ndev; r++) {
-        res = ncclCommInitRank(&comms[r], ndev, id, r);
+    int queued = 0;
+    for (; queued < ndev; queued++) {
+        res = ncclCommInitRank(&comms[queued], ndev, id, queued);
         if (res != ncclSuccess)
             break;
     }
+    if (res != ncclSuccess) {
+        /* Do not start the inits already queued: their missing peers would never come. */
+        for (int r = 0; r < queued; r++) {
+            bt_group_drop_comm((struct bt_comm *)comms[r]);
+            bt_comm_free((struct bt_comm *)comms[r]);
+            comms[r] = NULL;
+        }
+    }
     ncclResult_t end = (ncclResult_t)bt_group_end();
-    if (res == ncclSuccess)
+    if (res == ncclSuccess && end != ncclSuccess) {
         res = end;
-    if (res != ncclSuccess)
-        for (int r = 0; r < ndev; r++)
-            if (comms[r]) {
-                bt_comm_free((struct bt_comm *)comms[r]);
-                comms[r] = NULL;
-            }
+        for (int r = 0; r < ndev; r++) {
+            bt_comm_free((struct bt_comm *)comms[r]);
+            comms[r] = NULL;
+        }
+    }
     return res;
 }
 
@@ -309,8 +321,28 @@ BT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
             return (ncclResult_t)st;
         cfgp = &cfg;
     }
+    if (bt_group_depth() > 0) {
+        /* Run at ncclGroupEnd with the group's other inits and splits: one thread may
+         * split several ranks of the parent. *newcomm is written then. */
+        struct bt_init_job job = {.parent = parent,
+                                  .color = color,
+                                  .key = key,
+                                  .has_config = cfgp != NULL,
+                                  .newcomm_p = (struct bt_comm **)newcomm};
+        if (cfgp)
+            job.config = *cfgp;
+        bt_status_t st = bt_group_add_init(&job);
+        if (st != BT_OK)
+            bt_group_set_error(st);
+        return (ncclResult_t)st;
+    }
+    if (!bt_comm_acquire(parent)) {
+        BT_WARN("ncclCommSplit: comm %p is being aborted", (void *)parent);
+        return ncclInvalidUsage;
+    }
     struct bt_comm *nc = NULL;
     bt_status_t st = bt_comm_split(parent, color, key, cfgp, &nc);
+    bt_comm_release(parent);
     bt_log_set_rank(parent->rank);
     if (st != BT_OK)
         return (ncclResult_t)st;

@@ -61,9 +61,27 @@ int bt_comm_is_live(const struct bt_comm *c)
     int found = 0;
     pthread_mutex_lock(&registry_lock);
     for (int i = 0; i < registry_n && !found; i++)
-        found = registry[i] == c;
+        found = registry[i] == c && c->magic == BT_COMM_MAGIC;
     pthread_mutex_unlock(&registry_lock);
-    return found && c->magic == BT_COMM_MAGIC;
+    return found;
+}
+
+int bt_comm_acquire(struct bt_comm *c)
+{
+    int ok = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < registry_n && !ok; i++)
+        ok = registry[i] == c;
+    ok = ok && c->magic == BT_COMM_MAGIC && !c->abort_flag;
+    if (ok)
+        atomic_fetch_add_explicit(&c->active_launches, 1, memory_order_acq_rel);
+    pthread_mutex_unlock(&registry_lock);
+    return ok;
+}
+
+void bt_comm_release(struct bt_comm *c)
+{
+    atomic_fetch_sub_explicit(&c->active_launches, 1, memory_order_acq_rel);
 }
 
 /* ---- host identity ------------------------------------------------------------------ */
@@ -135,6 +153,7 @@ struct init_info {
     struct bt_peer_info peer;
     int nchannels;
     uint32_t simple_slot, ll_slot, p2p_slot;
+    struct bt_tune_settings tune;
 };
 
 static size_t clamp_sz(int64_t v, size_t lo, size_t hi)
@@ -182,7 +201,15 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
         (uint32_t)(clamp_sz(bt_param_ll_buffsize() / BT_NSTEPS, 256, 64u << 10) & ~(size_t)255);
     me->p2p_slot = (uint32_t)(clamp_sz(bt_param_p2p_chunksize(), 4096, 64u << 20) & ~(size_t)4095);
 
+    bt_tune_settings_from_env(&me->tune);
+
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
+
+    comm->tune = all[0].tune;
+    if (memcmp(&all[comm->rank].tune, &comm->tune, sizeof(comm->tune)) != 0)
+        BT_WARN("rank %d: PROTO/ALGO/*_THRESHOLD/MIN_NCHANNELS differ from rank 0's; every "
+                "rank uses rank 0's so their schedules match",
+                comm->rank);
 
     int nch = BT_MAX_CHANNELS;
     uint32_t ss = UINT32_MAX, ls = UINT32_MAX, ps = UINT32_MAX;
@@ -233,7 +260,10 @@ fail:
 
 void bt_comm_abort_signal(struct bt_comm *comm)
 {
+    /* Under the registry lock, so no launch acquires the comm after this point. */
+    pthread_mutex_lock(&registry_lock);
     __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&registry_lock);
     if (comm->bs)
         bt_bootstrap_abort(comm->bs);
     /* A collective stuck in another thread sees the flag within a few ms and returns;

@@ -14,6 +14,7 @@
 #include "coll/work.h"
 #include "graph/channel.h"
 #include "transport/conn.h"
+#include "tune/tuner.h"
 #include "util/status.h"
 
 #define BT_COMM_MAGIC 0xba70c0111c0ffee1ull
@@ -81,6 +82,8 @@ struct bt_comm {
     struct bt_conn **direct_send; /* [nranks] -> p2p[r].direct_send, for Direct works */
     struct bt_conn **direct_recv;
 
+    struct bt_tune_settings tune; /* rank 0's, the same on every rank */
+
     /* FIFO geometry of this communicator's connectors (bytes per slot) */
     size_t simple_slot, ll_slot, p2p_slot, direct_slot;
 
@@ -108,6 +111,12 @@ static inline int bt_comm_valid(const struct bt_comm *c)
 
 /* 1 if `c` is a communicator that exists and is not destroyed. Thread-safe. */
 int bt_comm_is_live(const struct bt_comm *c);
+
+/* Take (and give back) a use of a live, not aborted communicator for the length of a
+ * launch or split; ncclCommAbort waits until no use is left before freeing. Returns 0
+ * when the handle is dead, destroyed or aborted (nothing is touched then). */
+int bt_comm_acquire(struct bt_comm *c);
+void bt_comm_release(struct bt_comm *c);
 
 /* Create the communicator object (not yet joined). */
 bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p);

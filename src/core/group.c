@@ -92,12 +92,36 @@ void bt_group_drop_comm(struct bt_comm *comm)
         if (grp.ops[i].comm != comm)
             grp.ops[k++] = grp.ops[i];
     grp.nops = k;
+    k = 0;
+    for (int i = 0; i < grp.ninits; i++)
+        if (grp.inits[i].comm != comm && grp.inits[i].parent != comm)
+            grp.inits[k++] = grp.inits[i];
+    grp.ninits = k;
+}
+
+/* One deferred job: join a rendezvous, or split a parent. A failure is also the new
+ * communicator's async error, so a handle the caller already holds reports it. */
+static void run_job(struct bt_init_job *job)
+{
+    if (job->parent) {
+        struct bt_comm *nc = NULL;
+        job->status = BT_ERR_INVALID_USAGE;
+        if (bt_comm_acquire(job->parent)) {
+            job->status = bt_comm_split(job->parent, job->color, job->key,
+                                        job->has_config ? &job->config : NULL, &nc);
+            bt_comm_release(job->parent);
+        }
+        *job->newcomm_p = nc;
+        return;
+    }
+    job->status = job->comm->init_status = bt_comm_init(job->comm, job->id);
+    if (job->status != BT_OK)
+        bt_comm_set_async_error(job->comm, job->status);
 }
 
 static void *init_thread(void *arg)
 {
-    struct bt_init_job *job = arg;
-    job->comm->init_status = bt_comm_init(job->comm, job->id);
+    run_job(arg);
     return NULL;
 }
 
@@ -107,8 +131,8 @@ static bt_status_t run_inits(struct bt_init_job *jobs, int n)
 {
     bt_status_t st = BT_OK;
     if (n == 1) {
-        jobs[0].comm->init_status = bt_comm_init(jobs[0].comm, jobs[0].id);
-        return jobs[0].comm->init_status;
+        run_job(&jobs[0]);
+        return jobs[0].status;
     }
     pthread_t *th = calloc((size_t)n, sizeof(*th));
     int *started = calloc((size_t)n, sizeof(*started));
@@ -119,9 +143,12 @@ static bt_status_t run_inits(struct bt_init_job *jobs, int n)
     }
     for (int i = 0; i < n; i++) {
         if (pthread_create(&th[i], NULL, init_thread, &jobs[i]) != 0) {
-            BT_WARN("cannot start a thread to initialize rank %d", jobs[i].comm->rank);
-            jobs[i].comm->init_status = BT_ERR_SYSTEM;
-            bt_comm_abort_signal(jobs[i].comm);
+            BT_WARN("cannot start a thread for a communicator init or split in a group");
+            jobs[i].status = BT_ERR_SYSTEM;
+            if (jobs[i].comm) {
+                jobs[i].comm->init_status = BT_ERR_SYSTEM;
+                bt_comm_set_async_error(jobs[i].comm, BT_ERR_SYSTEM);
+            }
             continue;
         }
         started[i] = 1;
@@ -130,8 +157,8 @@ static bt_status_t run_inits(struct bt_init_job *jobs, int n)
         if (started[i])
             pthread_join(th[i], NULL);
     for (int i = 0; i < n; i++)
-        if (jobs[i].comm->init_status != BT_OK && st == BT_OK)
-            st = jobs[i].comm->init_status;
+        if (jobs[i].status != BT_OK && st == BT_OK)
+            st = jobs[i].status;
     free(th);
     free(started);
     return st;
@@ -151,10 +178,15 @@ bt_status_t bt_group_end(void)
         BT_WARN("ncclGroupEnd: a call inside the group failed (error %d); none of the group's "
                 "%d operations ran",
                 (int)st, grp.nops);
-    if (grp.ninits > 0) {
-        bt_status_t ist = run_inits(grp.inits, grp.ninits);
-        if (st == BT_OK)
-            st = ist;
+    if (grp.ninits > 0 && st == BT_OK) {
+        st = run_inits(grp.inits, grp.ninits);
+    } else if (grp.ninits > 0) {
+        /* The group failed: its inits do not run; handles already returned report it. */
+        for (int i = 0; i < grp.ninits; i++)
+            if (grp.inits[i].comm) {
+                grp.inits[i].comm->init_status = st;
+                bt_comm_set_async_error(grp.inits[i].comm, st);
+            }
     }
     if (st == BT_OK && grp.nops > 0)
         st = bt_launch(grp.ops, grp.nops);

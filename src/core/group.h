@@ -24,10 +24,16 @@ struct bt_op {
     int peer;               /* root (Bcast, Reduce) or peer (Send, Recv) */
 };
 
-/* A deferred init: comm allocated, joined at GroupEnd. */
+/* A deferred init, run at GroupEnd concurrently with the group's others: either join a
+ * rendezvous (comm allocated, id set), or split `parent` (then *newcomm_p is written). */
 struct bt_init_job {
     struct bt_comm *comm;
     unsigned char id[BT_UNIQUE_ID_BYTES];
+    struct bt_comm *parent;
+    int color, key, has_config;
+    struct bt_comm_config config;
+    struct bt_comm **newcomm_p;
+    bt_status_t status;
 };
 
 int bt_group_depth(void);
@@ -43,7 +49,8 @@ bt_status_t bt_group_enqueue(const struct bt_op *op);
 /* Add an init job to the current group (depth > 0 only). */
 bt_status_t bt_group_add_init(const struct bt_init_job *job);
 
-/* Forget queued ops of a communicator being destroyed or aborted. */
+/* Forget queued ops and deferred inits/splits of a communicator being destroyed or
+ * aborted. */
 void bt_group_drop_comm(struct bt_comm *comm);
 
 /* Run a set of ops now (the launch). */

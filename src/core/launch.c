@@ -216,8 +216,9 @@ static bt_status_t plan_p2p(struct bt_op *op)
     w->owner = comm;
     w->nsteps = bt_algo_nsteps(w);
     struct bt_lane *ln = is_send ? &pp->send_lane : &pp->recv_lane;
+    BT_CHECK(need_lane(ln)); /* first: a failed launch must clear every lane it touched */
     lane_push(ln, w);
-    return need_lane(ln);
+    return BT_OK;
 }
 
 /* The size nccl-tests reports for a collective: the per-rank buffer it moves. */
@@ -233,6 +234,7 @@ static bt_status_t plan_coll(struct bt_op *op)
 {
     struct bt_comm *comm = op->comm;
     struct bt_tune_in in = {
+        .set = &comm->tune,
         .coll = op->coll,
         .nranks = comm->nranks,
         .bytes = coll_bytes(op, comm->nranks),
@@ -280,8 +282,8 @@ static bt_status_t plan_coll(struct bt_op *op)
         w->fence = fence;
         w->after = after;
         fence->remaining++;
-        lane_push(&ch->lane, w);
         BT_CHECK(need_lane(&ch->lane));
+        lane_push(&ch->lane, w);
 
         if (t.algo == BT_ALGO_RING) {
             BT_CHECK(need_conn(comm, &ch->ring_send, ch->ring.next, 1, BT_LINK_RING, c));
@@ -317,8 +319,8 @@ static bt_status_t plan_coll(struct bt_op *op)
             d->next = NULL;
             d->algo = BT_ALGO_TREE_DOWN;
             fence->remaining++;
-            lane_push(&comm->tree_down_lanes[c], d);
             BT_CHECK(need_lane(&comm->tree_down_lanes[c]));
+            lane_push(&comm->tree_down_lanes[c], d);
         }
     }
     return BT_OK;
@@ -410,11 +412,18 @@ static bt_status_t launch(struct bt_op *ops, int nops);
  * launch to notice the abort before it frees what the launch uses. */
 bt_status_t bt_launch(struct bt_op *ops, int nops)
 {
-    for (int i = 0; i < nops; i++)
-        atomic_fetch_add_explicit(&ops[i].comm->active_launches, 1, memory_order_acq_rel);
+    for (int i = 0; i < nops; i++) {
+        if (!bt_comm_acquire(ops[i].comm)) {
+            BT_WARN("communicator %p was destroyed or aborted before its operation ran",
+                    (void *)ops[i].comm);
+            while (--i >= 0)
+                bt_comm_release(ops[i].comm);
+            return BT_ERR_INVALID_USAGE;
+        }
+    }
     bt_status_t st = launch(ops, nops);
     for (int i = 0; i < nops; i++)
-        atomic_fetch_sub_explicit(&ops[i].comm->active_launches, 1, memory_order_acq_rel);
+        bt_comm_release(ops[i].comm);
     return st;
 }
 
@@ -437,9 +446,10 @@ static bt_status_t launch(struct bt_op *ops, int nops)
     for (int i = 0; i < nops; i++) {
         struct bt_op *op = &ops[i];
         struct bt_comm *comm = op->comm;
-        if (comm->abort_flag) {
-            BT_WARN("rank %d: communicator %p was aborted", comm->rank, (void *)comm);
-            st = BT_ERR_INVALID_USAGE;
+        if (!comm->init_done) {
+            BT_WARN("rank %d: communicator %p did not finish its initialization (error %d)",
+                    comm->rank, (void *)comm, (int)comm->init_status);
+            st = comm->init_status != BT_OK ? comm->init_status : BT_ERR_INVALID_USAGE;
             goto fail;
         }
         int async = atomic_load_explicit(&comm->async_error, memory_order_relaxed);

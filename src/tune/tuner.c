@@ -38,38 +38,35 @@ static int list_allows(const char *list, const char *name)
 #define BT_TREE_DEFAULT_THRESHOLD (64 * 1024)
 #define BT_BYTES_PER_CHANNEL (512 * 1024)
 
-/* PROTO and ALGO parsed once: the tuner runs on every collective. */
-struct tune_env {
-    int ll_ok, simple_ok, ring_ok, tree_ok, direct_ok;
-};
-static struct tune_env tune_env;
-
-static void tune_env_read(void)
+void bt_tune_settings_from_env(struct bt_tune_settings *set)
 {
     const char *protos = bt_param_str_proto(), *algos = bt_param_str_algo();
-    tune_env.ll_ok = list_allows(protos, "LL");
-    tune_env.simple_ok = list_allows(protos, "Simple");
-    if (!tune_env.ll_ok && !tune_env.simple_ok) {
+    memset(set, 0, sizeof(*set));
+    set->ll_threshold = bt_param_ll_threshold();
+    set->tree_threshold = bt_param_tree_threshold();
+    set->direct_threshold = bt_param_direct_threshold();
+    set->min_nchannels = (int32_t)bt_param_min_nchannels();
+    set->ll_ok = (uint8_t)list_allows(protos, "LL");
+    set->simple_ok = (uint8_t)list_allows(protos, "Simple");
+    if (!set->ll_ok && !set->simple_ok) {
         BT_WARN("PROTO=%s allows no protocol Baton implements (LL, Simple); using Simple", protos);
-        tune_env.simple_ok = 1;
+        set->simple_ok = 1;
     }
-    tune_env.ring_ok = list_allows(algos, "Ring");
-    tune_env.tree_ok = list_allows(algos, "Tree");
-    tune_env.direct_ok = list_allows(algos, "Direct");
-    if (!tune_env.ring_ok && !tune_env.tree_ok && !tune_env.direct_ok) {
+    set->ring_ok = (uint8_t)list_allows(algos, "Ring");
+    set->tree_ok = (uint8_t)list_allows(algos, "Tree");
+    set->direct_ok = (uint8_t)list_allows(algos, "Direct");
+    if (!set->ring_ok && !set->tree_ok && !set->direct_ok) {
         BT_WARN("ALGO=%s allows no algorithm Baton implements (Ring, Tree, Direct); using Ring",
                 algos);
-        tune_env.ring_ok = 1;
+        set->ring_ok = 1;
     }
 }
 
 void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, tune_env_read);
-    const struct tune_env *env = &tune_env;
-    int64_t ll_thr = bt_param_ll_threshold();
-    int64_t tree_thr = bt_param_tree_threshold();
+    const struct bt_tune_settings *env = in->set;
+    int64_t ll_thr = env->ll_threshold;
+    int64_t tree_thr = env->tree_threshold;
     if (ll_thr < 0)
         ll_thr = BT_LL_DEFAULT_THRESHOLD;
     if (tree_thr < 0)
@@ -83,7 +80,7 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
 
     out->algo = BT_ALGO_RING;
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
-        int64_t direct_thr = bt_param_direct_threshold();
+        int64_t direct_thr = env->direct_threshold;
         if (direct_thr < 0) {
             /* One-shot sends (n-1) x bytes per rank; the ring 2(n-1)/n x bytes over 2(n-1)
              * hops. Measured crossover for 2 ranks: 32 KB (docs/TUNING.md). */
@@ -105,7 +102,7 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
      * per channel: one channel. */
     int single = out->proto == BT_PROTO_LL || out->algo == BT_ALGO_DIRECT;
     int nch = single ? 1 : (int)(in->bytes / per_channel);
-    int lo = (int)bt_param_min_nchannels();
+    int lo = env->min_nchannels;
     if (nch < lo && !single)
         nch = lo;
     if (nch > in->max_channels)

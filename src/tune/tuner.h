@@ -7,10 +7,23 @@
 #define BT_TUNE_TUNER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "coll/work.h"
 
+/* What the environment says about choices (PROTO, ALGO, thresholds). Read by each rank at
+ * init; every rank then uses rank 0's, so a stray difference cannot split a schedule. */
+struct bt_tune_settings {
+    int64_t ll_threshold, tree_threshold, direct_threshold; /* bytes; -1: the default */
+    int32_t min_nchannels;
+    uint8_t ll_ok, simple_ok, ring_ok, tree_ok, direct_ok;
+    uint8_t pad[3];
+};
+
+void bt_tune_settings_from_env(struct bt_tune_settings *set);
+
 struct bt_tune_in {
+    const struct bt_tune_settings *set;
     int coll;
     int nranks;
     size_t bytes; /* the collective's size as nccl-tests counts it (per-rank buffer) */

@@ -311,11 +311,16 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
             nanosleep(&ts, NULL);
         }
         if ((idle & 63) == 0) {
-            if (blocked && blocked->abort_flag && *blocked->abort_flag) {
-                BT_WARN("%s aborted (ncclCommAbort or a failed peer)", coll_name(blocked->coll));
-                if (failed_p)
-                    *failed_p = blocked;
-                return BT_ERR_REMOTE;
+            /* Any communicator of the launch may be aborted, not only the one whose work
+             * happens to be blocked. */
+            for (int i = 0; i < nlanes; i++) {
+                struct bt_work *h = lanes[i]->head;
+                if (h && h->abort_flag && *h->abort_flag) {
+                    BT_WARN("%s aborted (ncclCommAbort or a failed peer)", coll_name(h->coll));
+                    if (failed_p)
+                        *failed_p = h;
+                    return BT_ERR_REMOTE;
+                }
             }
             uint64_t now = bt_time_ns();
             if (deadline == 0) {
