@@ -62,3 +62,24 @@ BT_PARAM_INT(spin_count, "SPIN_COUNT", 2000,
              "polls of a flag before a waiting thread yields its core")
 BT_PARAM_INT(yield_count, "YIELD_COUNT", 200,
              "sched_yield calls before a waiting thread starts to sleep")
+
+/* network (socket backend) */
+BT_PARAM_INT(
+    socket_nthreads, "SOCKET_NTHREADS", 0,
+    "helper threads per socket-backend connection (0: the proxy drives the sockets; max 16)")
+BT_PARAM_INT(nsocks_perthread, "NSOCKS_PERTHREAD", 1,
+             "TCP sockets per helper thread (or in all when SOCKET_NTHREADS=0); max 64 in all")
+BT_PARAM_INT(socket_delay_us, "SOCKET_DELAY_US", 0,
+             "fault injection: delay the completion of each large socket send/recv by N us")
+BT_PARAM_INT(socket_delay_min_bytes, "SOCKET_DELAY_MIN_BYTES", 65536,
+             "fault injection: SOCKET_DELAY_US applies to messages of at least this many bytes")
+BT_PARAM_INT(socket_fail_after_bytes, "SOCKET_FAIL_AFTER_BYTES", 0,
+             "fault injection: shut a socket connection down after it sent K bytes (0: never)")
+
+/* proxy */
+BT_PARAM_INT(progress_appendop_freq, "PROGRESS_APPENDOP_FREQ", 8,
+             "rounds of the proxy progress loop between fetches of newly posted ops while ops "
+             "are active")
+BT_PARAM_INT(proxy_dump_signal, "PROXY_DUMP_SIGNAL", 0,
+             "signal number (e.g. 10 = SIGUSR1) that makes every proxy print its active ops to "
+             "stderr; 0: off")
