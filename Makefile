@@ -27,11 +27,11 @@ asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="$(CMAKE_FLAGS) -DBATON_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 
 # ThreadSanitizer cannot follow a fork after threads started, so it runs the tests whose
-# ranks are threads (label threads).
+# ranks are threads (labels threads and tsan).
 tsan:
 	cmake -S . -B build-tsan $(CMAKE_FLAGS) -DBATON_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && ctest --output-on-failure -L threads
+	cd build-tsan && ctest --output-on-failure -L 'threads|tsan'
 
 format:
 	clang-format -i --style=file $$(git ls-files 'src/*.[ch]' 'include/*.h' 'tools/*.c' 'tests/*.[ch]')
