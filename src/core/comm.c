@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proxy/proxy.h"
 #include "transport/transport.h"
 #include "util/param.h"
 
@@ -224,6 +225,10 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     for (int r = 0; r < comm->nranks; r++)
         comm->local_ranks += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
     comm->oversubscribed = comm->local_ranks > online_cpus();
+    comm->shm_all = 1;
+    for (int r = 0; r < comm->nranks; r++)
+        if (r != comm->rank && !bt_transport_shm.can_connect(comm, r))
+            comm->shm_all = 0;
     comm->nchannels = nch;
     comm->simple_slot = ss;
     comm->ll_slot = ls;
@@ -285,6 +290,9 @@ void bt_comm_free(struct bt_comm *comm)
     if (!comm)
         return;
     registry_remove(comm);
+    /* The proxy first: its threads use the connectors freed below. */
+    bt_proxy_destroy(comm->proxy);
+    comm->proxy = NULL;
     for (int c = 0; c < comm->nchannels; c++) {
         struct bt_channel *ch = &comm->channels[c];
         bt_conn_free(&ch->ring_send);

@@ -72,8 +72,10 @@ struct bt_comm {
     struct bt_bootstrap *bs;
     struct bt_peer_info *peers;
 
-    int local_ranks;    /* ranks of this communicator on this host */
-    int oversubscribed; /* more local ranks than CPUs this process may run on */
+    int local_ranks;        /* ranks of this communicator on this host */
+    int shm_all;            /* every peer reachable through shared memory (else some use NET) */
+    struct bt_proxy *proxy; /* the CPU proxy, started by the first NET connector */
+    int oversubscribed;     /* more local ranks than CPUs this process may run on */
 
     int nchannels;
     struct bt_channel channels[BT_MAX_CHANNELS];

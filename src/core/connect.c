@@ -98,13 +98,14 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
             bt_bootstrap_recv(r->comm->bs, r->conn->peer, tag_of(r, msg), &ack, sizeof(ack)), st,
             fail);
         if (r->conn->tp->connected)
-            r->conn->tp->connected(r->conn);
+            BT_CHECK_GOTO(r->conn->tp->connected(r->comm, r->conn), st, fail);
         r->conn->connected = 1;
         r->conn->step = r->conn->cached = 0;
-        BT_INFO(BT_LOG_INIT | BT_LOG_SHM, "Channel %02d/0 : %d[%d] %s %d[%d] [%s] via %s (%s)",
-                r->conn->channel, r->comm->rank, r->comm->rank, r->conn->is_send ? "->" : "<-",
-                r->conn->peer, r->conn->peer, r->conn->is_send ? "send" : "receive",
-                r->conn->tp->name, r->conn->kind);
+        BT_INFO(BT_LOG_INIT | BT_LOG_SHM | BT_LOG_NET,
+                "Channel %02d/0 : %d[%d] %s %d[%d] [%s] via %s (%s)", r->conn->channel,
+                r->comm->rank, r->comm->rank, r->conn->is_send ? "->" : "<-", r->conn->peer,
+                r->conn->peer, r->conn->is_send ? "send" : "receive", r->conn->tp->name,
+                r->conn->kind);
     }
     return BT_OK;
 

@@ -18,6 +18,7 @@
 #include "core/group.h"
 #include "exec/host/executor.h"
 #include "exec/host/reduce.h"
+#include "transport/transport.h"
 #include "tune/tuner.h"
 #include "util/array.h"
 #include "util/param.h"
@@ -34,6 +35,13 @@ struct launch_scratch {
     size_t arena_used, arena_cap;
     struct bt_fence *fences; /* one per collective op; works keep pointers: sized first */
     int nfences, fences_cap;
+    struct net_posted *netops; /* proxy ops of NET connectors, waited for after the run */
+    int nnetops, netops_cap;
+};
+
+struct net_posted {
+    void *op;
+    int peer;
 };
 static __thread struct launch_scratch ls;
 
@@ -49,6 +57,7 @@ static void ls_free(void *unused)
     free(ls.reqs);
     free(ls.arena);
     free(ls.fences);
+    free(ls.netops);
     memset(&ls, 0, sizeof(ls));
 }
 
@@ -243,7 +252,8 @@ static bt_status_t plan_coll(struct bt_op *op)
         .simple_slot = comm->simple_slot,
         .ll_payload = comm->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
         .direct_slot = comm->direct_slot,
-        .direct_ok = comm->local_ranks == comm->nranks,
+        .direct_ok = comm->local_ranks == comm->nranks && comm->shm_all,
+        .shm_all = comm->shm_all,
     };
     struct bt_tune_out t;
     bt_tune_coll(&in, &t);
@@ -408,6 +418,74 @@ static void fail_comms(struct bt_op *ops, int nops, bt_status_t st)
 
 static bt_status_t launch(struct bt_op *ops, int nops);
 
+/*
+ * Hand the proxy, per work and NET connector, the number of steps the work moves through
+ * it: the schedule is walked once, as the executor will. Works of shared-memory-only
+ * communicators have nothing to post.
+ */
+static bt_status_t post_net_ops(void)
+{
+    ls.nnetops = 0;
+    for (int i = 0; i < ls.nworks; i++) {
+        struct bt_work *w = &ls.works[i];
+        struct bt_comm *comm = w->owner;
+        if (comm->shm_all || w->nsteps == 0)
+            continue;
+        struct {
+            struct bt_conn *c;
+            uint64_t n;
+        } t[2 * BT_PRIM_MAX_PEERS + 8];
+        int nt = 0;
+        for (uint64_t k = 0; k < w->nsteps; k++) {
+            struct bt_prim p;
+            bt_algo_prim(w, k, &p);
+            struct bt_conn *cs[2 * BT_PRIM_MAX_PEERS];
+            int nc = 0;
+            for (int j = 0; j < p.nrecv; j++)
+                cs[nc++] = p.recv[j];
+            for (int j = 0; j < p.nsend; j++)
+                cs[nc++] = p.send[j];
+            for (int j = 0; j < nc; j++) {
+                if (cs[j]->tp != &bt_transport_net)
+                    continue;
+                int e = 0;
+                while (e < nt && t[e].c != cs[j])
+                    e++;
+                if (e == nt) {
+                    if (nt == (int)(sizeof(t) / sizeof(t[0])))
+                        return BT_ERR_INTERNAL;
+                    t[nt].c = cs[j];
+                    t[nt++].n = 0;
+                }
+                t[e].n++;
+            }
+        }
+        for (int e = 0; e < nt; e++) {
+            if (bt_array_grow((void **)&ls.netops, &ls.netops_cap, ls.nnetops + 1,
+                              sizeof(*ls.netops)) != 0)
+                return BT_ERR_SYSTEM;
+            struct net_posted *np = &ls.netops[ls.nnetops];
+            BT_CHECK(bt_net_post(comm, t[e].c, t[e].n, &np->op));
+            np->peer = t[e].c->peer;
+            ls.nnetops++;
+        }
+    }
+    return BT_OK;
+}
+
+/* Wait for every posted proxy op; the first failure is the result. */
+static bt_status_t wait_net_ops(void)
+{
+    bt_status_t st = BT_OK;
+    for (int i = 0; i < ls.nnetops; i++) {
+        bt_status_t s = bt_net_wait(ls.netops[i].op, ls.netops[i].peer);
+        if (st == BT_OK)
+            st = s;
+    }
+    ls.nnetops = 0;
+    return st;
+}
+
 /* Mark the comms busy for the launch so ncclCommAbort from another thread waits for the
  * launch to notice the abort before it frees what the launch uses. */
 bt_status_t bt_launch(struct bt_op *ops, int nops)
@@ -485,6 +563,7 @@ static bt_status_t launch(struct bt_op *ops, int nops)
         if (st != BT_OK)
             goto fail;
     }
+    BT_CHECK_GOTO(post_net_ops(), st, fail);
     if (ls.nlanes > 0) {
         struct bt_work *failed = NULL;
         struct bt_wait_policy wait = {.spin = (uint64_t)bt_param_spin_count(),
@@ -492,10 +571,15 @@ static bt_status_t launch(struct bt_op *ops, int nops)
         for (int i = 0; i < nops; i++)
             if (ops[i].comm->oversubscribed)
                 wait.spin = 0;
+        if (ls.nnetops > 0)
+            wait.spin = 0; /* the proxy needs the core we would spin on */
         st = bt_host_exec(ls.lanes, ls.nlanes, &wait, &failed);
         if (st != BT_OK)
             goto fail;
     }
+    /* The executor is done when the last data is in the FIFOs; the proxy may still be
+     * sending it. */
+    BT_CHECK_GOTO(wait_net_ops(), st, fail);
     return BT_OK;
 
 fail:

@@ -74,9 +74,10 @@ struct bt_conn {
     int peer;
     int is_send;
     int connected;
-    int pending;     /* queued for connection by the launch in progress */
-    uint64_t step;   /* next step to produce (send) or consume (recv) */
-    uint64_t cached; /* last seen head (send) or tail (recv), to spare shared reads */
+    int pending;         /* queued for connection by the launch in progress */
+    uint64_t step;       /* next step to produce (send) or consume (recv) */
+    uint64_t cached;     /* last seen head (send) or tail (recv), to spare shared reads */
+    uint64_t proxy_base; /* NET: steps handed to the proxy so far (launch thread) */
     struct bt_fifo_ctrl *ctrl;
     char *buf[BT_NUM_PROTOS]; /* first slot of each protocol */
     struct bt_fifo_sizes sizes;

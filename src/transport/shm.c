@@ -81,10 +81,11 @@ static bt_status_t shm_connect(struct bt_comm *comm, struct bt_conn *conn, const
     return BT_OK;
 }
 
-static void shm_connected(struct bt_conn *conn)
+static bt_status_t shm_connected(struct bt_comm *comm, struct bt_conn *conn)
 {
     if (conn->tp_priv)
         bt_shm_unlink(conn->tp_priv);
+    return BT_OK;
 }
 
 static void shm_free(struct bt_conn *conn)

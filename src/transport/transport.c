@@ -8,6 +8,7 @@
 /* In order of preference; p2p (CUDA IPC) and net join this list with their issues. */
 static const struct bt_transport_ops *const bt_transports[] = {
     &bt_transport_shm,
+    &bt_transport_net,
 };
 
 const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, int peer)
@@ -16,13 +17,12 @@ const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, i
         if (bt_transports[i]->can_connect(comm, peer))
             return bt_transports[i];
     const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
-    BT_WARN("no transport can connect rank %d to rank %d: %s (SHM_DISABLE=%lld; the network "
-            "transport is not built yet)",
+    BT_WARN("no transport can connect rank %d to rank %d: %s (SHM_DISABLE=%lld, NET_DISABLE=%lld)",
             comm->rank, peer,
             me->host_hash != p->host_hash ? "they are on different hosts"
             : me->shm_ns != p->shm_ns     ? "they are in different IPC namespaces"
                                           : "shared memory is disabled",
-            (long long)bt_param_shm_disable());
+            (long long)bt_param_shm_disable(), (long long)bt_param_net_disable());
     return NULL;
 }
 

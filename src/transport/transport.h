@@ -9,7 +9,8 @@
  *   -- blobs exchanged over bootstrap --
  *   connect()   map/attach the peer's resources described by its blob
  *   -- acknowledgements exchanged --
- *   connected() both ends are attached: drop names that let a crash leak (unlink)
+ *   connected() both ends are attached: drop names that let a crash leak (unlink), or
+ *               finish what needs the peer's attach first (accept)
  */
 #ifndef BT_TRANSPORT_H
 #define BT_TRANSPORT_H
@@ -26,14 +27,23 @@ struct bt_transport_ops {
     int (*can_connect)(const struct bt_comm *comm, int peer);
     bt_status_t (*setup)(struct bt_comm *comm, struct bt_conn *conn, void *info_p);
     bt_status_t (*connect)(struct bt_comm *comm, struct bt_conn *conn, const void *peer_info);
-    void (*connected)(struct bt_conn *conn);
+    bt_status_t (*connected)(struct bt_comm *comm, struct bt_conn *conn);
     void (*free)(struct bt_conn *conn);
 };
 
 extern const struct bt_transport_ops bt_transport_shm;
+extern const struct bt_transport_ops bt_transport_net;
 
 /* The transport for a connector to `peer`, or NULL (logged) when none can connect. */
 const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, int peer);
+
+/*
+ * NET connectors are moved by the communicator's proxy: the launch posts, per work and
+ * connector, how many steps it moves (bt_net_post), then waits for them (bt_net_wait,
+ * which frees the op).
+ */
+bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps, void **op_p);
+bt_status_t bt_net_wait(void *op, int peer);
 
 /* Release a connector's transport resources and mark it unconnected. Accepts NULL. */
 void bt_conn_free(struct bt_conn *conn);

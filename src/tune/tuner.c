@@ -71,7 +71,8 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
         ll_thr = BT_LL_DEFAULT_THRESHOLD;
     if (tree_thr < 0)
         tree_thr = in->nranks >= 4 ? BT_TREE_DEFAULT_THRESHOLD : 0;
-    int ll_ok = env->ll_ok, simple_ok = env->simple_ok;
+    /* Over the network a receive lands in pieces, which LL's per-line flags cannot take. */
+    int ll_ok = env->ll_ok && in->shm_all, simple_ok = env->simple_ok || !in->shm_all;
     int p2p = in->coll == BT_COLL_SEND || in->coll == BT_COLL_RECV;
     out->proto = p2p || !ll_ok                 ? BT_PROTO_SIMPLE
                  : !simple_ok                  ? BT_PROTO_LL

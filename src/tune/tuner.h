@@ -31,7 +31,8 @@ struct bt_tune_in {
     int max_channels;
     size_t simple_slot, ll_payload; /* bytes one step carries per protocol */
     size_t direct_slot;             /* Simple bytes per step of the one-shot connectors */
-    int direct_ok;                  /* every rank reachable through shared memory */
+    int direct_ok;                  /* every rank on this host and reachable through shm */
+    int shm_all;                    /* 0: some peer is behind the network (Simple only) */
 };
 
 struct bt_tune_out {

@@ -36,6 +36,8 @@ BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
 /* transports */
 BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0, "disable the CUDA IPC peer-to-peer transport")
 BT_PARAM_INT(shm_disable, "SHM_DISABLE", 0, "disable the shared-memory transport")
+BT_PARAM_INT(net_disable, "NET_DISABLE", 0,
+             "disable the network transport (sockets through the CPU proxy)")
 BT_PARAM_STR(shm_dir, "SHM_DIR", "/dev/shm", "directory where shared-memory segments are created")
 
 /* channels, buffers, protocols, algorithms */

@@ -1,0 +1,329 @@
+/*
+ * NET transport: connectors between ranks that share no memory (other hosts, or when
+ * SHM_DISABLE=1). Each end keeps its FIFO in its own memory, so the executor's view is the
+ * same as with shm; the communicator's CPU proxy moves the bytes with a network backend
+ * (transport/net.h, the socket backend today):
+ *
+ *   send end: executor fills slot s, publishes tail = s+1
+ *             proxy: isend(slot s) once tail > s  ->  test() done  ->  head = s+1 (credit)
+ *   recv end: proxy: irecv(slot s) once the executor freed it (s < head + NSTEPS)
+ *             -> test() done -> sizes[s] = bytes, tail = s+1 (release)
+ *             executor consumes slot s, publishes head = s+1
+ *
+ * The proxy learns how many steps each connector moves from the launch
+ * (bt_net_post_ops), one op per (work, connector), so it idles between collectives. Ops
+ * of one connector move its steps in order through per-connector cursors.
+ * Only the Simple protocol crosses the network (the tuner keeps LL and one-shot for
+ * shared memory): a network receive lands in arbitrary pieces, which LL's per-line flags
+ * cannot tolerate.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/comm.h"
+#include "proxy/proxy.h"
+#include "transport/net.h"
+#include "transport/transport.h"
+#include "util/param.h"
+#include "util/time.h"
+
+struct net_info {
+    unsigned char handle[BT_NET_HANDLE_BYTES];
+    struct bt_fifo_sizes sizes;
+};
+_Static_assert(sizeof(struct net_info) <= BT_CONNECT_INFO_BYTES, "net connect info too large");
+
+/* Per-connector state. The cursors and requests belong to the progress thread. */
+struct net_conn {
+    const struct bt_net_ops *net;
+    struct bt_conn *conn;
+    volatile int *abort_flag;
+    unsigned char handle[BT_NET_HANDLE_BYTES]; /* connect() is keyed by this buffer */
+    void *listen_comm, *send_comm, *recv_comm;
+    void *fifo;
+    uint64_t posted; /* next step to isend / irecv */
+    uint64_t done;   /* next step whose request is not complete */
+    void *req[BT_NSTEPS];
+};
+
+/* One op: the steps [base, base + nsteps) of one connector for one work. */
+struct net_op {
+    struct bt_proxy_args args; /* first: the proxy hands back &args */
+    uint64_t base;
+};
+
+static const struct bt_net_ops *net_backend(void)
+{
+    return &bt_net_socket;
+}
+
+static int net_can_connect(const struct bt_comm *comm, int peer)
+{
+    (void)comm;
+    (void)peer;
+    return !bt_param_net_disable();
+}
+
+static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
+                              const struct bt_fifo_sizes *sizes)
+{
+    size_t bytes = bt_fifo_bytes(sizes);
+    bytes = (bytes + 4095) & ~(size_t)4095;
+    void *p = aligned_alloc(4096, bytes);
+    if (!p) {
+        BT_WARN("out of memory allocating a %zu-byte network FIFO", bytes);
+        return BT_ERR_SYSTEM;
+    }
+    memset(p, 0, bytes);
+    nc->fifo = p;
+    conn->sizes = *sizes;
+    conn->ctrl = p;
+    for (int s = 0; s < BT_NSTEPS; s++)
+        atomic_store_explicit(&conn->ctrl->sizes[s], -1, memory_order_relaxed);
+    for (int pr = 0; pr < BT_NUM_PROTOS; pr++)
+        conn->buf[pr] = (char *)p + bt_fifo_proto_offset(sizes, pr);
+    return BT_OK;
+}
+
+static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *info_p)
+{
+    struct net_info *info = info_p;
+    memset(info, 0, sizeof(*info));
+    const struct bt_net_ops *net = net_backend();
+    int ndev = 0;
+    BT_CHECK(net->init(&ndev));
+    if (!comm->proxy) {
+        char name[64];
+        snprintf(name, sizeof(name), "comm %p rank %d", (void *)comm, comm->rank);
+        BT_CHECK(bt_proxy_create(name, &comm->abort_flag, &comm->proxy));
+    }
+    struct net_conn *nc = calloc(1, sizeof(*nc));
+    if (!nc)
+        return BT_ERR_SYSTEM;
+    nc->net = net;
+    nc->conn = conn;
+    nc->abort_flag = &comm->abort_flag;
+    conn->tp_priv = nc;
+    if (conn->is_send)
+        return BT_OK;                        /* the FIFO is sized by the receiver's blob */
+    conn->sizes.slot_bytes[BT_PROTO_LL] = 0; /* Simple only over the network */
+    BT_CHECK(fifo_alloc(nc, conn, &conn->sizes));
+    BT_CHECK(net->listen(0, nc->handle, &nc->listen_comm));
+    memcpy(info->handle, nc->handle, sizeof(info->handle));
+    info->sizes = conn->sizes;
+    return BT_OK;
+}
+
+/* Poll a non-blocking backend call until it yields a comm, the deadline or an abort. */
+#define NET_WAIT(call, out, what, peer)                                                            \
+    do {                                                                                           \
+        uint64_t deadline_ = bt_deadline_from_now();                                               \
+        for (;;) {                                                                                 \
+            BT_CHECK(call);                                                                        \
+            if (out)                                                                               \
+                break;                                                                             \
+            if (*nc->abort_flag) {                                                                 \
+                BT_WARN("%s with rank %d aborted", (what), (peer));                                \
+                return BT_ERR_REMOTE;                                                              \
+            }                                                                                      \
+            if (bt_time_ns() > deadline_) {                                                        \
+                BT_WARN("%s with rank %d timed out (TIMEOUT=%llds)", (what), (peer),               \
+                        (long long)bt_param_timeout());                                            \
+                return BT_ERR_REMOTE;                                                              \
+            }                                                                                      \
+            struct timespec ts_ = {0, 100000};                                                     \
+            nanosleep(&ts_, NULL);                                                                 \
+        }                                                                                          \
+    } while (0)
+
+static bt_status_t net_connect(struct bt_comm *comm, struct bt_conn *conn, const void *peer_info)
+{
+    (void)comm;
+    struct net_conn *nc = conn->tp_priv;
+    const struct net_info *info = peer_info;
+    if (!conn->is_send)
+        return BT_OK; /* accepted in net_connected, once every rank has connected */
+    BT_CHECK(fifo_alloc(nc, conn, &info->sizes));
+    memcpy(nc->handle, info->handle, sizeof(nc->handle));
+    NET_WAIT(nc->net->connect(0, nc->handle, &nc->send_comm), nc->send_comm, "network connect",
+             conn->peer);
+    return BT_OK;
+}
+
+static bt_status_t net_connected(struct bt_comm *comm, struct bt_conn *conn)
+{
+    (void)comm;
+    struct net_conn *nc = conn->tp_priv;
+    if (conn->is_send)
+        return BT_OK;
+    NET_WAIT(nc->net->accept(nc->listen_comm, &nc->recv_comm), nc->recv_comm, "network accept",
+             conn->peer);
+    nc->net->close_listen(nc->listen_comm);
+    nc->listen_comm = NULL;
+    return BT_OK;
+}
+
+static void net_free(struct bt_conn *conn)
+{
+    struct net_conn *nc = conn->tp_priv;
+    if (!nc)
+        return;
+    if (nc->send_comm)
+        nc->net->close_send(nc->send_comm);
+    if (nc->recv_comm)
+        nc->net->close_recv(nc->recv_comm);
+    if (nc->listen_comm)
+        nc->net->close_listen(nc->listen_comm);
+    free(nc->fifo);
+    free(nc);
+    conn->tp_priv = NULL;
+}
+
+const struct bt_transport_ops bt_transport_net = {
+    .name = "NET/Socket",
+    .can_connect = net_can_connect,
+    .setup = net_setup,
+    .connect = net_connect,
+    .connected = net_connected,
+    .free = net_free,
+};
+
+/* ---- proxy progress ----------------------------------------------------------------- */
+
+/* caller: progress thread */
+static bt_status_t net_send_progress(struct bt_proxy_args *args, int *done_p)
+{
+    struct net_op *op = (struct net_op *)args;
+    struct bt_proxy_sub *sub = &args->subs[0];
+    struct net_conn *nc = sub->conn;
+    struct bt_conn *c = nc->conn;
+    uint64_t end = op->base + sub->nsteps;
+
+    /* Post sends for slots the executor filled. Earlier ops of this connector go first. */
+    while (nc->posted >= op->base && nc->posted < end && nc->posted < nc->done + BT_NSTEPS) {
+        uint64_t s = nc->posted;
+        if (atomic_load_explicit(&c->ctrl->tail, memory_order_acquire) < s + 1) {
+            bt_proxy_sub_stage(sub, "producer data");
+            break;
+        }
+        int32_t size = atomic_load_explicit(&c->ctrl->sizes[s % BT_NSTEPS], memory_order_relaxed);
+        void *req = NULL;
+        BT_CHECK(nc->net->isend(nc->send_comm, bt_conn_slot(c, BT_PROTO_SIMPLE, s),
+                                (size_t)(size > 0 ? size : 0), &req));
+        if (!req)
+            break;
+        nc->req[s % BT_NSTEPS] = req;
+        nc->posted = s + 1;
+        bt_proxy_sub_set(&sub->transmitted, nc->posted - op->base);
+    }
+    /* Complete them in order; each completion returns a credit to the executor. */
+    while (nc->done >= op->base && nc->done < nc->posted && nc->done < end) {
+        int done = 0;
+        size_t size = 0;
+        bt_proxy_sub_stage(sub, "network completion");
+        BT_CHECK(nc->net->test(nc->req[nc->done % BT_NSTEPS], &done, &size));
+        if (!done)
+            break;
+        nc->done++;
+        /* the slot may be refilled: the backend no longer reads it */
+        atomic_store_explicit(&c->ctrl->head, nc->done, memory_order_release);
+        bt_proxy_sub_set(&sub->done, nc->done - op->base);
+        bt_proxy_sub_set(&sub->posted, nc->done - op->base);
+    }
+    *done_p = nc->done >= end;
+    return BT_OK;
+}
+
+/* caller: progress thread */
+static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
+{
+    struct net_op *op = (struct net_op *)args;
+    struct bt_proxy_sub *sub = &args->subs[0];
+    struct net_conn *nc = sub->conn;
+    struct bt_conn *c = nc->conn;
+    uint64_t end = op->base + sub->nsteps;
+
+    /* Post receives into slots the executor has freed. */
+    while (nc->posted >= op->base && nc->posted < end) {
+        uint64_t s = nc->posted;
+        if (s >= atomic_load_explicit(&c->ctrl->head, memory_order_acquire) + BT_NSTEPS) {
+            bt_proxy_sub_stage(sub, "consumer");
+            break;
+        }
+        void *req = NULL;
+        BT_CHECK(nc->net->irecv(nc->recv_comm, bt_conn_slot(c, BT_PROTO_SIMPLE, s),
+                                c->sizes.slot_bytes[BT_PROTO_SIMPLE], &req));
+        if (!req)
+            break;
+        nc->req[s % BT_NSTEPS] = req;
+        nc->posted = s + 1;
+        bt_proxy_sub_set(&sub->posted, nc->posted - op->base);
+    }
+    /* Completed receives become visible to the executor, in order. */
+    while (nc->done >= op->base && nc->done < nc->posted && nc->done < end) {
+        int done = 0;
+        size_t size = 0;
+        bt_proxy_sub_stage(sub, "network completion");
+        BT_CHECK(nc->net->test(nc->req[nc->done % BT_NSTEPS], &done, &size));
+        if (!done)
+            break;
+        uint64_t s = nc->done++;
+        atomic_store_explicit(&c->ctrl->sizes[s % BT_NSTEPS], (int32_t)size, memory_order_relaxed);
+        /* data and size before tail: the executor reads tail, then the slot */
+        atomic_store_explicit(&c->ctrl->tail, s + 1, memory_order_release);
+        bt_proxy_sub_set(&sub->received, nc->done - op->base);
+        bt_proxy_sub_set(&sub->flushed, nc->done - op->base);
+        bt_proxy_sub_set(&sub->transmitted, nc->done - op->base);
+        bt_proxy_sub_set(&sub->done, nc->done - op->base);
+    }
+    *done_p = nc->done >= end;
+    return BT_OK;
+}
+
+bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps, void **op_p)
+{
+    struct net_op *op = calloc(1, sizeof(*op));
+    if (!op) {
+        BT_WARN("out of memory posting a network op");
+        return BT_ERR_SYSTEM;
+    }
+    op->base = conn->proxy_base;
+    conn->proxy_base += nsteps;
+    op->args.progress = conn->is_send ? net_send_progress : net_recv_progress;
+    op->args.is_send = conn->is_send;
+    op->args.nsubs = 1;
+    op->args.subs[0].nsteps = nsteps;
+    op->args.subs[0].conn = conn->tp_priv;
+    op->args.subs[0].peer = conn->peer;
+    op->args.subs[0].channel = conn->channel;
+    bt_status_t st = bt_proxy_post(comm->proxy, &op->args);
+    if (st != BT_OK && !atomic_load_explicit(&op->args.complete, memory_order_acquire)) {
+        free(op);
+        return st;
+    }
+    *op_p = op;
+    return st;
+}
+
+/* An abort makes the proxy complete every op with an error at once, so only the deadline
+ * needs watching here. */
+bt_status_t bt_net_wait(void *op_v, int peer)
+{
+    struct net_op *op = op_v;
+    uint64_t deadline = bt_deadline_from_now();
+    while (!atomic_load_explicit(&op->args.complete, memory_order_acquire)) {
+        if (bt_time_ns() > deadline) {
+            BT_WARN("network op with rank %d timed out: stage %s, %llu of %llu steps done", peer,
+                    __atomic_load_n(&op->args.subs[0].stage, __ATOMIC_RELAXED),
+                    (unsigned long long)__atomic_load_n(&op->args.subs[0].done, __ATOMIC_RELAXED),
+                    (unsigned long long)op->args.subs[0].nsteps);
+            return BT_ERR_REMOTE;
+        }
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+    bt_status_t st = op->args.status;
+    free(op);
+    return st;
+}
