@@ -27,9 +27,36 @@ static int count_dir(const char *path, const char *prefix)
     return n;
 }
 
+/* Pids of every rank this process forked: their segments are ours to count, and those of
+ * tests running beside us are not. */
+static pid_t spawned[4096];
+static int nspawned;
+
+static int pid_is_ours(pid_t pid)
+{
+    if (pid == getpid())
+        return 1;
+    for (int i = 0; i < nspawned; i++)
+        if (spawned[i] == pid)
+            return 1;
+    return 0;
+}
+
 int bt_test_shm_count(void)
 {
-    return count_dir("/dev/shm", "baton");
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int pid = 0;
+        /* names are baton-<creator pid>-<counter>-<random> */
+        if (sscanf(e->d_name, "baton-%d-", &pid) == 1 && pid_is_ours((pid_t)pid))
+            n++;
+    }
+    closedir(d);
+    return n;
 }
 
 void bt_test_leaks_begin(struct bt_test_leaks *l)
@@ -85,6 +112,8 @@ int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
             _exit(rc);
         }
         pids[r] = p;
+        if (nspawned < (int)(sizeof(spawned) / sizeof(spawned[0])))
+            spawned[nspawned++] = p;
     }
     int failed = 0, left = nranks;
     struct timespec t0;

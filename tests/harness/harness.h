@@ -47,7 +47,8 @@ struct bt_test_leaks {
 void bt_test_leaks_begin(struct bt_test_leaks *l);
 void bt_test_leaks_end(const struct bt_test_leaks *l);
 
-/* Count of /dev/shm entries whose name starts with "baton" (any process). */
+/* Count of /dev/shm segments of Baton created by this process or the ranks it forked
+ * (so tests running beside it do not count). */
 int bt_test_shm_count(void);
 
 #endif
