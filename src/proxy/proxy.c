@@ -12,6 +12,7 @@
 
 #include "proxy/proxy_impl.h"
 #include "util/param.h"
+#include "util/time.h"
 
 /* How long an idle thread sleeps before it looks at stop, abort and dump requests again. */
 #define BT_PROXY_IDLE_WAIT_NS 100000000ll
@@ -143,6 +144,20 @@ static int proxy_progress_ops(struct bt_proxy *p, int *moved)
  * them to the active list. caller: progress. */
 static void proxy_wait_for_ops(struct bt_proxy *p)
 {
+    /* Collectives often come back to back: look for the next op a little while (yielding
+     * the core) before sleeping, so it does not pay a condition-variable wake-up. */
+    uint64_t linger_ns = (uint64_t)bt_param_proxy_linger_us() * 1000u;
+    if (linger_ns) {
+        uint64_t end = bt_time_ns() + linger_ns;
+        for (;;) {
+            pthread_mutex_lock(&p->pool_lock);
+            int ready = p->pending != NULL || atomic_load_explicit(&p->stop, memory_order_acquire);
+            pthread_mutex_unlock(&p->pool_lock);
+            if (ready || bt_time_ns() > end || proxy_aborted(p))
+                break;
+            sched_yield();
+        }
+    }
     pthread_mutex_lock(&p->pool_lock);
     if (!p->pending && !atomic_load_explicit(&p->stop, memory_order_acquire)) {
         struct timespec ts;

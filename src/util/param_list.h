@@ -82,6 +82,9 @@ BT_PARAM_INT(socket_fail_after_bytes, "SOCKET_FAIL_AFTER_BYTES", 0,
 BT_PARAM_INT(progress_appendop_freq, "PROGRESS_APPENDOP_FREQ", 8,
              "rounds of the proxy progress loop between fetches of newly posted ops while ops "
              "are active")
+BT_PARAM_INT(
+    proxy_linger_us, "PROXY_LINGER_US", 200,
+    "microseconds the idle proxy keeps looking for the next op (yielding) before it sleeps")
 BT_PARAM_INT(proxy_dump_signal, "PROXY_DUMP_SIGNAL", 0,
              "signal number (e.g. 10 = SIGUSR1) that makes every proxy print its active ops to "
              "stderr; 0: off")
