@@ -2,9 +2,13 @@
  * The NET transport with ranks as threads of one process (shared memory off): every byte
  * goes through the proxies' progress threads and the socket backend, with one thread per
  * rank issuing collectives. No fork, so `make tsan` checks the proxy, the socket backend
- * and the launch's hand-off to the proxy for races.
+ * and the launch's hand-off to the proxy for races. After a first round, every Baton thread
+ * (progress, service, socket helpers) is pinned to one CPU and the collectives run again.
  */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,19 +49,53 @@ static void *rank_thread(void *arg)
     return NULL;
 }
 
-int main(void)
+/* Pin every thread named "baton ..." to CPU 0; returns how many. */
+static int pin_baton_threads(void)
 {
-    setenv("BATON_SHM_DISABLE", "1", 1);
-    struct bt_test_leaks leaks;
-    bt_test_leaks_begin(&leaks);
-    BT_TEST_OK(ncclCommInitAll(comms, NRANKS, NULL));
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    while (d && (e = readdir(d)) != NULL) {
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof(comm), f) && strncmp(comm, "baton ", 6) == 0 &&
+            sched_setaffinity(atoi(e->d_name), sizeof(one), &one) == 0)
+            n++;
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void run_round(const char *what)
+{
     pthread_t th[NRANKS];
     for (int r = 0; r < NRANKS; r++)
         pthread_create(&th[r], NULL, rank_thread, (void *)(intptr_t)r);
     for (int r = 0; r < NRANKS; r++) {
         pthread_join(th[r], NULL);
-        BT_TEST_CHECK(ok[r], "rank %d got a wrong result over NET", r);
+        BT_TEST_CHECK(ok[r], "rank %d got a wrong result over NET (%s)", r, what);
     }
+}
+
+int main(void)
+{
+    setenv("BATON_SHM_DISABLE", "1", 1);
+    setenv("BATON_SOCKET_NTHREADS", "1", 1); /* helper threads too */
+    struct bt_test_leaks leaks;
+    bt_test_leaks_begin(&leaks);
+    BT_TEST_OK(ncclCommInitAll(comms, NRANKS, NULL));
+    run_round("warm-up");
+    int pinned = pin_baton_threads();
+    BT_TEST_CHECK(pinned >= 2 * NRANKS, "pinned only %d Baton threads", pinned);
+    run_round("threads pinned to one CPU");
     for (int r = 0; r < NRANKS; r++)
         BT_TEST_OK(ncclCommDestroy(comms[r]));
     bt_test_leaks_end(&leaks);
