@@ -86,6 +86,8 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
     return BT_OK;
 }
 
+static bt_status_t net_listen_rpc(void *arg);
+
 static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *info_p)
 {
     struct net_info *info = info_p;
@@ -109,7 +111,7 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
         return BT_OK;                        /* the FIFO is sized by the receiver's blob */
     conn->sizes.slot_bytes[BT_PROTO_LL] = 0; /* Simple only over the network */
     BT_CHECK(fifo_alloc(nc, conn, &conn->sizes));
-    BT_CHECK(net->listen(0, nc->handle, &nc->listen_comm));
+    BT_CHECK(bt_proxy_call(comm->proxy, net_listen_rpc, nc));
     memcpy(info->handle, nc->handle, sizeof(info->handle));
     info->sizes = conn->sizes;
     return BT_OK;
@@ -137,6 +139,32 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
         }                                                                                          \
     } while (0)
 
+/* Connection control runs on the proxy's service thread (DESIGN.md 5: setup, connect and
+ * close are the service plane; data is the progress plane). caller: service thread. */
+static bt_status_t net_listen_rpc(void *arg)
+{
+    struct net_conn *nc = arg;
+    return nc->net->listen(0, nc->handle, &nc->listen_comm);
+}
+
+static bt_status_t net_connect_rpc(void *arg)
+{
+    struct net_conn *nc = arg;
+    NET_WAIT(nc->net->connect(0, nc->handle, &nc->send_comm), nc->send_comm, "network connect",
+             nc->conn->peer);
+    return BT_OK;
+}
+
+static bt_status_t net_accept_rpc(void *arg)
+{
+    struct net_conn *nc = arg;
+    NET_WAIT(nc->net->accept(nc->listen_comm, &nc->recv_comm), nc->recv_comm, "network accept",
+             nc->conn->peer);
+    nc->net->close_listen(nc->listen_comm);
+    nc->listen_comm = NULL;
+    return BT_OK;
+}
+
 static bt_status_t net_connect(struct bt_comm *comm, struct bt_conn *conn, const void *peer_info)
 {
     (void)comm;
@@ -146,9 +174,7 @@ static bt_status_t net_connect(struct bt_comm *comm, struct bt_conn *conn, const
         return BT_OK; /* accepted in net_connected, once every rank has connected */
     BT_CHECK(fifo_alloc(nc, conn, &info->sizes));
     memcpy(nc->handle, info->handle, sizeof(nc->handle));
-    NET_WAIT(nc->net->connect(0, nc->handle, &nc->send_comm), nc->send_comm, "network connect",
-             conn->peer);
-    return BT_OK;
+    return bt_proxy_call(comm->proxy, net_connect_rpc, nc);
 }
 
 static bt_status_t net_connected(struct bt_comm *comm, struct bt_conn *conn)
@@ -157,11 +183,7 @@ static bt_status_t net_connected(struct bt_comm *comm, struct bt_conn *conn)
     struct net_conn *nc = conn->tp_priv;
     if (conn->is_send)
         return BT_OK;
-    NET_WAIT(nc->net->accept(nc->listen_comm, &nc->recv_comm), nc->recv_comm, "network accept",
-             conn->peer);
-    nc->net->close_listen(nc->listen_comm);
-    nc->listen_comm = NULL;
-    return BT_OK;
+    return bt_proxy_call(comm->proxy, net_accept_rpc, nc);
 }
 
 static void net_free(struct bt_conn *conn)
@@ -181,7 +203,7 @@ static void net_free(struct bt_conn *conn)
 }
 
 const struct bt_transport_ops bt_transport_net = {
-    .name = "NET/Socket",
+    .name = "NET/Socket/0", /* backend/device: one device today */
     .can_connect = net_can_connect,
     .setup = net_setup,
     .connect = net_connect,
