@@ -8,6 +8,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 static int count_dir(const char *path, const char *prefix)
 {
@@ -86,8 +89,34 @@ void bt_test_leaks_end(const struct bt_test_leaks *l)
                   "thread leak: %d threads, %d at start", nthreads, l->nthreads);
 }
 
+/* A free TCP port on 127.0.0.1 (0 if none). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
 int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
 {
+    /*
+     * The ranks meet at BATON_COMM_ID (rank 0's library starts the root), not at a root
+     * thread of this parent: forking while a thread of the parent is inside the allocator
+     * can hand the child a held lock (seen with ASan's allocator: a rank hung before its
+     * first message). The id a test passes is then ignored by ncclCommInitRank.
+     */
+    char comm_id[64] = "";
+    int port = getenv("BATON_COMM_ID") ? 0 : free_port();
+    if (port)
+        snprintf(comm_id, sizeof(comm_id), "127.0.0.1:%d", port);
     pid_t pids[1024];
     if (nranks > 1024)
         return -1;
@@ -106,6 +135,8 @@ int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
             return -1;
         }
         if (p == 0) {
+            if (comm_id[0])
+                setenv("BATON_COMM_ID", comm_id, 1);
             int rc = fn(r, nranks, arg);
             fflush(stdout);
             fflush(stderr);
