@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,7 +33,8 @@ struct bt_bs_root {
     int listen_fd;
     pid_t pid; /* a forked child inherits the list but not the thread */
     pthread_t thread;
-    int done; /* set (atomically) by the thread as it exits: joining will not block */
+    int done;    /* set (atomically) by the thread as it exits: joining will not block */
+    int started; /* set (atomically) once the thread's own setup is over */
     struct bt_bs_root *next;
 };
 
@@ -184,11 +186,14 @@ static void *root_main(void *arg)
     if (rs == NULL) {
         BT_WARN("Bootstrap root: out of memory");
         bt_socket_close(&root->listen_fd);
+        __atomic_store_n(&root->done, 1, __ATOMIC_RELEASE);
         return NULL;
     }
     rs->root = root;
     rs->nranks = -1;
     int64_t tmo = bt_param_bootstrap_timeout();
+    /* From here the thread allocates only when a rank talks to it. */
+    __atomic_store_n(&root->started, 1, __ATOMIC_RELEASE);
     uint64_t deadline = tmo > 0 ? bt_time_ns() + (uint64_t)tmo * 1000000000ull : UINT64_MAX;
     struct pollfd pfd[1 + ROOT_MAX_PENDING];
 
@@ -290,6 +295,11 @@ bt_status_t bt_bootstrap_root_start(uint64_t magic, int listen_fd)
     }
     if (bt_param_set_thread_name())
         pthread_setname_np(root->thread, "baton Bootstrap");
+    /* Return only once the thread is past its start-up (thread registration, allocation):
+     * a caller that forks next (launchers, tests) then never forks it mid-allocation. */
+    while (!__atomic_load_n(&root->started, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&root->done, __ATOMIC_ACQUIRE))
+        sched_yield();
     pthread_mutex_lock(&roots_lock);
     root->next = roots;
     roots = root;
