@@ -8,9 +8,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 static int count_dir(const char *path, const char *prefix)
 {
@@ -89,37 +86,22 @@ void bt_test_leaks_end(const struct bt_test_leaks *l)
                   "thread leak: %d threads, %d at start", nthreads, l->nthreads);
 }
 
-/* A free TCP port on 127.0.0.1 (0 if none). */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
 {
     /*
-     * The ranks meet at BATON_COMM_ID (rank 0's library starts the root), not at a root
-     * thread of this parent: forking while a thread of the parent is inside the allocator
-     * can hand the child a held lock (seen with ASan's allocator: a rank hung before its
-     * first message). The id a test passes is then ignored by ncclCommInitRank.
+     * No rank starts before every rank is forked: a rank talking to this process's
+     * rendezvous root makes the root thread allocate, and forking while a thread of the
+     * parent is inside the allocator can hand a child a held lock (seen with ASan: a rank
+     * hung before its first message). Children wait for EOF on this pipe.
      */
-    char comm_id[64] = "";
-    int port = getenv("BATON_COMM_ID") ? 0 : free_port();
-    if (port)
-        snprintf(comm_id, sizeof(comm_id), "127.0.0.1:%d", port);
     pid_t pids[1024];
     if (nranks > 1024)
         return -1;
+    int gate[2];
+    if (pipe(gate) != 0) {
+        perror("pipe");
+        return -1;
+    }
     /* Sanitized builds set BT_TEST_SLOW: their ranks run several times slower. */
     const char *slow = getenv("BT_TEST_SLOW");
     if (slow && atoi(slow) > 1)
@@ -132,11 +114,16 @@ int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
             perror("fork");
             for (int k = 0; k < r; k++)
                 kill(pids[k], SIGKILL);
+            close(gate[0]);
+            close(gate[1]);
             return -1;
         }
         if (p == 0) {
-            if (comm_id[0])
-                setenv("BATON_COMM_ID", comm_id, 1);
+            char c;
+            close(gate[1]);
+            while (read(gate[0], &c, 1) > 0)
+                ;
+            close(gate[0]);
             int rc = fn(r, nranks, arg);
             fflush(stdout);
             fflush(stderr);
@@ -146,6 +133,8 @@ int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
         if (nspawned < (int)(sizeof(spawned) / sizeof(spawned[0])))
             spawned[nspawned++] = p;
     }
+    close(gate[0]);
+    close(gate[1]); /* every rank forked: let them start */
     int failed = 0, left = nranks;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -27,10 +27,7 @@
 
 typedef int (*bt_test_rank_fn)(int rank, int nranks, void *arg);
 
-/* Note: unless BATON_COMM_ID is already set, each run gives its ranks a fresh
- * BATON_COMM_ID on 127.0.0.1, so every ncclCommInitRank of a rank meets there whatever id
- * it passes (see harness.c for why). A test that needs two different communicators made by
- * ncclCommInitRank in one run must set BATON_COMM_ID itself. */
+/* Ranks start only once all of them are forked (see harness.c for why). */
 
 /*
  * Fork `nranks` processes, each running fn(rank, nranks, arg) and exiting with its return
