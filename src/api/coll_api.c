@@ -12,8 +12,6 @@
 #include "core/group.h"
 #include "nccl.h"
 
-void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
-
 static const char *dtype_name(int d)
 {
     static const char *n[] = {"ncclInt8",    "ncclUint8",    "ncclInt32",      "ncclUint32",

@@ -53,6 +53,10 @@ bt_status_t bt_group_add_init(const struct bt_init_job *job);
  * aborted. */
 void bt_group_drop_comm(struct bt_comm *comm);
 
+/* Set a PreMulSum scalar stored as op->dtype into op (at enqueue for host-immediate
+ * scalars, at launch for scalars read from memory). */
+void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
+
 /* Run a set of ops now (the launch). */
 bt_status_t bt_launch(struct bt_op *ops, int nops);
 

@@ -75,7 +75,7 @@ static void ls_arm(void)
 }
 
 /* The value of a scalar stored as `dtype`, into the op's pre-multiplier. */
-static void redop_set_scalar(struct bt_redop *op, const void *v)
+void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
 {
     switch (op->dtype) {
     case BT_INT8:
@@ -113,12 +113,6 @@ static void redop_set_scalar(struct bt_redop *op, const void *v)
         op->scalar_f = *(const double *)v;
         break;
     }
-}
-
-void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
-void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
-{
-    redop_set_scalar(op, v);
 }
 
 static void lane_push(struct bt_lane *ln, struct bt_work *w)
@@ -538,7 +532,7 @@ static bt_status_t launch(struct bt_op *ops, int nops)
             goto fail;
         }
         if (op->scalar_ptr)
-            redop_set_scalar(&op->redop, op->scalar_ptr);
+            bt_redop_scalar_from_bytes(&op->redop, op->scalar_ptr);
         bt_log_set_rank(comm->rank);
         comm->coll_seq++;
 

@@ -213,6 +213,22 @@ const struct bt_transport_ops bt_transport_net = {
 
 /* ---- proxy progress ----------------------------------------------------------------- */
 
+/* Test the oldest request of the connector that is inside this op's steps; 1 when it
+ * finished (nc->done then moves past it, *size_p holds its bytes). caller: progress. */
+static bt_status_t net_test_next(struct net_op *op, struct net_conn *nc, struct bt_proxy_sub *sub,
+                                 int *done_p, size_t *size_p)
+{
+    uint64_t end = op->base + sub->nsteps;
+    *done_p = 0;
+    if (nc->done < op->base || nc->done >= nc->posted || nc->done >= end)
+        return BT_OK;
+    bt_proxy_sub_stage(sub, "network completion");
+    BT_CHECK(nc->net->test(nc->req[nc->done % BT_NSTEPS], done_p, size_p));
+    if (*done_p)
+        nc->done++;
+    return BT_OK;
+}
+
 /* caller: progress thread */
 static bt_status_t net_send_progress(struct bt_proxy_args *args, int *done_p)
 {
@@ -240,14 +256,12 @@ static bt_status_t net_send_progress(struct bt_proxy_args *args, int *done_p)
         bt_proxy_sub_set(&sub->transmitted, nc->posted - op->base);
     }
     /* Complete them in order; each completion returns a credit to the executor. */
-    while (nc->done >= op->base && nc->done < nc->posted && nc->done < end) {
+    for (;;) {
         int done = 0;
         size_t size = 0;
-        bt_proxy_sub_stage(sub, "network completion");
-        BT_CHECK(nc->net->test(nc->req[nc->done % BT_NSTEPS], &done, &size));
+        BT_CHECK(net_test_next(op, nc, sub, &done, &size));
         if (!done)
             break;
-        nc->done++;
         /* the slot may be refilled: the backend no longer reads it */
         atomic_store_explicit(&c->ctrl->head, nc->done, memory_order_release);
         bt_proxy_sub_set(&sub->done, nc->done - op->base);
@@ -283,14 +297,13 @@ static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
         bt_proxy_sub_set(&sub->posted, nc->posted - op->base);
     }
     /* Completed receives become visible to the executor, in order. */
-    while (nc->done >= op->base && nc->done < nc->posted && nc->done < end) {
+    for (;;) {
         int done = 0;
         size_t size = 0;
-        bt_proxy_sub_stage(sub, "network completion");
-        BT_CHECK(nc->net->test(nc->req[nc->done % BT_NSTEPS], &done, &size));
+        BT_CHECK(net_test_next(op, nc, sub, &done, &size));
         if (!done)
             break;
-        uint64_t s = nc->done++;
+        uint64_t s = nc->done - 1;
         atomic_store_explicit(&c->ctrl->sizes[s % BT_NSTEPS], (int32_t)size, memory_order_relaxed);
         /* data and size before tail: the executor reads tail, then the slot */
         atomic_store_explicit(&c->ctrl->tail, s + 1, memory_order_release);
