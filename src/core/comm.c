@@ -153,7 +153,7 @@ bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p)
 struct init_info {
     struct bt_peer_info peer;
     int nchannels;
-    uint32_t simple_slot, ll_slot, p2p_slot;
+    uint32_t simple_slot, net_slot, ll_slot, p2p_slot;
     struct bt_tune_settings tune;
 };
 
@@ -198,6 +198,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     /* Slots hold whole 16-byte LL lines and 4 KB-aligned Simple chunks. */
     me->simple_slot =
         (uint32_t)(clamp_sz(bt_param_buffsize() / BT_NSTEPS, 4096, 64u << 20) & ~(size_t)4095);
+    me->net_slot =
+        (uint32_t)(clamp_sz(bt_param_net_buffsize() / BT_NSTEPS, 4096, 64u << 20) & ~(size_t)4095);
     me->ll_slot =
         (uint32_t)(clamp_sz(bt_param_ll_buffsize() / BT_NSTEPS, 256, 64u << 10) & ~(size_t)255);
     me->p2p_slot = (uint32_t)(clamp_sz(bt_param_p2p_chunksize(), 4096, 64u << 20) & ~(size_t)4095);
@@ -213,11 +215,12 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
                 comm->rank);
 
     int nch = BT_MAX_CHANNELS;
-    uint32_t ss = UINT32_MAX, ls = UINT32_MAX, ps = UINT32_MAX;
+    uint32_t ss = UINT32_MAX, ns = UINT32_MAX, ls = UINT32_MAX, ps = UINT32_MAX;
     for (int r = 0; r < comm->nranks; r++) {
         comm->peers[r] = all[r].peer;
         nch = all[r].nchannels < nch ? all[r].nchannels : nch;
         ss = all[r].simple_slot < ss ? all[r].simple_slot : ss;
+        ns = all[r].net_slot < ns ? all[r].net_slot : ns;
         ls = all[r].ll_slot < ls ? all[r].ll_slot : ls;
         ps = all[r].p2p_slot < ps ? all[r].p2p_slot : ps;
     }
@@ -230,12 +233,17 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
         if (r != comm->rank && !bt_transport_shm.can_connect(comm, r))
             comm->shm_all = 0;
     comm->nchannels = nch;
-    comm->simple_slot = ss;
+    /* Every rank reaches the same shm_all (shared memory joins ranks of one host and IPC
+     * namespace, an equivalence), so they agree on the slot. Over the network a slot is a
+     * message: larger ones cost fewer system calls per byte (docs/TUNING.md). */
+    comm->simple_slot = comm->shm_all ? ss : ns;
     comm->ll_slot = ls;
     comm->p2p_slot = ps;
     /* One-shot AllReduce moves small messages to every peer: small slots keep n^2 FIFOs
      * cheap. */
     comm->direct_slot = ss < BT_DIRECT_SLOT_MAX ? ss : BT_DIRECT_SLOT_MAX;
+    if (!comm->shm_all)
+        comm->direct_slot = comm->simple_slot; /* messages: see above */
     for (int r = 0; r < comm->nranks; r++) {
         comm->direct_send[r] = &comm->p2p[r].direct_send;
         comm->direct_recv[r] = &comm->p2p[r].direct_recv;

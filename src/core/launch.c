@@ -8,6 +8,8 @@
  * Ops of one communicator on one lane run in the order they were issued, which is what
  * NCCL guarantees for a stream.
  */
+#define _GNU_SOURCE /* ppoll */
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "core/group.h"
 #include "exec/host/executor.h"
 #include "exec/host/reduce.h"
+#include "proxy/proxy.h"
 #include "transport/transport.h"
 #include "tune/tuner.h"
 #include "util/array.h"
@@ -37,6 +40,9 @@ struct launch_scratch {
     int nfences, fences_cap;
     struct net_posted *netops; /* proxy ops of NET connectors, waited for after the run */
     int nnetops, netops_cap;
+    struct bt_proxy **drive; /* proxies this thread drives while it waits (distinct) */
+    int ndrive, drive_cap;
+    int all_net; /* every connector of the launch is NET: only sockets can wake it */
 };
 
 struct net_posted {
@@ -58,6 +64,7 @@ static void ls_free(void *unused)
     free(ls.arena);
     free(ls.fences);
     free(ls.netops);
+    free(ls.drive);
     memset(&ls, 0, sizeof(ls));
 }
 
@@ -246,7 +253,7 @@ static bt_status_t plan_coll(struct bt_op *op)
         .simple_slot = comm->simple_slot,
         .ll_payload = comm->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
         .direct_slot = comm->direct_slot,
-        .direct_ok = comm->local_ranks == comm->nranks && comm->shm_all,
+        .direct_ok = (comm->local_ranks == comm->nranks && comm->shm_all) || comm->nranks == 2,
         .shm_all = comm->shm_all,
     };
     struct bt_tune_out t;
@@ -417,14 +424,72 @@ static bt_status_t launch(struct bt_op *ops, int nops);
  * it: the schedule is walked once, as the executor will. Works of shared-memory-only
  * communicators have nothing to post.
  */
+/* The launching thread runs its communicators' proxy rounds itself while it waits: the
+ * executor and the sockets then share one thread, with no hand-off per step. */
+static bt_status_t drive_proxy(struct bt_proxy *p)
+{
+    for (int i = 0; i < ls.ndrive; i++)
+        if (ls.drive[i] == p)
+            return BT_OK;
+    if (bt_array_grow((void **)&ls.drive, &ls.drive_cap, ls.ndrive + 1, sizeof(*ls.drive)) != 0)
+        return BT_ERR_SYSTEM;
+    bt_proxy_drive_begin(p);
+    ls.drive[ls.ndrive++] = p;
+    return BT_OK;
+}
+
+static int drive_proxies(void)
+{
+    int moved = 0;
+    for (int i = 0; i < ls.ndrive; i++)
+        moved |= bt_proxy_drive(ls.drive[i]);
+    return moved;
+}
+
+/* Nothing moved: when only the network can move the launch, wait in poll() for its sockets
+ * instead of asking each one with a failing recv()/send() (each a system call that also
+ * contends with the peer for the socket). Bounded, so abort and deadlines are still seen. */
+#define BT_DRIVE_BLOCK_NS 200000
+static int drive_block(void)
+{
+    struct pollfd fds[64];
+    int n = 0;
+    if (!ls.all_net)
+        return 0;
+    for (int i = 0; i < ls.ndrive; i++) {
+        int k =
+            bt_proxy_drive_pollfds(ls.drive[i], fds + n, (int)(sizeof(fds) / sizeof(fds[0])) - n);
+        if (k < 0)
+            return 0;
+        n += k;
+    }
+    if (n == 0)
+        return 0;
+    struct timespec ts = {0, BT_DRIVE_BLOCK_NS};
+    ppoll(fds, (nfds_t)n, &ts, NULL);
+    return 1;
+}
+
+static void drive_proxies_end(void)
+{
+    for (int i = 0; i < ls.ndrive; i++)
+        bt_proxy_drive_end(ls.drive[i]);
+    ls.ndrive = 0;
+}
+
 static bt_status_t post_net_ops(void)
 {
     ls.nnetops = 0;
+    ls.all_net = 1;
     for (int i = 0; i < ls.nworks; i++) {
         struct bt_work *w = &ls.works[i];
         struct bt_comm *comm = w->owner;
-        if (comm->shm_all || w->nsteps == 0)
+        if (w->nsteps == 0)
             continue;
+        if (comm->shm_all) {
+            ls.all_net = 0;
+            continue;
+        }
         struct {
             struct bt_conn *c;
             uint64_t n;
@@ -440,8 +505,10 @@ static bt_status_t post_net_ops(void)
             for (int j = 0; j < p.nsend; j++)
                 cs[nc++] = p.send[j];
             for (int j = 0; j < nc; j++) {
-                if (cs[j]->tp != &bt_transport_net)
+                if (cs[j]->tp != &bt_transport_net) {
+                    ls.all_net = 0;
                     continue;
+                }
                 int e = 0;
                 while (e < nt && t[e].c != cs[j])
                     e++;
@@ -454,6 +521,8 @@ static bt_status_t post_net_ops(void)
                 t[e].n++;
             }
         }
+        if (nt > 0 && bt_param_proxy_drive())
+            BT_CHECK(drive_proxy(comm->proxy));
         for (int e = 0; e < nt; e++) {
             if (bt_array_grow((void **)&ls.netops, &ls.netops_cap, ls.nnetops + 1,
                               sizeof(*ls.netops)) != 0)
@@ -472,7 +541,7 @@ static bt_status_t wait_net_ops(void)
 {
     bt_status_t st = BT_OK;
     for (int i = 0; i < ls.nnetops; i++) {
-        bt_status_t s = bt_net_wait(ls.netops[i].op, ls.netops[i].peer);
+        bt_status_t s = bt_net_wait(ls.netops[i].op, ls.netops[i].peer, drive_proxies, drive_block);
         if (st == BT_OK)
             st = s;
     }
@@ -561,7 +630,9 @@ static bt_status_t launch(struct bt_op *ops, int nops)
     if (ls.nlanes > 0) {
         struct bt_work *failed = NULL;
         struct bt_wait_policy wait = {.spin = (uint64_t)bt_param_spin_count(),
-                                      .yields = (uint64_t)bt_param_yield_count()};
+                                      .yields = (uint64_t)bt_param_yield_count(),
+                                      .poll = ls.ndrive ? drive_proxies : NULL,
+                                      .block = ls.ndrive ? drive_block : NULL};
         for (int i = 0; i < nops; i++)
             if (ops[i].comm->oversubscribed)
                 wait.spin = 0;
@@ -574,9 +645,11 @@ static bt_status_t launch(struct bt_op *ops, int nops)
     /* The executor is done when the last data is in the FIFOs; the proxy may still be
      * sending it. */
     BT_CHECK_GOTO(wait_net_ops(), st, fail);
+    drive_proxies_end();
     return BT_OK;
 
 fail:
+    drive_proxies_end();
     discard_lanes();
     fail_comms(ops, nops, st);
     return st;

@@ -39,7 +39,7 @@ static void proxy_op_complete(struct bt_proxy_args *op, bt_status_t st)
     atomic_store_explicit(&op->complete, 1, memory_order_release);
 }
 
-/* Sum of an op's counters, to tell whether a call moved anything. caller: progress. */
+/* Sum of an op's counters, to tell whether a call moved anything. caller: run_lock holder. */
 static uint64_t proxy_op_progress_sum(const struct bt_proxy_args *op)
 {
     uint64_t s = 0;
@@ -60,7 +60,7 @@ static void proxy_list_complete(struct bt_proxy_args *list, bt_status_t st)
     }
 }
 
-/* Append a detached list of posted ops to the active list. caller: progress, holding
+/* Append a detached list of posted ops to the active list. caller: run_lock holder, holding
  * active_lock. */
 static int proxy_activate(struct bt_proxy *p, struct bt_proxy_args *list,
                           struct bt_proxy_args *tail)
@@ -79,8 +79,8 @@ static int proxy_activate(struct bt_proxy *p, struct bt_proxy_args *list,
     return n;
 }
 
-/* Unlink the finished ops from the active list into a detached list. caller: progress,
- * holding active_lock. */
+/* Unlink the finished ops from the active list into a detached list. caller: run_lock
+ * holder, holding active_lock. */
 static struct bt_proxy_args *proxy_remove_finished(struct bt_proxy *p)
 {
     struct bt_proxy_args *done = NULL, **done_tail = &done, *prev = NULL;
@@ -108,11 +108,11 @@ static struct bt_proxy_args *proxy_remove_finished(struct bt_proxy *p)
 }
 
 /* One call of every active op's progress function. Returns the number of ops that finished;
- * *moved is set when a counter moved. caller: progress. */
+ * *moved is set when a counter moved. caller: run_lock holder. */
 static int proxy_progress_ops(struct bt_proxy *p, int *moved)
 {
     int nfinished = 0;
-    /* Walking the list without active_lock is fine: only this thread changes it. */
+    /* Walking the list without active_lock is fine: only the run_lock holder changes it. */
     for (struct bt_proxy_args *op = p->active; op; op = op->next) {
         if (op->finished) {
             nfinished++;
@@ -140,26 +140,33 @@ static int proxy_progress_ops(struct bt_proxy *p, int *moved)
     return nfinished;
 }
 
-/* Nothing active: wait for posted ops (timed, so stop, abort and dumps are seen), then move
- * them to the active list. caller: progress. */
+/* Whether a launching thread drives the proxy now (bt_proxy_drive_begin). */
+static int proxy_driven(struct bt_proxy *p)
+{
+    return atomic_load_explicit(&p->drivers, memory_order_acquire) > 0;
+}
+
+/* Nothing active, or a launching thread runs the rounds: sleep until an op is posted or the
+ * driver leaves (timed, so stop, abort and dumps are seen). caller: progress, without
+ * run_lock. */
 static void proxy_wait_for_ops(struct bt_proxy *p)
 {
     /* Collectives often come back to back: look for the next op a little while (yielding
      * the core) before sleeping, so it does not pay a condition-variable wake-up. */
     uint64_t linger_ns = (uint64_t)bt_param_proxy_linger_us() * 1000u;
-    if (linger_ns) {
+    if (linger_ns && !proxy_driven(p)) {
         uint64_t end = bt_time_ns() + linger_ns;
         for (;;) {
             pthread_mutex_lock(&p->pool_lock);
             int ready = p->pending != NULL || atomic_load_explicit(&p->stop, memory_order_acquire);
             pthread_mutex_unlock(&p->pool_lock);
-            if (ready || bt_time_ns() > end || proxy_aborted(p))
+            if (ready || proxy_driven(p) || bt_time_ns() > end || proxy_aborted(p))
                 break;
             sched_yield();
         }
     }
     pthread_mutex_lock(&p->pool_lock);
-    if (!p->pending && !atomic_load_explicit(&p->stop, memory_order_acquire)) {
+    if ((!p->pending || proxy_driven(p)) && !atomic_load_explicit(&p->stop, memory_order_acquire)) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         long long ns = ts.tv_nsec + BT_PROXY_IDLE_WAIT_NS;
@@ -167,18 +174,11 @@ static void proxy_wait_for_ops(struct bt_proxy *p)
         ts.tv_nsec = ns % 1000000000ll;
         pthread_cond_timedwait(&p->pool_cond, &p->pool_lock, &ts);
     }
-    struct bt_proxy_args *list = p->pending, *tail = p->pending_tail;
-    p->pending = p->pending_tail = NULL;
     pthread_mutex_unlock(&p->pool_lock);
-    if (!list)
-        return;
-    /* Nothing is active, so a blocking lock stalls no op; only dumps hold it. */
-    pthread_mutex_lock(&p->active_lock);
-    proxy_activate(p, list, tail);
-    pthread_mutex_unlock(&p->active_lock);
 }
 
-/* Stop or abort: complete every op, refuse later posts, and end the loop. caller: progress. */
+/* Stop or abort: complete every op, refuse later posts, and end the loop. caller: progress,
+ * holding run_lock. */
 static void proxy_stop_ops(struct bt_proxy *p, bt_status_t st)
 {
     pthread_mutex_lock(&p->active_lock);
@@ -204,47 +204,125 @@ static void proxy_stop_ops(struct bt_proxy *p, bt_status_t st)
     proxy_list_complete(pending, st);
 }
 
+/*
+ * One progress round: every active op's progress function once; finished ops go back to
+ * their posters; every PROGRESS_APPENDOP_FREQ rounds (or when nothing is active) the posted
+ * ops join the active list. Locks are tried, never waited for: a busy lock defers its part
+ * to a later round. Returns whether anything moved. caller: holder of run_lock.
+ */
+static int proxy_round(struct bt_proxy *p)
+{
+    int64_t freq = bt_param_progress_appendop_freq();
+    int moved = 0, added = 0;
+    int nfinished = p->active ? proxy_progress_ops(p, &moved) : 0;
+    int append = ++p->rounds >= freq || !p->active;
+    if ((nfinished || append) && pthread_mutex_trylock(&p->active_lock) == 0) {
+        struct bt_proxy_args *done = nfinished ? proxy_remove_finished(p) : NULL;
+        /* A poster holding pool_lock makes us retry next round, not wait. */
+        if (append && pthread_mutex_trylock(&p->pool_lock) == 0) {
+            added = proxy_activate(p, p->pending, p->pending_tail);
+            p->pending = p->pending_tail = NULL;
+            pthread_mutex_unlock(&p->pool_lock);
+            p->rounds = 0;
+        }
+        pthread_mutex_unlock(&p->active_lock);
+        proxy_list_complete(done, BT_OK);
+    }
+    return moved || added;
+}
+
 static void *proxy_progress_main(void *arg)
 {
     struct bt_proxy *p = arg;
-    int64_t freq = bt_param_progress_appendop_freq();
-    if (freq < 1)
-        freq = 1;
-    int64_t rounds = 0;
     for (;;) {
+        pthread_mutex_lock(&p->run_lock);
         if (proxy_aborted(p)) {
             proxy_stop_ops(p, BT_ERR_REMOTE);
+            pthread_mutex_unlock(&p->run_lock);
             break;
         }
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) {
             proxy_stop_ops(p, BT_ERR_INVALID_USAGE);
+            pthread_mutex_unlock(&p->run_lock);
             break;
         }
         bt_proxy_dump_poll();
-        if (!p->active) {
+        int moved = 0;
+        int idle = proxy_driven(p);
+        if (!idle && !p->active) {
+            pthread_mutex_lock(&p->pool_lock);
+            idle = !p->pending;
+            pthread_mutex_unlock(&p->pool_lock);
+        }
+        if (!idle)
+            moved = proxy_round(p);
+        pthread_mutex_unlock(&p->run_lock);
+        if (idle)
             proxy_wait_for_ops(p);
-            rounds = 0;
-            continue;
-        }
-        int moved = 0, added = 0;
-        int nfinished = proxy_progress_ops(p, &moved);
-        int append = ++rounds >= freq;
-        if ((nfinished || append) && pthread_mutex_trylock(&p->active_lock) == 0) {
-            struct bt_proxy_args *done = nfinished ? proxy_remove_finished(p) : NULL;
-            /* A poster holding pool_lock makes us retry next round, not wait. */
-            if (append && pthread_mutex_trylock(&p->pool_lock) == 0) {
-                added = proxy_activate(p, p->pending, p->pending_tail);
-                p->pending = p->pending_tail = NULL;
-                pthread_mutex_unlock(&p->pool_lock);
-                rounds = 0;
-            }
-            pthread_mutex_unlock(&p->active_lock);
-            proxy_list_complete(done, BT_OK);
-        }
-        if (!moved && !added)
+        else if (!moved)
             sched_yield();
     }
     return NULL;
+}
+
+void bt_proxy_drive_begin(struct bt_proxy *p)
+{
+    atomic_fetch_add_explicit(&p->drivers, 1, memory_order_acq_rel);
+}
+
+int bt_proxy_drive(struct bt_proxy *p)
+{
+    if (pthread_mutex_trylock(&p->run_lock) != 0)
+        return 0;
+    int moved = 0;
+    if (!atomic_load_explicit(&p->stop, memory_order_acquire) && !proxy_aborted(p)) {
+        moved = proxy_round(p);
+        pthread_mutex_unlock(&p->run_lock);
+        return moved;
+    }
+    pthread_mutex_unlock(&p->run_lock);
+    /* Stop and abort complete the ops on the progress thread: wake it now rather than at
+     * the end of its idle wait. */
+    pthread_mutex_lock(&p->pool_lock);
+    pthread_cond_signal(&p->pool_cond);
+    pthread_mutex_unlock(&p->pool_lock);
+    return 0;
+}
+
+int bt_proxy_drive_pollfds(struct bt_proxy *p, struct pollfd *fds, int max)
+{
+    if (pthread_mutex_trylock(&p->run_lock) != 0)
+        return -1;
+    int n = 0;
+    pthread_mutex_lock(&p->pool_lock);
+    int pending = p->pending != NULL;
+    pthread_mutex_unlock(&p->pool_lock);
+    if (pending)
+        n = -1;
+    for (struct bt_proxy_args *op = p->active; op && n >= 0; op = op->next) {
+        if (op->finished)
+            continue;
+        if (!op->pollfds) {
+            n = -1;
+            break;
+        }
+        n += op->pollfds(op, fds + n, max - n);
+        if (n >= max)
+            n = -1; /* some may not fit */
+    }
+    pthread_mutex_unlock(&p->run_lock);
+    return n;
+}
+
+void bt_proxy_drive_end(struct bt_proxy *p)
+{
+    if (atomic_fetch_sub_explicit(&p->drivers, 1, memory_order_acq_rel) != 1)
+        return;
+    /* Ops the driver did not finish (an error path) go back to the progress thread. */
+    pthread_mutex_lock(&p->pool_lock);
+    if (p->pending || atomic_load_explicit(&p->nactive, memory_order_relaxed) > 0)
+        pthread_cond_signal(&p->pool_cond);
+    pthread_mutex_unlock(&p->pool_lock);
 }
 
 static void *proxy_service_main(void *arg)
@@ -301,7 +379,8 @@ bt_status_t bt_proxy_post(struct bt_proxy *p, struct bt_proxy_args *args)
     else
         p->pending = args;
     p->pending_tail = args;
-    pthread_cond_signal(&p->pool_cond);
+    if (!proxy_driven(p)) /* a driver takes it itself: no wake-up */
+        pthread_cond_signal(&p->pool_cond);
     pthread_mutex_unlock(&p->pool_lock);
     BT_TRACE(BT_LOG_PROXY, "proxy %s: op %p posted, %s, %d subs", p->name, (void *)args,
              args->is_send ? "send" : "recv", args->nsubs);
@@ -361,6 +440,7 @@ bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, struct b
     }
     snprintf(p->name, sizeof(p->name), "%s", name ? name : "proxy");
     p->abort_flag = abort_flag;
+    pthread_mutex_init(&p->run_lock, NULL);
     pthread_mutex_init(&p->active_lock, NULL);
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_mutex_init(&p->svc_lock, NULL);
@@ -407,6 +487,7 @@ err_free:
     pthread_mutex_destroy(&p->svc_lock);
     pthread_mutex_destroy(&p->pool_lock);
     pthread_mutex_destroy(&p->active_lock);
+    pthread_mutex_destroy(&p->run_lock);
     free(p);
     return BT_ERR_SYSTEM;
 }
@@ -436,5 +517,6 @@ void bt_proxy_destroy(struct bt_proxy *p)
     pthread_mutex_destroy(&p->svc_lock);
     pthread_mutex_destroy(&p->pool_lock);
     pthread_mutex_destroy(&p->active_lock);
+    pthread_mutex_destroy(&p->run_lock);
     free(p);
 }

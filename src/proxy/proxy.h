@@ -17,11 +17,14 @@
  *      With nothing active, wait on the pool's condition variable (100 ms timed wait, so
  *      stop, abort and dump requests are seen): an idle proxy uses no CPU.
  *   5. a round that moved no counter and added no op ends with sched_yield().
+ * A launching thread may run the rounds itself while it waits (bt_proxy_drive_*); the
+ * progress thread then sleeps. run_lock makes sure one round runs at a time.
  *
  * Writing a progress function (the transport's side):
- *   - caller: the progress thread only; it must not block (no blocking locks, no waits, no
- *     bt_proxy_call). Do at most a few state transitions per sub and return; "not ready" is
- *     simply returning with *done_p = 0. Set *done_p = 1 when every sub is finished.
+ *   - caller: the thread running the round (progress thread or a driver); it must not block (no
+ * blocking locks, no waits, no bt_proxy_call). Do at most a few state transitions per sub and
+ * return; "not ready" is simply returning with *done_p = 0. Set *done_p = 1 when every sub is
+ * finished.
  *   - the counters of struct bt_proxy_sub and `stage` are written only by the progress
  *     function, and ALWAYS through bt_proxy_sub_set() / bt_proxy_sub_stage() (relaxed atomic
  *     stores): bt_proxy_dump reads them from another thread while the op runs, with relaxed
@@ -40,6 +43,7 @@
 #define BT_PROXY_PROXY_H
 
 #include <stdatomic.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -71,8 +75,12 @@ struct bt_proxy_args;
 /* caller: progress thread. *done_p = 1 when every sub is finished. */
 typedef bt_status_t (*bt_proxy_progress_fn)(struct bt_proxy_args *args, int *done_p);
 
+/* The descriptors whose readiness would move the op now (see net.h's pollfds); 0: none. */
+typedef int (*bt_proxy_pollfds_fn)(struct bt_proxy_args *args, struct pollfd *fds, int max);
+
 struct bt_proxy_args {
     bt_proxy_progress_fn progress;
+    bt_proxy_pollfds_fn pollfds; /* may be NULL */
     int is_send;
     int nsubs;
     struct bt_proxy_sub subs[BT_PROXY_MAX_SUBS];
@@ -123,6 +131,26 @@ bt_status_t bt_proxy_post(struct bt_proxy *proxy, struct bt_proxy_args *args);
  * nested RPC), fn runs at once. caller: any thread; not from a progress function.
  */
 bt_status_t bt_proxy_call(struct bt_proxy *proxy, bt_status_t (*fn)(void *), void *arg);
+
+/*
+ * Let the calling thread run the proxy's progress rounds while it waits for its own ops, so
+ * the bytes of a collective need no hand-off between threads (on a busy host the progress
+ * thread would have to be scheduled for every step). Between begin and end the progress
+ * thread sleeps and posts do not wake it; bt_proxy_drive runs one round if no one else is
+ * running one (trylock) and returns whether anything moved. At end, ops still active go back
+ * to the progress thread. Several threads may drive one proxy. Abort and stop are still
+ * handled by the progress thread (within its idle wait, ~100 ms).
+ * caller: any thread but the proxy's own; begin/end paired.
+ */
+void bt_proxy_drive_begin(struct bt_proxy *proxy);
+int bt_proxy_drive(struct bt_proxy *proxy);
+void bt_proxy_drive_end(struct bt_proxy *proxy);
+/*
+ * For a driver that found nothing to do: the descriptors its active ops wait on (at most
+ * max). Returns -1 when blocking on them could miss work (ops posted but not yet active,
+ * an active op that cannot say, or another thread running a round), else the count.
+ */
+int bt_proxy_drive_pollfds(struct bt_proxy *proxy, struct pollfd *fds, int max);
 
 /* The first error a progress function returned (BT_OK if none). caller: any thread. */
 bt_status_t bt_proxy_error(struct bt_proxy *proxy);

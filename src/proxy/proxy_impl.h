@@ -3,12 +3,15 @@
  * proxies, dump signal, dumps).
  *
  * Locks, in the only order they are ever nested:
- *   registry lock (dump.c)  ->  proxy->active_lock  ->  proxy->pool_lock
+ *   run_lock  ->  registry lock (dump.c)  ->  proxy->active_lock  ->  proxy->pool_lock
  *   proxy->svc_lock stands alone.
- * active_lock guards the active list's links and membership. The progress thread is its only
- * writer and takes it with trylock while ops are active (a failed trylock defers the append
- * or removal to a later round); dumps take it to walk the list. pool_lock guards the pending
- * list and `stopped`; posters hold it for a few instructions.
+ * run_lock is held by whoever runs a progress round: the progress thread, or a launching
+ * thread that drives the proxy while it waits (bt_proxy_drive, taken with trylock). Only
+ * its holder calls progress functions and writes the active list. active_lock guards the
+ * active list's links and membership against dumps: the round's runner takes it with
+ * trylock while ops are active (a failed trylock defers the append or removal to a later
+ * round); dumps take it to walk the list. pool_lock guards the pending list and `stopped`;
+ * posters hold it for a few instructions.
  */
 #ifndef BT_PROXY_PROXY_IMPL_H
 #define BT_PROXY_PROXY_IMPL_H
@@ -34,8 +37,11 @@ struct bt_proxy {
 
     /* progress thread and op pool */
     pthread_t progress_thread;
+    pthread_mutex_t run_lock; /* held for a progress round (see above) */
+    _Atomic int drivers;      /* threads between bt_proxy_drive_begin and _end */
+    int64_t rounds;           /* run_lock: rounds since the pending list was last taken */
     pthread_mutex_t active_lock;
-    struct bt_proxy_args *active, *active_tail; /* active_lock; written by progress only */
+    struct bt_proxy_args *active, *active_tail; /* active_lock; written under run_lock */
     _Atomic int nactive;                        /* for dumps and tests */
     pthread_mutex_t pool_lock;
     pthread_cond_t pool_cond;

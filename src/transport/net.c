@@ -17,6 +17,7 @@
  * shared memory): a network receive lands in arbitrary pieces, which LL's per-line flags
  * cannot tolerate.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -316,6 +317,18 @@ static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
     return BT_OK;
 }
 
+/* A request of this op in flight is what the socket can move; waits on the executor
+ * (producer data, consumer) have no descriptor. caller: a proxy driver. */
+static int net_pollfds(struct bt_proxy_args *args, struct pollfd *fds, int max)
+{
+    struct net_op *op = (struct net_op *)args;
+    struct net_conn *nc = args->subs[0].conn;
+    uint64_t end = op->base + args->subs[0].nsteps;
+    if (!nc->net->pollfds || nc->done < op->base || nc->done >= nc->posted || nc->done >= end)
+        return 0;
+    return nc->net->pollfds(args->is_send ? nc->send_comm : nc->recv_comm, fds, max);
+}
+
 bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps, void **op_p)
 {
     struct net_op *op = calloc(1, sizeof(*op));
@@ -326,6 +339,7 @@ bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nst
     op->base = conn->proxy_base;
     conn->proxy_base += nsteps;
     op->args.progress = conn->is_send ? net_send_progress : net_recv_progress;
+    op->args.pollfds = net_pollfds;
     op->args.is_send = conn->is_send;
     op->args.nsubs = 1;
     op->args.subs[0].nsteps = nsteps;
@@ -343,11 +357,24 @@ bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nst
 
 /* An abort makes the proxy complete every op with an error at once, so only the deadline
  * needs watching here. */
-bt_status_t bt_net_wait(void *op_v, int peer)
+bt_status_t bt_net_wait(void *op_v, int peer, int (*poll)(void), int (*block)(void))
 {
     struct net_op *op = op_v;
     uint64_t deadline = bt_deadline_from_now();
+    const uint64_t yields = (uint64_t)bt_param_yield_count();
+    uint64_t idle = 0;
     while (!atomic_load_explicit(&op->args.complete, memory_order_acquire)) {
+        if (poll && poll()) {
+            idle = 0;
+            deadline = bt_deadline_from_now(); /* the timeout counts time without progress */
+            continue;
+        }
+        if (++idle < yields) {
+            sched_yield();
+            continue;
+        }
+        if (block && block())
+            continue;
         if (bt_time_ns() > deadline) {
             BT_WARN("network op with rank %d timed out: stage %s, %llu of %llu steps done", peer,
                     __atomic_load_n(&op->args.subs[0].stage, __ATOMIC_RELAXED),

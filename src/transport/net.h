@@ -12,6 +12,7 @@
 #ifndef BT_TRANSPORT_NET_H
 #define BT_TRANSPORT_NET_H
 
+#include <poll.h>
 #include <stddef.h>
 
 #include "util/status.h"
@@ -36,6 +37,11 @@ struct bt_net_ops {
     /* *done_p = 1 when finished (the request is freed then); *size_p = bytes moved. */
     bt_status_t (*test)(void *request, int *done_p, size_t *size_p);
     bt_status_t (*iflush)(void *recv_comm, void *data, size_t size, void **request_p);
+    /* The descriptors (and events) whose readiness would move the comm's requests in flight,
+     * for a caller that drives I/O itself and wants to block instead of polling test();
+     * returns how many it wrote (at most max), 0 when the backend's own threads do the I/O
+     * or nothing is in flight. NULL: the backend cannot say. */
+    int (*pollfds)(void *comm, struct pollfd *fds, int max);
     void (*close_send)(void *send_comm);
     void (*close_recv)(void *recv_comm);
     void (*close_listen)(void *listen_comm);

@@ -206,6 +206,13 @@ static void set_nodelay(int fd)
     int one = 1;
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
         BT_INFO(BT_LOG_NET, "NET/Socket: setsockopt(TCP_NODELAY) failed: %s", strerror(errno));
+    int bytes = (int)bt_param_socket_buffsize();
+    if (bytes > 0) {
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) != 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes)) != 0)
+            BT_INFO(BT_LOG_NET, "NET/Socket: setsockopt(SO_SNDBUF/SO_RCVBUF %d) failed: %s", bytes,
+                    strerror(errno));
+    }
 }
 
 /* Start a non-blocking connect of socket i; an error is an errno. */
@@ -536,6 +543,7 @@ const struct bt_net_ops bt_net_socket = {
     .irecv = sock_irecv,
     .test = bt_net_socket_req_test,
     .iflush = sock_iflush,
+    .pollfds = bt_net_socket_comm_pollfds,
     .close_send = sock_close_comm,
     .close_recv = sock_close_comm,
     .close_listen = sock_close_listen,

@@ -65,6 +65,9 @@ bt_status_t bt_net_socket_comm_post(struct bt_net_socket_comm *comm, void *data,
 extern void *const bt_net_socket_flush_req;
 bt_status_t bt_net_socket_req_test(void *request, int *done_p, size_t *size_p);
 
+/* net.h's pollfds for a comm: its sockets with a task pending (none with helper threads). */
+int bt_net_socket_comm_pollfds(void *comm, struct pollfd *fds, int max);
+
 /* Helper threads of `comm` (for tests that watch their CPU time): count, and their tids. */
 int bt_net_socket_comm_helper_tids(struct bt_net_socket_comm *comm, int *tids, int max);
 

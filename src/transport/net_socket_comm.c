@@ -478,7 +478,7 @@ bt_status_t bt_net_socket_req_test(void *request, int *done_p, size_t *size_p)
     }
     struct bt_net_socket_comm *c = r->comm;
     *done_p = 0;
-    if (c->nhelpers == 0) {
+    if (c->nhelpers == 0 && !req_moved(r)) {
         for (int s = 0; s < c->nsocks; s++) {
             short ev;
             sock_advance(c, s, &ev);
@@ -507,6 +507,23 @@ bt_status_t bt_net_socket_req_test(void *request, int *done_p, size_t *size_p)
     r->in_use = 0;
     *done_p = 1;
     return BT_OK;
+}
+
+/* caller: the comm's user thread (one at a time); only then are the tasks its own. */
+int bt_net_socket_comm_pollfds(void *comm, struct pollfd *fds, int max)
+{
+    struct bt_net_socket_comm *c = comm;
+    if (c->nhelpers > 0 || atomic_load(&c->error) != BT_OK)
+        return 0;
+    int n = 0;
+    for (int s = 0; s < c->nsocks && n < max; s++) {
+        struct sock *sk = &c->socks[s];
+        if (atomic_load_explicit(&sk->tail, memory_order_relaxed) ==
+            atomic_load_explicit(&sk->head, memory_order_acquire))
+            continue;
+        fds[n++] = (struct pollfd){.fd = sk->fd, .events = c->is_send ? POLLOUT : POLLIN};
+    }
+    return n;
 }
 
 int bt_net_socket_comm_helper_tids(struct bt_net_socket_comm *c, int *tids, int max)

@@ -40,10 +40,12 @@ const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, i
 /*
  * NET connectors are moved by the communicator's proxy: the launch posts, per work and
  * connector, how many steps it moves (bt_net_post), then waits for them (bt_net_wait,
- * which frees the op).
+ * which frees the op). While waiting it calls poll() (may be NULL), which drives the proxy
+ * (bt_proxy_drive) and returns whether anything moved, and when poll moved nothing,
+ * block() (may be NULL; as in struct bt_wait_policy).
  */
 bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps, void **op_p);
-bt_status_t bt_net_wait(void *op, int peer);
+bt_status_t bt_net_wait(void *op, int peer, int (*poll)(void), int (*block)(void));
 
 /* Release a connector's transport resources and mark it unconnected. Accepts NULL. */
 void bt_conn_free(struct bt_conn *conn);

@@ -35,6 +35,7 @@ static int list_allows(const char *list, const char *name)
  */
 #define BT_LL_DEFAULT_THRESHOLD 256
 #define BT_DIRECT_DEFAULT_THRESHOLD (32 * 1024)
+#define BT_NET_DIRECT_DEFAULT_THRESHOLD (256 * 1024) /* two ranks, over the network */
 #define BT_TREE_DEFAULT_THRESHOLD (64 * 1024)
 #define BT_BYTES_PER_CHANNEL (512 * 1024)
 
@@ -88,6 +89,10 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
             direct_thr = BT_DIRECT_DEFAULT_THRESHOLD / (in->nranks - 1);
             if (direct_thr < 4096)
                 direct_thr = 4096;
+            /* Two ranks over the network: one-shot moves the ring's bytes in one exchange
+             * instead of two; measured better up to 256 KB (docs/TUNING.md). */
+            if (!in->shm_all)
+                direct_thr = BT_NET_DIRECT_DEFAULT_THRESHOLD;
         }
         int ring_ok = env->ring_ok, tree_ok = env->tree_ok;
         int direct_ok = env->direct_ok && in->direct_ok;
@@ -102,7 +107,9 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     /* LL and one-shot works are latency-bound, and one-shot connectors are per peer, not
      * per channel: one channel. */
     int single = out->proto == BT_PROTO_LL || out->algo == BT_ALGO_DIRECT;
-    int nch = single ? 1 : (int)(in->bytes / per_channel);
+    /* Over the network one thread (the launching one, or the proxy) moves every channel's
+     * bytes, so more channels add interleaving, not bandwidth: one unless MIN_NCHANNELS. */
+    int nch = single || !in->shm_all ? 1 : (int)(in->bytes / per_channel);
     int lo = env->min_nchannels;
     if (nch < lo && !single)
         nch = lo;

@@ -45,6 +45,9 @@ BT_PARAM_INT(min_nchannels, "MIN_NCHANNELS", 1, "minimum number of channels")
 BT_PARAM_INT(max_nchannels, "MAX_NCHANNELS", 2, "maximum number of channels (host default 2)")
 BT_PARAM_INT(buffsize, "BUFFSIZE", 1 << 20,
              "bytes of Simple-protocol buffer per connector (NSTEPS slots)")
+BT_PARAM_INT(net_buffsize, "NET_BUFFSIZE", 1 << 22,
+             "bytes of Simple-protocol buffer per connector (NSTEPS slots) in communicators "
+             "with a network path: fewer, larger messages per socket")
 BT_PARAM_INT(ll_buffsize, "LL_BUFFSIZE", 1 << 17,
              "bytes of LL-protocol buffer per connector (NSTEPS slots)")
 BT_PARAM_INT(p2p_chunksize, "P2P_CHUNKSIZE", 1 << 17, "bytes of each slot of send/recv connectors")
@@ -85,6 +88,12 @@ BT_PARAM_INT(progress_appendop_freq, "PROGRESS_APPENDOP_FREQ", 8,
 BT_PARAM_INT(
     proxy_linger_us, "PROXY_LINGER_US", 200,
     "microseconds the idle proxy keeps looking for the next op (yielding) before it sleeps")
+BT_PARAM_INT(socket_buffsize, "SOCKET_BUFFSIZE", 0,
+             "SO_SNDBUF and SO_RCVBUF of each NET socket in bytes (capped by the kernel's "
+             "wmem_max/rmem_max); 0: the kernel's autotuning")
+BT_PARAM_INT(proxy_drive, "PROXY_DRIVE", 1,
+             "1: the thread that launches a collective runs its NET progress itself while it "
+             "waits (the progress thread sleeps meanwhile); 0: only the progress thread does")
 BT_PARAM_INT(proxy_dump_signal, "PROXY_DUMP_SIGNAL", 0,
              "signal number (e.g. 10 = SIGUSR1) that makes every proxy print its active ops to "
              "stderr; 0: off")

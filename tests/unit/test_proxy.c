@@ -12,7 +12,9 @@
  *   - bt_proxy_dump shows a held op's channel, peer, direction, counters and stage;
  *     PROXY_DUMP_SIGNAL=10 and raise(SIGUSR1) print every live proxy's ops on stderr, both
  *     while ops are held and while the proxy is idle;
- *   - an idle proxy's threads use < 10 ms of CPU in 1 s (schedstat), and are named.
+ *   - an idle proxy's threads use < 10 ms of CPU in 1 s (schedstat), and are named;
+ *   - a driver (bt_proxy_drive_*) runs every round of its ops itself, the progress thread
+ *     runs none meanwhile, and ops left at drive_end finish on the progress thread.
  * Threads only, no fork: `make tsan` style runs see every access.
  */
 #define _GNU_SOURCE /* pthread_getname_np */
@@ -739,6 +741,43 @@ static void test_idle_quiet(void)
            used / 1e6, (p1 - p0) / 1e6, (s1 - s0) / 1e6);
 }
 
+/* The launching thread drives: its ops progress on it alone; what it leaves behind at
+ * drive_end the progress thread finishes. */
+static void test_drive(void)
+{
+    struct bt_proxy *p;
+    BT_TEST_CHECK(bt_proxy_create("drive", NULL, &p) == BT_OK, "create");
+    enum { NOPS = 16 };
+    struct fake_op *ops = calloc(NOPS, sizeof(*ops));
+    bt_proxy_drive_begin(p);
+    for (int i = 0; i < NOPS; i++) {
+        fake_init(&ops[i], i & 1, 1 + i % 3, 20, 1000 + (uint64_t)i);
+        BT_TEST_CHECK(bt_proxy_post(p, &ops[i].args) == BT_OK, "post %d", i);
+    }
+    double end = now_s() + 10 * slow();
+    for (int i = 0; i < NOPS; i++) {
+        while (!atomic_load_explicit(&ops[i].args.complete, memory_order_acquire)) {
+            BT_TEST_CHECK(now_s() < end, "driven op %d did not complete", i);
+            if (!bt_proxy_drive(p))
+                sched_yield();
+        }
+        BT_TEST_CHECK(ops[i].args.status == BT_OK, "driven op %d status %d", i,
+                      (int)ops[i].args.status);
+        BT_TEST_CHECK(!ops[i].name_ok, "driven op %d ran on the progress thread", i);
+    }
+    /* An op the driver leaves: the progress thread takes it over after drive_end. */
+    struct fake_op *left = &ops[0];
+    fake_init(left, 1, 2, 50, 7);
+    BT_TEST_CHECK(bt_proxy_post(p, &left->args) == BT_OK, "post left");
+    bt_proxy_drive(p);
+    bt_proxy_drive_end(p);
+    wait_complete(left, 5);
+    BT_TEST_CHECK(left->args.status == BT_OK, "left op status %d", (int)left->args.status);
+    BT_TEST_CHECK(atomic_load(&left->acalls) > 1, "left op was not progressed");
+    bt_proxy_destroy(p);
+    free(ops);
+}
+
 int main(void)
 {
     /* Before the first read of any parameter: the getters cache. */
@@ -760,6 +799,7 @@ int main(void)
     test_policy();
     test_dump();
     test_many_ops();
+    test_drive();
     test_idle_quiet();
     bt_test_leaks_end(&leaks);
     printf("test_proxy: ok in %.2f s\n", now_s() - t0);

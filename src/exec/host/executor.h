@@ -18,6 +18,15 @@
 struct bt_wait_policy {
     uint64_t spin;
     uint64_t yields;
+    /* Called when a pass over the lanes moved nothing (NULL: none): runs other work the
+     * lanes wait on, such as the proxies' network progress; returns whether it moved
+     * anything. */
+    int (*poll)(void);
+    /* Called instead of sleeping, once the yields are spent (NULL: none): blocks until the
+     * network can move, bounded so abort and deadline checks still run; returns 0 if it
+     * could not block, and the usual sleep follows. Blocking only after the yields: waking
+     * a blocked thread costs tens of microseconds on virtual machines. */
+    int (*block)(void);
 };
 
 /* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works
