@@ -93,9 +93,27 @@ struct bt_work {
     char *scratch;                           /* Direct: chunk-sized partial results */
     int rank;                                /* my rank (Direct) */
     uint64_t step, nsteps;                   /* progress */
+    /* Connectors that can (NET) may send a pure send step straight from the user's input
+     * and land a pure receive step straight in the user's output: the user's buffers do
+     * not overlap, so neither is written while the other is read. */
+    uint8_t zero_copy;
     volatile int *abort_flag;
     void *owner; /* the communicator, for errors */
 };
+
+/* A step that only forwards the user's input to one connector. */
+static inline int bt_prim_pure_send(const struct bt_work *w, const struct bt_prim *p)
+{
+    return p->nsend == 1 && p->nrecv == 0 && !p->acc && p->src && !p->dst &&
+           !(p->pre_src && w->redop.pre_mul) && !(p->post && w->redop.post_div);
+}
+
+/* A step that only lands what one connector brings in the user's output. */
+static inline int bt_prim_pure_recv(const struct bt_work *w, const struct bt_prim *p)
+{
+    return p->nrecv == 1 && p->nsend == 0 && !p->acc && !p->src && p->dst &&
+           !(p->post && w->redop.post_div);
+}
 
 static inline size_t bt_div_up(size_t a, size_t b)
 {

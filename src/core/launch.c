@@ -222,6 +222,7 @@ static bt_status_t plan_p2p(struct bt_op *op)
     w->chan_count = op->count;
     w->chunk = comm->p2p_slot / w->esize;
     w->p2p_conn = conn;
+    w->zero_copy = (uint8_t)(bt_param_net_zero_copy() != 0); /* one buffer: in or out */
     w->abort_flag = &comm->abort_flag;
     w->owner = comm;
     w->nsteps = bt_algo_nsteps(w);
@@ -238,6 +239,21 @@ static size_t coll_bytes(const struct bt_op *op, int nranks)
     if (op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_REDUCESCATTER)
         b *= (size_t)nranks;
     return b;
+}
+
+/* Whether the op's input and output do not overlap: then a NET connector may send from
+ * the one and land data in the other directly (bt_work.zero_copy). */
+static int bufs_disjoint(const struct bt_op *op, int nranks)
+{
+    size_t es = bt_dtype_size(op->dtype), in = op->count * es, out = in;
+    if (op->coll == BT_COLL_ALLGATHER)
+        out *= (size_t)nranks;
+    else if (op->coll == BT_COLL_REDUCESCATTER)
+        in *= (size_t)nranks;
+    uintptr_t s = (uintptr_t)op->sendbuf, r = (uintptr_t)op->recvbuf;
+    if (!bt_param_net_zero_copy())
+        return 0;
+    return !op->sendbuf || !op->recvbuf || s + in <= r || r + out <= s;
 }
 
 static bt_status_t plan_coll(struct bt_op *op)
@@ -287,6 +303,8 @@ static bt_status_t plan_coll(struct bt_op *op)
         w->chan_count = bt_min_sz(share, op->count - off);
         w->chunk = t.chunk;
         w->chan = ch;
+        /* Not for trees: their halves share the output between two lanes. */
+        w->zero_copy = t.algo != BT_ALGO_TREE && bufs_disjoint(op, comm->nranks);
         w->abort_flag = &comm->abort_flag;
         w->owner = comm;
         w->nsteps = bt_algo_nsteps(w);
@@ -493,9 +511,11 @@ static bt_status_t post_net_ops(void)
         struct {
             struct bt_conn *c;
             uint64_t n;
+            struct bt_net_zc *zc; /* pure receives into the user's output, or NULL */
         } t[2 * BT_PRIM_MAX_PEERS + 8];
-        int nt = 0;
-        for (uint64_t k = 0; k < w->nsteps; k++) {
+        int nt = 0, posted = 0;
+        bt_status_t st = BT_OK;
+        for (uint64_t k = 0; k < w->nsteps && st == BT_OK; k++) {
             struct bt_prim p;
             bt_algo_prim(w, k, &p);
             struct bt_conn *cs[2 * BT_PRIM_MAX_PEERS];
@@ -513,25 +533,46 @@ static bt_status_t post_net_ops(void)
                 while (e < nt && t[e].c != cs[j])
                     e++;
                 if (e == nt) {
-                    if (nt == (int)(sizeof(t) / sizeof(t[0])))
-                        return BT_ERR_INTERNAL;
+                    if (nt == (int)(sizeof(t) / sizeof(t[0]))) {
+                        st = BT_ERR_INTERNAL;
+                        break;
+                    }
                     t[nt].c = cs[j];
-                    t[nt++].n = 0;
+                    t[nt].n = 0;
+                    t[nt++].zc = NULL;
+                }
+                if (w->zero_copy && !cs[j]->is_send && cs[j]->zero_copy &&
+                    bt_prim_pure_recv(w, &p)) {
+                    if (!t[e].zc && !(t[e].zc = calloc(w->nsteps, sizeof(*t[e].zc)))) {
+                        st = BT_ERR_SYSTEM;
+                        break;
+                    }
+                    t[e].zc[t[e].n] = (struct bt_net_zc){p.dst, p.nelem * w->esize};
                 }
                 t[e].n++;
             }
         }
-        if (nt > 0 && bt_param_proxy_drive())
-            BT_CHECK(drive_proxy(comm->proxy));
-        for (int e = 0; e < nt; e++) {
+        if (st == BT_OK && nt > 0 && bt_param_proxy_drive())
+            st = drive_proxy(comm->proxy);
+        for (; st == BT_OK && posted < nt; posted++) {
             if (bt_array_grow((void **)&ls.netops, &ls.netops_cap, ls.nnetops + 1,
-                              sizeof(*ls.netops)) != 0)
-                return BT_ERR_SYSTEM;
+                              sizeof(*ls.netops)) != 0) {
+                st = BT_ERR_SYSTEM;
+                break;
+            }
             struct net_posted *np = &ls.netops[ls.nnetops];
-            BT_CHECK(bt_net_post(comm, t[e].c, t[e].n, &np->op));
-            np->peer = t[e].c->peer;
+            st = bt_net_post(comm, t[posted].c, t[posted].n, t[posted].zc, &np->op);
+            if (st != BT_OK) {
+                posted++; /* its zc belongs to the op now */
+                break;
+            }
+            np->peer = t[posted].c->peer;
             ls.nnetops++;
         }
+        for (int f = posted; f < nt; f++)
+            free(t[f].zc);
+        if (st != BT_OK)
+            return st;
     }
     return BT_OK;
 }

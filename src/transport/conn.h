@@ -48,6 +48,10 @@ struct bt_fifo_ctrl {
     _Alignas(BT_CACHELINE) _Atomic uint64_t tail; /* written by the sender */
     _Alignas(BT_CACHELINE) _Atomic uint64_t head; /* written by the receiver */
     _Alignas(BT_CACHELINE) _Atomic int32_t sizes[BT_NSTEPS];
+    /* Zero-copy connectors (NET, each end's private FIFO): the user's buffer a slot's data
+     * is in instead of the slot (send: written by the executor before tail; recv: by the
+     * proxy before tail), or NULL. */
+    _Alignas(BT_CACHELINE) void *_Atomic zc[BT_NSTEPS];
 };
 
 /* Bytes of each protocol's FIFO, decided by the receiver and sent in the connect blob. */
@@ -75,6 +79,7 @@ struct bt_conn {
     int is_send;
     int connected;
     int pending;         /* queued for connection by the launch in progress */
+    int zero_copy;       /* the transport can move pure steps from/to user buffers (NET) */
     uint64_t step;       /* next step to produce (send) or consume (recv) */
     uint64_t cached;     /* last seen head (send) or tail (recv), to spare shared reads */
     uint64_t proxy_base; /* NET: steps handed to the proxy so far (launch thread) */

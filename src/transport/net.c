@@ -52,6 +52,7 @@ struct net_conn {
 struct net_op {
     struct bt_proxy_args args; /* first: the proxy hands back &args */
     uint64_t base;
+    struct bt_net_zc *zc; /* receive: per step, the user's output to land in, or NULL */
 };
 
 static const struct bt_net_ops *net_backend(void)
@@ -108,6 +109,7 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
     nc->conn = conn;
     nc->abort_flag = &comm->abort_flag;
     conn->tp_priv = nc;
+    conn->zero_copy = 1;
     if (conn->is_send)
         return BT_OK;                        /* the FIFO is sized by the receiver's blob */
     conn->sizes.slot_bytes[BT_PROTO_LL] = 0; /* Simple only over the network */
@@ -247,9 +249,12 @@ static bt_status_t net_send_progress(struct bt_proxy_args *args, int *done_p)
             break;
         }
         int32_t size = atomic_load_explicit(&c->ctrl->sizes[s % BT_NSTEPS], memory_order_relaxed);
+        /* a pure send step: the executor left the data in the user's input */
+        void *data = atomic_load_explicit(&c->ctrl->zc[s % BT_NSTEPS], memory_order_relaxed);
+        if (!data)
+            data = bt_conn_slot(c, BT_PROTO_SIMPLE, s);
         void *req = NULL;
-        BT_CHECK(nc->net->isend(nc->send_comm, bt_conn_slot(c, BT_PROTO_SIMPLE, s),
-                                (size_t)(size > 0 ? size : 0), &req));
+        BT_CHECK(nc->net->isend(nc->send_comm, data, (size_t)(size > 0 ? size : 0), &req));
         if (!req)
             break;
         nc->req[s % BT_NSTEPS] = req;
@@ -288,9 +293,14 @@ static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
             bt_proxy_sub_stage(sub, "consumer");
             break;
         }
+        /* a pure receive step lands in the user's output at once */
+        const struct bt_net_zc *zc = op->zc ? &op->zc[s - op->base] : NULL;
         void *req = NULL;
-        BT_CHECK(nc->net->irecv(nc->recv_comm, bt_conn_slot(c, BT_PROTO_SIMPLE, s),
-                                c->sizes.slot_bytes[BT_PROTO_SIMPLE], &req));
+        if (zc && zc->ptr)
+            BT_CHECK(nc->net->irecv(nc->recv_comm, zc->ptr, zc->bytes, &req));
+        else
+            BT_CHECK(nc->net->irecv(nc->recv_comm, bt_conn_slot(c, BT_PROTO_SIMPLE, s),
+                                    c->sizes.slot_bytes[BT_PROTO_SIMPLE], &req));
         if (!req)
             break;
         nc->req[s % BT_NSTEPS] = req;
@@ -305,6 +315,8 @@ static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
         if (!done)
             break;
         uint64_t s = nc->done - 1;
+        atomic_store_explicit(&c->ctrl->zc[s % BT_NSTEPS], op->zc ? op->zc[s - op->base].ptr : NULL,
+                              memory_order_relaxed);
         atomic_store_explicit(&c->ctrl->sizes[s % BT_NSTEPS], (int32_t)size, memory_order_relaxed);
         /* data and size before tail: the executor reads tail, then the slot */
         atomic_store_explicit(&c->ctrl->tail, s + 1, memory_order_release);
@@ -329,13 +341,16 @@ static int net_pollfds(struct bt_proxy_args *args, struct pollfd *fds, int max)
     return nc->net->pollfds(args->is_send ? nc->send_comm : nc->recv_comm, fds, max);
 }
 
-bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps, void **op_p)
+bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps,
+                        struct bt_net_zc *zc, void **op_p)
 {
     struct net_op *op = calloc(1, sizeof(*op));
     if (!op) {
+        free(zc);
         BT_WARN("out of memory posting a network op");
         return BT_ERR_SYSTEM;
     }
+    op->zc = zc;
     op->base = conn->proxy_base;
     conn->proxy_base += nsteps;
     op->args.progress = conn->is_send ? net_send_progress : net_recv_progress;
@@ -346,13 +361,15 @@ bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nst
     op->args.subs[0].conn = conn->tp_priv;
     op->args.subs[0].peer = conn->peer;
     op->args.subs[0].channel = conn->channel;
+    *op_p = NULL;
     bt_status_t st = bt_proxy_post(comm->proxy, &op->args);
-    if (st != BT_OK && !atomic_load_explicit(&op->args.complete, memory_order_acquire)) {
+    if (st != BT_OK) { /* malformed (untouched) or the proxy stopped (completed): ours again */
+        free(op->zc);
         free(op);
         return st;
     }
     *op_p = op;
-    return st;
+    return BT_OK;
 }
 
 /* An abort makes the proxy complete every op with an error at once, so only the deadline
@@ -386,6 +403,7 @@ bt_status_t bt_net_wait(void *op_v, int peer, int (*poll)(void), int (*block)(vo
         nanosleep(&ts, NULL);
     }
     bt_status_t st = op->args.status;
+    free(op->zc);
     free(op);
     return st;
 }

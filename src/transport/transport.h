@@ -44,7 +44,14 @@ const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, i
  * (bt_proxy_drive) and returns whether anything moved, and when poll moved nothing,
  * block() (may be NULL; as in struct bt_wait_policy).
  */
-bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps, void **op_p);
+/* A receive step the network lands in the user's output: where, and its exact size. */
+struct bt_net_zc {
+    void *ptr; /* NULL: into the slot, as usual */
+    size_t bytes;
+};
+/* zc (may be NULL; nsteps entries, malloc'ed; the op owns it from here, even on failure). */
+bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps,
+                        struct bt_net_zc *zc, void **op_p);
 bt_status_t bt_net_wait(void *op, int peer, int (*poll)(void), int (*block)(void));
 
 /* Release a connector's transport resources and mark it unconnected. Accepts NULL. */

@@ -91,6 +91,9 @@ BT_PARAM_INT(
 BT_PARAM_INT(socket_buffsize, "SOCKET_BUFFSIZE", 0,
              "SO_SNDBUF and SO_RCVBUF of each NET socket in bytes (capped by the kernel's "
              "wmem_max/rmem_max); 0: the kernel's autotuning")
+BT_PARAM_INT(net_zero_copy, "NET_ZERO_COPY", 1,
+             "1: NET connectors send steps that only forward the user's input from it and land "
+             "steps that only write the output in it (when input and output do not overlap)")
 BT_PARAM_INT(proxy_drive, "PROXY_DRIVE", 1,
              "1: the thread that launches a collective runs its NET progress itself while it "
              "waits (the progress thread sleeps meanwhile); 0: only the progress thread does")

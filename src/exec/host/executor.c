@@ -167,6 +167,29 @@ static void simple_produce(const struct bt_work *w, const struct bt_prim *p, con
     }
 }
 
+/* Simple, zero-copy connectors: publish where each send slot's data is (the user's input
+ * for a pure send, else the slot), and say whether the step moves no bytes here: a pure
+ * send the network sends from the input, or a pure receive the network already landed in
+ * the output (the proxy names it in the slot). */
+static int zero_copy_step(const struct bt_work *w, const struct bt_prim *p)
+{
+    int pure_send = w->zero_copy && bt_prim_pure_send(w, p) && p->send[0]->zero_copy;
+    for (int i = 0; i < p->nsend; i++) {
+        struct bt_conn *c = p->send[i];
+        if (c->zero_copy)
+            atomic_store_explicit(&c->ctrl->zc[c->step % BT_NSTEPS],
+                                  pure_send ? (void *)p->src : NULL, memory_order_relaxed);
+    }
+    if (pure_send)
+        return 1;
+    if (w->zero_copy && bt_prim_pure_recv(w, p) && p->recv[0]->zero_copy) {
+        struct bt_conn *c = p->recv[0];
+        return atomic_load_explicit(&c->ctrl->zc[c->step % BT_NSTEPS], memory_order_relaxed) ==
+               (void *)p->dst;
+    }
+    return 0;
+}
+
 int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
 {
     int proto = w->proto;
@@ -202,7 +225,8 @@ int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
     int transform = nsrcs > 1 || pre_mask || post;
 
     if (proto == BT_PROTO_SIMPLE) {
-        simple_produce(w, p, srcs, nsrcs, pre_mask, post, transform);
+        if (!zero_copy_step(w, p))
+            simple_produce(w, p, srcs, nsrcs, pre_mask, post, transform);
     } else {
         /* LL: the result goes to the user's output or scratch, then into each peer's lines. */
         char *out = p->dst ? p->dst : ll_scratch[BT_PRIM_MAX_PEERS];
