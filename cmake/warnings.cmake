@@ -20,6 +20,7 @@ endif()
 
 # baton_target_flags(<target>): the project's warnings and sanitizers on one target.
 function(baton_target_flags tgt)
-  target_compile_options(${tgt} PRIVATE $<$<COMPILE_LANGUAGE:C>:${BATON_C_WARNINGS}> ${BATON_SAN_FLAGS})
+  target_compile_options(${tgt} PRIVATE $<$<COMPILE_LANGUAGE:C>:${BATON_C_WARNINGS}>
+                                        $<$<COMPILE_LANGUAGE:C,CXX>:${BATON_SAN_FLAGS}>)
   target_link_options(${tgt} PRIVATE ${BATON_SAN_FLAGS})
 endfunction()

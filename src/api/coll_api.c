@@ -140,7 +140,7 @@ static ncclResult_t enqueue(struct bt_op *o)
 /* The common checks of every reduction/collective entry point. */
 static ncclResult_t coll_common(struct bt_op *o, ncclComm_t comm, int coll, const void *sendbuff,
                                 void *recvbuff, size_t count, ncclDataType_t datatype,
-                                const char *fn)
+                                cudaStream_t stream, const char *fn)
 {
     API_TRY(check_comm(comm, fn));
     API_TRY(check_dtype(datatype, fn));
@@ -152,6 +152,7 @@ static ncclResult_t coll_common(struct bt_op *o, ncclComm_t comm, int coll, cons
     o->count = count;
     o->dtype = (int)datatype;
     o->redop.dtype = (uint8_t)datatype;
+    o->stream = (void *)stream;
     return ncclSuccess;
 }
 
@@ -161,8 +162,8 @@ BT_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t c
 {
     const char *fn = "ncclAllReduce";
     struct bt_op o;
-    (void)stream;
-    API_TRY(coll_common(&o, comm, BT_COLL_ALLREDUCE, sendbuff, recvbuff, count, datatype, fn));
+    API_TRY(
+        coll_common(&o, comm, BT_COLL_ALLREDUCE, sendbuff, recvbuff, count, datatype, stream, fn));
     API_TRY(check_count(count, datatype, 1, fn));
     API_TRY(check_buf(sendbuff, count, fn, "sendbuff"));
     API_TRY(check_buf(recvbuff, count, fn, "recvbuff"));
@@ -176,8 +177,7 @@ BT_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t coun
 {
     const char *fn = "ncclReduce";
     struct bt_op o;
-    (void)stream;
-    API_TRY(coll_common(&o, comm, BT_COLL_REDUCE, sendbuff, recvbuff, count, datatype, fn));
+    API_TRY(coll_common(&o, comm, BT_COLL_REDUCE, sendbuff, recvbuff, count, datatype, stream, fn));
     API_TRY(check_count(count, datatype, 1, fn));
     API_TRY(check_rank(root, o.comm, fn, "root"));
     API_TRY(check_buf(sendbuff, count, fn, "sendbuff"));
@@ -189,11 +189,13 @@ BT_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t coun
 }
 
 static ncclResult_t broadcast(const void *sendbuff, void *recvbuff, size_t count,
-                              ncclDataType_t datatype, int root, ncclComm_t comm, const char *fn)
+                              ncclDataType_t datatype, int root, ncclComm_t comm,
+                              cudaStream_t stream, const char *fn)
 {
     int bcast = sendbuff == recvbuff && strcmp(fn, "ncclBcast") == 0;
     struct bt_op o;
-    API_TRY(coll_common(&o, comm, BT_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, fn));
+    API_TRY(
+        coll_common(&o, comm, BT_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, stream, fn));
     API_TRY(check_count(count, datatype, 1, fn));
     API_TRY(check_rank(root, o.comm, fn, "root"));
     if (o.comm->rank == root)
@@ -207,15 +209,13 @@ BT_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t c
                                   ncclDataType_t datatype, int root, ncclComm_t comm,
                                   cudaStream_t stream)
 {
-    (void)stream;
-    return broadcast(sendbuff, recvbuff, count, datatype, root, comm, "ncclBroadcast");
+    return broadcast(sendbuff, recvbuff, count, datatype, root, comm, stream, "ncclBroadcast");
 }
 
 BT_API ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                               ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    return broadcast(buff, buff, count, datatype, root, comm, "ncclBcast");
+    return broadcast(buff, buff, count, datatype, root, comm, stream, "ncclBcast");
 }
 
 BT_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
@@ -223,8 +223,8 @@ BT_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t s
 {
     const char *fn = "ncclAllGather";
     struct bt_op o;
-    (void)stream;
-    API_TRY(coll_common(&o, comm, BT_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, fn));
+    API_TRY(coll_common(&o, comm, BT_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype,
+                        stream, fn));
     API_TRY(check_count(sendcount, datatype, (size_t)o.comm->nranks, fn));
     API_TRY(check_buf(sendbuff, sendcount, fn, "sendbuff"));
     API_TRY(check_buf(recvbuff, sendcount, fn, "recvbuff"));
@@ -237,9 +237,8 @@ BT_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size
 {
     const char *fn = "ncclReduceScatter";
     struct bt_op o;
-    (void)stream;
-    API_TRY(
-        coll_common(&o, comm, BT_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, fn));
+    API_TRY(coll_common(&o, comm, BT_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype,
+                        stream, fn));
     API_TRY(check_count(recvcount, datatype, (size_t)o.comm->nranks, fn));
     API_TRY(check_buf(sendbuff, recvcount, fn, "sendbuff"));
     API_TRY(check_buf(recvbuff, recvcount, fn, "recvbuff"));
@@ -248,10 +247,11 @@ BT_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size
 }
 
 static ncclResult_t p2p(int coll, const void *sbuf, void *rbuf, size_t count,
-                        ncclDataType_t datatype, int peer, ncclComm_t comm, const char *fn)
+                        ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream,
+                        const char *fn)
 {
     struct bt_op o;
-    API_TRY(coll_common(&o, comm, coll, sbuf, rbuf, count, datatype, fn));
+    API_TRY(coll_common(&o, comm, coll, sbuf, rbuf, count, datatype, stream, fn));
     API_TRY(check_count(count, datatype, 1, fn));
     API_TRY(check_rank(peer, o.comm, fn, "peer"));
     API_TRY(check_buf(coll == BT_COLL_SEND ? sbuf : rbuf, count, fn,
@@ -263,15 +263,13 @@ static ncclResult_t p2p(int coll, const void *sbuf, void *rbuf, size_t count,
 BT_API ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                              ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    return p2p(BT_COLL_SEND, sendbuff, NULL, count, datatype, peer, comm, "ncclSend");
+    return p2p(BT_COLL_SEND, sendbuff, NULL, count, datatype, peer, comm, stream, "ncclSend");
 }
 
 BT_API ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                              ncclComm_t comm, cudaStream_t stream)
 {
-    (void)stream;
-    return p2p(BT_COLL_RECV, NULL, recvbuff, count, datatype, peer, comm, "ncclRecv");
+    return p2p(BT_COLL_RECV, NULL, recvbuff, count, datatype, peer, comm, stream, "ncclRecv");
 }
 
 /*

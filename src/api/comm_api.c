@@ -10,6 +10,7 @@
 #include "baton.h"
 #include "core/comm.h"
 #include "core/group.h"
+#include "exec/cuda/cuda.h"
 #include "nccl.h"
 #include "util/param.h"
 
@@ -123,8 +124,9 @@ static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueI
     if (st != BT_OK)
         return (ncclResult_t)st;
     comm->config = cfg;
-    /* Every communicator of this build is a host-memory one; CUDA comes with its issue. */
-    comm->cuda_dev = -1;
+    /* A GPU communicator when a device is current (CUDA built in, a driver, a GPU); its
+     * operations on host buffers still run on the host. batonCommInitRankHost: never. */
+    comm->cuda_dev = strcmp(fn, "batonCommInitRankHost") == 0 ? -1 : bt_cuda_current_device();
 
     struct bt_init_job job = {.comm = comm};
     st = resolve_id(id, rank, job.id);
@@ -197,9 +199,16 @@ BT_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
         BT_WARN("ncclCommInitAll: ndev %d is invalid (must be >= 1)", ndev);
         return ncclInvalidArgument;
     }
-    (void)devlist; /* host communicators: the device list has no meaning yet */
-    for (int r = 0; r < ndev; r++)
+    int ngpus = bt_cuda_device_count();
+    for (int r = 0; r < ndev; r++) {
         comms[r] = NULL;
+        int d = devlist ? devlist[r] : r;
+        if (ngpus > 0 && (d < 0 || d >= ngpus)) {
+            BT_WARN("ncclCommInitAll: devlist[%d] = %d is not a device (this process sees %d)", r,
+                    d, ngpus);
+            return ncclInvalidArgument;
+        }
+    }
     ncclUniqueId id;
     ncclResult_t res = ncclGetUniqueId(&id);
     if (res != ncclSuccess)
@@ -210,6 +219,8 @@ BT_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
         res = ncclCommInitRank(&comms[queued], ndev, id, queued);
         if (res != ncclSuccess)
             break;
+        if (ngpus > 0) /* rank r drives devlist[r] (or device r) */
+            ((struct bt_comm *)comms[queued])->cuda_dev = devlist ? devlist[queued] : queued;
     }
     if (res != ncclSuccess) {
         /* Do not start the inits already queued: their missing peers would never come. */
@@ -262,6 +273,13 @@ BT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncEr
     BT_API_CHECK_PTR(asyncError, "ncclCommGetAsyncError", "asyncError");
     struct bt_comm *c = (struct bt_comm *)comm;
     *asyncError = (ncclResult_t)atomic_load_explicit(&c->async_error, memory_order_acquire);
+    if (*asyncError == ncclSuccess && c->cuda_dev >= 0) {
+        bt_status_t st = bt_cuda_comm_error(c); /* a kernel that met an abort or timeout */
+        if (st != BT_OK) {
+            bt_comm_set_async_error(c, st);
+            *asyncError = (ncclResult_t)st;
+        }
+    }
     return ncclSuccess;
 }
 

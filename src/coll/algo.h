@@ -12,7 +12,7 @@
 #include "coll/tree.h"
 #include "coll/work.h"
 
-static inline uint64_t bt_algo_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_algo_nsteps(const struct bt_work *w)
 {
     switch (w->coll) {
     case BT_COLL_ALLREDUCE:
@@ -32,7 +32,7 @@ static inline uint64_t bt_algo_nsteps(const struct bt_work *w)
     }
 }
 
-static inline void bt_algo_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
+static inline BT_HD void bt_algo_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
 {
     switch (w->coll) {
     case BT_COLL_ALLREDUCE:

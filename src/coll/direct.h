@@ -19,12 +19,13 @@
 #include "coll/ring.h"
 #include "coll/work.h"
 
-static inline uint64_t bt_direct_allreduce_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_direct_allreduce_nsteps(const struct bt_work *w)
 {
     return bt_ring_nloops(w) * (uint64_t)(2 * w->nranks - 1);
 }
 
-static inline void bt_direct_allreduce_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
+static inline BT_HD void bt_direct_allreduce_prim(const struct bt_work *w, uint64_t k,
+                                                  struct bt_prim *p)
 {
     int n = w->nranks, me = w->rank;
     int per = 2 * n - 1;

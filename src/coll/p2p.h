@@ -7,12 +7,12 @@
 #include "coll/ring.h"
 #include "coll/work.h"
 
-static inline uint64_t bt_p2p_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_p2p_nsteps(const struct bt_work *w)
 {
     return bt_ring_nloops(w);
 }
 
-static inline void bt_p2p_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
+static inline BT_HD void bt_p2p_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
 {
     size_t off = w->chan_off + (size_t)k * w->chunk;
     bt_prim_clear(p);

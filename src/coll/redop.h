@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/hd.h"
+
 enum bt_dtype {
     BT_INT8 = 0,
     BT_UINT8 = 1,
@@ -51,13 +53,32 @@ struct bt_redop {
     uint64_t divisor;
 };
 
-static inline size_t bt_dtype_size(int dtype)
+static inline BT_HD size_t bt_dtype_size(int dtype)
 {
-    static const unsigned char sizes[BT_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-    return dtype >= 0 && dtype < BT_NUM_DTYPES ? sizes[dtype] : 0;
+    /* a switch, not a table: device code has no function-scope static data */
+    switch (dtype) {
+    case BT_INT8:
+    case BT_UINT8:
+    case BT_FP8E4M3:
+    case BT_FP8E5M2:
+        return 1;
+    case BT_FLOAT16:
+    case BT_BFLOAT16:
+        return 2;
+    case BT_INT32:
+    case BT_UINT32:
+    case BT_FLOAT32:
+        return 4;
+    case BT_INT64:
+    case BT_UINT64:
+    case BT_FLOAT64:
+        return 8;
+    default:
+        return 0;
+    }
 }
 
-static inline int bt_dtype_is_float(int dtype)
+static inline BT_HD int bt_dtype_is_float(int dtype)
 {
     return dtype == BT_FLOAT16 || dtype == BT_FLOAT32 || dtype == BT_FLOAT64 ||
            dtype == BT_BFLOAT16 || dtype == BT_FP8E4M3 || dtype == BT_FP8E5M2;

@@ -8,13 +8,13 @@
 
 #include "coll/work.h"
 
-static inline int bt_ring_block(const struct bt_work *w, int pos)
+static inline BT_HD int bt_ring_block(const struct bt_work *w, int pos)
 {
     int n = w->nranks;
     return w->chan->ring.order[((pos % n) + n) % n];
 }
 
-static inline void bt_prim_clear(struct bt_prim *p)
+static inline BT_HD void bt_prim_clear(struct bt_prim *p)
 {
     p->nrecv = p->nsend = p->pre_src = p->post = 0;
     p->acc = NULL;
@@ -33,13 +33,14 @@ static inline void bt_prim_clear(struct bt_prim *p)
  *   step 2n-2      : recv block p+1, write output
  * Traffic per rank: 2(n-1)/n x bytes. Latency: 2(n-1) hops per loop.
  */
-static inline uint64_t bt_ring_allreduce_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_ring_allreduce_nsteps(const struct bt_work *w)
 {
     size_t loop = (size_t)w->nranks * w->chunk;
     return (uint64_t)bt_div_up(w->chan_count, loop) * (uint64_t)(2 * w->nranks - 1);
 }
 
-static inline void bt_ring_allreduce_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
+static inline BT_HD void bt_ring_allreduce_prim(const struct bt_work *w, uint64_t k,
+                                                struct bt_prim *p)
 {
     int n = w->nranks, pos = w->chan->ring.index;
     int per = 2 * n - 1;
@@ -87,7 +88,7 @@ static inline void bt_ring_allreduce_prim(const struct bt_work *w, uint64_t k, s
 }
 
 /* Loops of one chunk per step for the collectives below: the number of loops. */
-static inline uint64_t bt_ring_nloops(const struct bt_work *w)
+static inline BT_HD uint64_t bt_ring_nloops(const struct bt_work *w)
 {
     return (uint64_t)bt_div_up(w->chan_count, w->chunk);
 }
@@ -99,13 +100,13 @@ static inline uint64_t bt_ring_nloops(const struct bt_work *w)
  *   step n-1     : recv block p, reduce with own input, final op, write output
  * Traffic per rank: (n-1)/n x input bytes.
  */
-static inline uint64_t bt_ring_reducescatter_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_ring_reducescatter_nsteps(const struct bt_work *w)
 {
     return bt_ring_nloops(w) * (uint64_t)w->nranks;
 }
 
-static inline void bt_ring_reducescatter_prim(const struct bt_work *w, uint64_t k,
-                                              struct bt_prim *p)
+static inline BT_HD void bt_ring_reducescatter_prim(const struct bt_work *w, uint64_t k,
+                                                    struct bt_prim *p)
 {
     int n = w->nranks, pos = w->chan->ring.index;
     size_t l = (size_t)(k / (uint64_t)n);
@@ -136,12 +137,13 @@ static inline void bt_ring_reducescatter_prim(const struct bt_work *w, uint64_t 
  *   step n-1     : recv block p+1, write output
  * Traffic per rank: (n-1)/n x output bytes.
  */
-static inline uint64_t bt_ring_allgather_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_ring_allgather_nsteps(const struct bt_work *w)
 {
     return bt_ring_nloops(w) * (uint64_t)w->nranks;
 }
 
-static inline void bt_ring_allgather_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
+static inline BT_HD void bt_ring_allgather_prim(const struct bt_work *w, uint64_t k,
+                                                struct bt_prim *p)
 {
     int n = w->nranks, pos = w->chan->ring.index;
     size_t l = (size_t)(k / (uint64_t)n);
@@ -164,7 +166,7 @@ static inline void bt_ring_allgather_prim(const struct bt_work *w, uint64_t k, s
 }
 
 /* Position of the root in this channel's ring. */
-static inline int bt_ring_root_pos(const struct bt_work *w)
+static inline BT_HD int bt_ring_root_pos(const struct bt_work *w)
 {
     for (int i = 0; i < w->nranks; i++)
         if (w->chan->ring.order[i] == w->root)
@@ -178,12 +180,13 @@ static inline int bt_ring_root_pos(const struct bt_work *w)
  *   middle : recv, write output, send on
  *   last   : recv, write output
  */
-static inline uint64_t bt_ring_broadcast_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_ring_broadcast_nsteps(const struct bt_work *w)
 {
     return bt_ring_nloops(w);
 }
 
-static inline void bt_ring_broadcast_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
+static inline BT_HD void bt_ring_broadcast_prim(const struct bt_work *w, uint64_t k,
+                                                struct bt_prim *p)
 {
     int n = w->nranks;
     int q = ((w->chan->ring.index - bt_ring_root_pos(w)) % n + n) % n;
@@ -209,12 +212,12 @@ static inline void bt_ring_broadcast_prim(const struct bt_work *w, uint64_t k, s
  *   middle : recv, reduce with own input, send on
  *   root   : recv, reduce with own input, final op, write output
  */
-static inline uint64_t bt_ring_reduce_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_ring_reduce_nsteps(const struct bt_work *w)
 {
     return bt_ring_nloops(w);
 }
 
-static inline void bt_ring_reduce_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
+static inline BT_HD void bt_ring_reduce_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
 {
     int n = w->nranks;
     int q = ((w->chan->ring.index - bt_ring_root_pos(w) - 1) % n + n) % n;

@@ -17,14 +17,14 @@
 #include "coll/ring.h"
 #include "coll/work.h"
 
-static inline uint64_t bt_tree_allreduce_nsteps(const struct bt_work *w)
+static inline BT_HD uint64_t bt_tree_allreduce_nsteps(const struct bt_work *w)
 {
     return bt_ring_nloops(w);
 }
 
 /* `down` selects the phase-1 schedule (never used at the root). */
-static inline void bt_tree_allreduce_prim(const struct bt_work *w, int down, uint64_t k,
-                                          struct bt_prim *p)
+static inline BT_HD void bt_tree_allreduce_prim(const struct bt_work *w, int down, uint64_t k,
+                                                struct bt_prim *p)
 {
     const struct bt_tree *t = &w->chan->tree;
     size_t off = w->chan_off + (size_t)k * w->chunk;

@@ -102,24 +102,24 @@ struct bt_work {
 };
 
 /* A step that only forwards the user's input to one connector. */
-static inline int bt_prim_pure_send(const struct bt_work *w, const struct bt_prim *p)
+static inline BT_HD int bt_prim_pure_send(const struct bt_work *w, const struct bt_prim *p)
 {
     return p->nsend == 1 && p->nrecv == 0 && !p->acc && p->src && !p->dst &&
            !(p->pre_src && w->redop.pre_mul) && !(p->post && w->redop.post_div);
 }
 
 /* A step that only lands what one connector brings in the user's output. */
-static inline int bt_prim_pure_recv(const struct bt_work *w, const struct bt_prim *p)
+static inline BT_HD int bt_prim_pure_recv(const struct bt_work *w, const struct bt_prim *p)
 {
     return p->nrecv == 1 && p->nsend == 0 && !p->acc && !p->src && p->dst &&
            !(p->post && w->redop.post_div);
 }
 
-static inline size_t bt_div_up(size_t a, size_t b)
+static inline BT_HD size_t bt_div_up(size_t a, size_t b)
 {
     return (a + b - 1) / b;
 }
-static inline size_t bt_min_sz(size_t a, size_t b)
+static inline BT_HD size_t bt_min_sz(size_t a, size_t b)
 {
     return a < b ? a : b;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/cuda/cuda.h"
 #include "proxy/proxy.h"
 #include "transport/transport.h"
 #include "util/param.h"
@@ -192,7 +193,9 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     me->peer.is_host = comm->cuda_dev < 0;
     me->peer.host_hash = host_hash();
     me->peer.shm_ns = ipc_namespace();
-    me->nchannels = (int)clamp_sz(bt_param_max_nchannels(), 1, BT_MAX_CHANNELS);
+    int64_t maxch = bt_param_max_nchannels();
+    me->nchannels =
+        (int)clamp_sz(maxch > 0 ? (size_t)maxch : BT_HOST_NCHANNELS, 1, BT_MAX_CHANNELS);
     if (comm->config.max_ctas > 0 && me->nchannels > comm->config.max_ctas)
         me->nchannels = comm->config.max_ctas;
     /* Slots hold whole 16-byte LL lines and 4 KB-aligned Simple chunks. */
@@ -277,6 +280,7 @@ void bt_comm_abort_signal(struct bt_comm *comm)
     pthread_mutex_lock(&registry_lock);
     __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&registry_lock);
+    bt_cuda_comm_abort(comm); /* kernels waiting on peers end with an error */
     if (comm->bs)
         bt_bootstrap_abort(comm->bs);
     /* A collective stuck in another thread sees the flag within a few ms and returns;
@@ -298,6 +302,7 @@ void bt_comm_free(struct bt_comm *comm)
     if (!comm)
         return;
     registry_remove(comm);
+    bt_cuda_comm_free(comm); /* waits for the comm's kernels */
     /* The proxy first: its threads use the connectors freed below. */
     bt_proxy_destroy(comm->proxy);
     comm->proxy = NULL;

@@ -66,7 +66,8 @@ struct bt_comm_config {
 struct bt_comm {
     uint64_t magic; /* BT_COMM_MAGIC while usable, BT_COMM_DEAD after destroy */
     int rank, nranks;
-    int cuda_dev; /* -1: host-memory communicator */
+    int cuda_dev;              /* -1: host-memory communicator */
+    struct bt_cuda_comm *cuda; /* GPU state, from the first GPU operation (exec/cuda) */
     uint64_t comm_hash;
     struct bt_comm_config config;
     struct bt_bootstrap *bs;

@@ -22,6 +22,7 @@ struct bt_op {
     struct bt_redop redop;
     const void *scalar_ptr; /* PreMulSum with the scalar in memory: read at launch */
     int peer;               /* root (Bcast, Reduce) or peer (Send, Recv) */
+    void *stream;           /* cudaStream_t: where a GPU operation runs */
 };
 
 /* A deferred init, run at GroupEnd concurrently with the group's others: either join a

@@ -18,6 +18,7 @@
 #include "coll/dtype.h"
 #include "core/connect.h"
 #include "core/group.h"
+#include "exec/cuda/cuda.h"
 #include "exec/host/executor.h"
 #include "exec/host/reduce.h"
 #include "proxy/proxy.h"
@@ -590,6 +591,52 @@ static bt_status_t wait_net_ops(void)
     return st;
 }
 
+/* GPU communicators' operations on device buffers run as kernels (exec/cuda); the rest on
+ * the host. Reorder ops (stably) so the host ones come first, then the GPU ones grouped by
+ * communicator, each keeping its order: a communicator's sends and receives of a group then
+ * share one kernel. Returns how many are GPU ops. */
+static int op_is_gpu(const struct bt_op *op)
+{
+    return op->comm->cuda_dev >= 0 &&
+           (bt_cuda_is_device_ptr(op->sendbuf) || bt_cuda_is_device_ptr(op->recvbuf));
+}
+
+static int gpu_ops_last(struct bt_op *ops, int nops)
+{
+    int ngpu = 0;
+    for (int i = 0; i < nops; i++)
+        ngpu += op_is_gpu(&ops[i]);
+    if (ngpu == 0)
+        return 0;
+    struct bt_op *tmp = malloc(sizeof(*tmp) * (size_t)nops);
+    char *gpu = malloc((size_t)nops);
+    if (!tmp || !gpu) {
+        free(tmp);
+        free(gpu);
+        return -1;
+    }
+    for (int i = 0; i < nops; i++)
+        gpu[i] = (char)op_is_gpu(&ops[i]);
+    int n = 0;
+    for (int i = 0; i < nops; i++)
+        if (!gpu[i])
+            tmp[n++] = ops[i];
+    for (int i = 0; i < nops; i++) { /* each communicator's GPU ops, at its first one */
+        if (!gpu[i])
+            continue;
+        struct bt_comm *c = ops[i].comm;
+        for (int j = i; j < nops; j++)
+            if (gpu[j] && ops[j].comm == c) {
+                tmp[n++] = ops[j];
+                gpu[j] = 0;
+            }
+    }
+    memcpy(ops, tmp, sizeof(*tmp) * (size_t)nops);
+    free(tmp);
+    free(gpu);
+    return ngpu;
+}
+
 /* Mark the comms busy for the launch so ncclCommAbort from another thread waits for the
  * launch to notice the abort before it frees what the launch uses. */
 bt_status_t bt_launch(struct bt_op *ops, int nops)
@@ -603,7 +650,12 @@ bt_status_t bt_launch(struct bt_op *ops, int nops)
             return BT_ERR_INVALID_USAGE;
         }
     }
-    bt_status_t st = launch(ops, nops);
+    int ngpu = gpu_ops_last(ops, nops);
+    bt_status_t st = ngpu < 0 ? BT_ERR_SYSTEM : BT_OK;
+    if (st == BT_OK && nops > ngpu)
+        st = launch(ops, nops - ngpu);
+    if (st == BT_OK && ngpu > 0)
+        st = bt_cuda_launch(ops + nops - ngpu, ngpu);
     for (int i = 0; i < nops; i++)
         bt_comm_release(ops[i].comm);
     return st;

@@ -9,6 +9,7 @@
 #include "transport/conn.h"
 
 #define BT_MAX_CHANNELS 32
+#define BT_HOST_NCHANNELS 2 /* default MAX_NCHANNELS on host memory (docs/TUNING.md) */
 #define BT_TREE_ARITY 2
 
 struct bt_work;

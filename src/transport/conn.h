@@ -20,9 +20,22 @@
 #ifndef BT_TRANSPORT_CONN_H
 #define BT_TRANSPORT_CONN_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/hd.h"
+
+/* The CUDA executor (C++) sees these structures too: there the counters are plain words it
+ * reads and writes with explicit device fences. */
+#ifdef __cplusplus
+#define BT_ATOMIC(T) T
+#define BT_ATOMIC_Q
+#else
+#include <stdatomic.h>
+#define BT_ATOMIC(T) _Atomic T
+#define BT_ATOMIC_Q _Atomic /* qualifier form, for pointers */
+#endif
+#define BT_ALIGNED(n) __attribute__((aligned(n)))
 
 #define BT_NSTEPS 8
 #define BT_CACHELINE 128 /* flags and counters each own a 128-byte line (two x86 lines) */
@@ -45,13 +58,13 @@ union bt_ll_line {
 
 /* Control block shared by the two ends of a connector. */
 struct bt_fifo_ctrl {
-    _Alignas(BT_CACHELINE) _Atomic uint64_t tail; /* written by the sender */
-    _Alignas(BT_CACHELINE) _Atomic uint64_t head; /* written by the receiver */
-    _Alignas(BT_CACHELINE) _Atomic int32_t sizes[BT_NSTEPS];
+    BT_ALIGNED(BT_CACHELINE) BT_ATOMIC(uint64_t) tail; /* written by the sender */
+    BT_ALIGNED(BT_CACHELINE) BT_ATOMIC(uint64_t) head; /* written by the receiver */
+    BT_ALIGNED(BT_CACHELINE) BT_ATOMIC(int32_t) sizes[BT_NSTEPS];
     /* Zero-copy connectors (NET, each end's private FIFO): the user's buffer a slot's data
      * is in instead of the slot (send: written by the executor before tail; recv: by the
      * proxy before tail), or NULL. */
-    _Alignas(BT_CACHELINE) void *_Atomic zc[BT_NSTEPS];
+    BT_ALIGNED(BT_CACHELINE) void *BT_ATOMIC_Q zc[BT_NSTEPS];
 };
 
 /* Bytes of each protocol's FIFO, decided by the receiver and sent in the connect blob. */
@@ -60,14 +73,14 @@ struct bt_fifo_sizes {
 };
 
 /* Offsets inside a FIFO region (control block first, then each protocol's slots). */
-static inline size_t bt_fifo_proto_offset(const struct bt_fifo_sizes *s, int proto)
+static inline BT_HD size_t bt_fifo_proto_offset(const struct bt_fifo_sizes *s, int proto)
 {
     size_t off = sizeof(struct bt_fifo_ctrl);
     for (int p = 0; p < proto; p++)
         off += (size_t)s->slot_bytes[p] * BT_NSTEPS;
     return off;
 }
-static inline size_t bt_fifo_bytes(const struct bt_fifo_sizes *s)
+static inline BT_HD size_t bt_fifo_bytes(const struct bt_fifo_sizes *s)
 {
     return bt_fifo_proto_offset(s, BT_NUM_PROTOS);
 }
@@ -93,13 +106,13 @@ struct bt_conn {
 };
 
 /* Payload bytes one step of `proto` carries on this connector. */
-static inline size_t bt_conn_slot_payload(const struct bt_conn *c, int proto)
+static inline BT_HD size_t bt_conn_slot_payload(const struct bt_conn *c, int proto)
 {
     size_t b = c->sizes.slot_bytes[proto];
     return proto == BT_PROTO_LL ? b / sizeof(union bt_ll_line) * BT_LL_PAYLOAD : b;
 }
 
-static inline char *bt_conn_slot(const struct bt_conn *c, int proto, uint64_t step)
+static inline BT_HD char *bt_conn_slot(const struct bt_conn *c, int proto, uint64_t step)
 {
     return c->buf[proto] + (size_t)(step % BT_NSTEPS) * c->sizes.slot_bytes[proto];
 }

@@ -42,7 +42,8 @@ BT_PARAM_STR(shm_dir, "SHM_DIR", "/dev/shm", "directory where shared-memory segm
 
 /* channels, buffers, protocols, algorithms */
 BT_PARAM_INT(min_nchannels, "MIN_NCHANNELS", 1, "minimum number of channels")
-BT_PARAM_INT(max_nchannels, "MAX_NCHANNELS", 2, "maximum number of channels (host default 2)")
+BT_PARAM_INT(max_nchannels, "MAX_NCHANNELS", 0,
+             "maximum number of channels; 0: 2 on host memory, 32 on GPUs")
 BT_PARAM_INT(buffsize, "BUFFSIZE", 1 << 20,
              "bytes of Simple-protocol buffer per connector (NSTEPS slots)")
 BT_PARAM_INT(net_buffsize, "NET_BUFFSIZE", 1 << 22,

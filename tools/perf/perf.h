@@ -102,6 +102,12 @@ struct perf_mem_ops {
 };
 
 extern const struct perf_mem_ops perf_mem_host;
+extern const struct perf_mem_ops perf_mem_cuda; /* cuda/perf_cuda.c, or a stub without CUDA */
+
+/* Pick this rank's GPU and make the benchmark's stream: 0 done, 1 no device (use host
+ * memory), -1 failed. */
+int perf_cuda_setup(int rank, int *dev_p, void **stream_p);
+void perf_cuda_teardown(void);
 
 /* --- perf_check.c --- */
 

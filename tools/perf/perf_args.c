@@ -216,7 +216,7 @@ void perf_usage(FILE *f)
            "  -p, --percentiles      add per-iteration P50/P99/P999 columns (us, worst rank)\n"
            "  -J, --json FILE        also write every row as JSON to FILE\n"
            "      --params           print the library's parameters (Baton only) and exit\n"
-           "      --host             use host memory (the only kind this build has)\n"
+           "      --host             use host memory even when a GPU is there\n"
            "  -h, --help             this text\n"
            "Ranks come from baton-run (BATON_RANK/BATON_NRANKS/BATON_COMM_ID), mpirun\n"
            "(OMPI_COMM_WORLD_RANK/SIZE), srun (SLURM_PROCID/SLURM_NTASKS) or torchrun\n"

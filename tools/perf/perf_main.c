@@ -30,6 +30,7 @@ struct perf_ctx {
     const struct perf_coll *coll;
     const struct perf_mem_ops *mem;
     void *stream; /* NULL: host collectives ignore it */
+    int dev;      /* the GPU, or -1 for host memory */
     int rank, nranks;
     const char *launcher;
     int is_baton;
@@ -417,8 +418,8 @@ static void perf_print_preamble(struct perf_ctx *ctx)
     const struct perf_args *a = &ctx->a;
     char host[64] = "?";
     struct {
-        int32_t rank, pid;
-        char host[56];
+        int32_t rank, pid, dev;
+        char host[52];
     } me, *all = NULL;
     int version = 0;
     Dl_info dli;
@@ -429,6 +430,7 @@ static void perf_print_preamble(struct perf_ctx *ctx)
     memset(&me, 0, sizeof(me));
     me.rank = ctx->rank;
     me.pid = (int32_t)getpid();
+    me.dev = (int32_t)ctx->dev;
     snprintf(me.host, sizeof(me.host), "%.*s", (int)sizeof(me.host) - 1, host);
     void *gather = NULL;
     if (ctx->mem->alloc(&gather, sizeof(me) * (size_t)ctx->nranks) == 0 &&
@@ -480,8 +482,13 @@ static void perf_print_preamble(struct perf_ctx *ctx)
     for (int r = 0; r < ctx->nranks; r++) {
         if (all != NULL) {
             all[r].host[sizeof(all[r].host) - 1] = '\0';
-            printf("#  Rank %2d Group  0 Pid %6d on %10s device host\n", all[r].rank, all[r].pid,
-                   all[r].host);
+            if (all[r].dev < 0) {
+                printf("#  Rank %2d Group  0 Pid %6d on %10s device host\n", all[r].rank,
+                       all[r].pid, all[r].host);
+            } else {
+                printf("#  Rank %2d Group  0 Pid %6d on %10s device %2d\n", all[r].rank, all[r].pid,
+                       all[r].host, all[r].dev);
+            }
         }
     }
     printf("#\n");
@@ -618,6 +625,7 @@ static void perf_cleanup(struct perf_ctx *ctx)
     }
     free(ctx->host_stage);
     free(ctx->samples);
+    perf_cuda_teardown();
 }
 
 int main(int argc, char **argv)
@@ -631,15 +639,26 @@ int main(int argc, char **argv)
     if (rc != 0) {
         return rc == 2 ? 0 : 2;
     }
-    /* Host memory is all this build has; --host will choose it over CUDA once there is
-     * CUDA. Host buffers need a host communicator: ask Baton for one (NCCL ignores it). */
-    ctx.mem = &perf_mem_host;
-    setenv("BATON_DEVICE", "cpu", 0);
     ctx.is_baton = dlsym(RTLD_DEFAULT, "batonVersionString") != NULL;
-
     int have_comm_id = perf_ranks_from_env(&ctx);
     if (have_comm_id < 0) {
         return 2;
+    }
+    /* GPU memory when this build has CUDA and the process sees a device, unless --host.
+     * Host buffers need a host communicator: ask Baton for one (NCCL has none). */
+    ctx.mem = &perf_mem_host;
+    ctx.dev = -1;
+    if (!ctx.a.force_host) {
+        int cu = perf_cuda_setup(ctx.rank, &ctx.dev, &ctx.stream);
+        if (cu < 0) {
+            return 1;
+        }
+        if (cu == 0) {
+            ctx.mem = &perf_mem_cuda;
+        }
+    }
+    if (ctx.mem == &perf_mem_host) {
+        setenv("BATON_DEVICE", "cpu", 0);
     }
     if (ctx.a.print_params) {
         if (ctx.rank == 0) {

@@ -1,0 +1,43 @@
+/*
+ * A GPU communicator's CUDA state (comm->cuda), built by the first GPU operation: the
+ * device copies of its channels and connectors the kernels run over, and the host-mapped
+ * words kernels report through. Internal to exec/cuda and transport/cuda.
+ */
+#ifndef BT_EXEC_CUDA_CUDA_COMM_H
+#define BT_EXEC_CUDA_CUDA_COMM_H
+
+#include <stddef.h>
+
+#include "graph/channel.h"
+#include "util/status.h"
+
+struct bt_comm;
+
+struct bt_cuda_comm {
+    int dev;
+    int nch;     /* channels (blocks) collectives may use */
+    size_t slot; /* bytes of each Simple slot */
+
+    /* device memory */
+    struct bt_channel *dchan; /* [nch]: rings with device connectors */
+    int *dorder;              /* [nch * nranks]: the rings' orders */
+    struct bt_conn *dp2p;     /* [2 * nranks]: send to r at 2r, receive from r at 2r + 1 */
+
+    /* transport/cuda/p2p.c: this rank's FIFOs and the peers' it mapped */
+    void *fifo_base;  /* one allocation: ring FIFOs, then one per peer */
+    void **peer_base; /* [nranks]: the peer's allocation, mapped here (or NULL) */
+    int *peer_opened; /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
+
+    /* host-mapped (cudaHostAlloc): the kernels' abort flag and error report */
+    int *abort_h, *error_h; /* error_h[0]: enum bt_cuda_kerr, [1..3]: peer, work, is_send */
+    void *abort_d, *error_d;
+};
+
+/* Connect this rank's GPU connectors with every rank (collective: every rank calls it at
+ * its first GPU operation). Fills fifo_base, peer_base, and the device channel and p2p
+ * connector arrays. caller: the launching thread, with the comm's device current. */
+bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc);
+/* Unmap and free what bt_cuda_p2p_setup made. */
+void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc);
+
+#endif

@@ -1,0 +1,419 @@
+/*
+ * CUDA mode, host side: turn a group's GPU operations into kernel launches on the user's
+ * streams (exec/cuda/kernel.cu runs them).
+ *
+ *   per communicator, in op order:
+ *     first GPU op -> set up the GPU connectors with every rank (transport/cuda/p2p.c)
+ *     a collective -> one launch: ring schedule, Simple protocol, one block per channel
+ *     consecutive send/recv -> one launch: one block per (peer, direction), so a group's
+ *                              sends and receives progress together
+ *     send/recv to self -> cudaMemcpyAsync
+ * Each launch switches to the communicator's device and back. A collective runs alone in
+ * its launch so that the next one, queued after it on the stream, sees all its output.
+ */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/algo.h"
+#include "coll/dtype.h"
+#include "core/comm.h"
+#include "core/group.h"
+#include "exec/cuda/cuda.h"
+#include "exec/cuda/cuda_comm.h"
+#include "exec/cuda/kargs.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#define BT_GPU_NCHANNELS 32                   /* default MAX_NCHANNELS: enough to fill NVLink */
+#define BT_GPU_SLOT (512 * 1024)              /* bytes per Simple slot: 4 MB FIFOs */
+#define BT_GPU_BYTES_PER_CHANNEL (256 * 1024) /* a channel per this much of a collective */
+#define BT_GPU_ALIGN 512                      /* channel shares start at this many bytes */
+
+static bt_status_t cuda_status(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return BT_OK;
+    BT_WARN("%s failed: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    return BT_ERR_CUDA;
+}
+
+int bt_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+int bt_cuda_current_device(void)
+{
+    int d = -1;
+    if (bt_cuda_device_count() == 0 || cudaGetDevice(&d) != cudaSuccess)
+        return -1;
+    return d;
+}
+
+int bt_cuda_is_device_ptr(const void *p)
+{
+    if (!p)
+        return 0;
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* ---- per-communicator state ------------------------------------------------------- */
+
+static bt_status_t cuda_comm_setup(struct bt_comm *comm)
+{
+    struct bt_cuda_comm *cc = calloc(1, sizeof(*cc));
+    if (!cc)
+        return BT_ERR_SYSTEM;
+    cc->dev = comm->cuda_dev;
+    int64_t nch = bt_param_max_nchannels();
+    if (nch <= 0)
+        nch = BT_GPU_NCHANNELS;
+    cc->nch = (int)(nch > BT_MAX_CHANNELS ? BT_MAX_CHANNELS : nch);
+    cc->slot = BT_GPU_SLOT;
+    bt_status_t st = cuda_status(cudaHostAlloc((void **)&cc->abort_h, sizeof(int),
+                                               cudaHostAllocMapped | cudaHostAllocPortable),
+                                 "cudaHostAlloc (abort flag)");
+    if (st == BT_OK)
+        st = cuda_status(cudaHostAlloc((void **)&cc->error_h, 4 * sizeof(int),
+                                       cudaHostAllocMapped | cudaHostAllocPortable),
+                         "cudaHostAlloc (error word)");
+    if (st == BT_OK) {
+        *cc->abort_h = comm->abort_flag;
+        memset(cc->error_h, 0, 4 * sizeof(int));
+        st = cuda_status(cudaHostGetDevicePointer(&cc->abort_d, cc->abort_h, 0),
+                         "cudaHostGetDevicePointer");
+    }
+    if (st == BT_OK)
+        st = cuda_status(cudaHostGetDevicePointer(&cc->error_d, cc->error_h, 0),
+                         "cudaHostGetDevicePointer");
+    if (st == BT_OK)
+        st = bt_cuda_p2p_setup(comm, cc);
+    if (st != BT_OK) {
+        cudaFreeHost(cc->abort_h);
+        cudaFreeHost(cc->error_h);
+        free(cc);
+        return st;
+    }
+    comm->cuda = cc;
+    return BT_OK;
+}
+
+bt_status_t bt_cuda_comm_error(struct bt_comm *comm)
+{
+    struct bt_cuda_comm *cc = comm->cuda;
+    if (!cc || __atomic_load_n(&cc->error_h[0], __ATOMIC_ACQUIRE) == BT_CUDA_KERR_NONE)
+        return BT_OK;
+    return BT_ERR_REMOTE;
+}
+
+void bt_cuda_comm_abort(struct bt_comm *comm)
+{
+    struct bt_cuda_comm *cc = comm->cuda;
+    if (cc)
+        __atomic_store_n(cc->abort_h, 1, __ATOMIC_RELEASE);
+}
+
+void bt_cuda_comm_free(struct bt_comm *comm)
+{
+    struct bt_cuda_comm *cc = comm ? comm->cuda : NULL;
+    if (!cc)
+        return;
+    int prev = -1;
+    cudaGetDevice(&prev);
+    cudaSetDevice(cc->dev);
+    cudaDeviceSynchronize(); /* kernels still running use the FIFOs */
+    bt_cuda_p2p_free(comm, cc);
+    cudaFreeHost(cc->abort_h);
+    cudaFreeHost(cc->error_h);
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    free(cc);
+    comm->cuda = NULL;
+}
+
+/* ---- planning ------------------------------------------------------------------------ */
+
+static void kargs_init(struct bt_cuda_kargs *a, struct bt_comm *comm)
+{
+    struct bt_cuda_comm *cc = comm->cuda;
+    a->nworks = 0;
+    a->abort_flag = cc->abort_d;
+    a->error = cc->error_d;
+    a->error_info = (int *)cc->error_d + 1;
+    a->timeout_ns = (uint64_t)bt_param_timeout() * 1000000000ull;
+}
+
+static struct bt_work *kargs_add(struct bt_cuda_kargs *a, int block)
+{
+    struct bt_work *w = &a->works[a->nworks];
+    memset(w, 0, sizeof(*w));
+    a->block[a->nworks++] = (uint8_t)block;
+    return w;
+}
+
+static bt_status_t kargs_launch(const struct bt_cuda_kargs *a, void *stream)
+{
+    int nblocks = 0;
+    for (int i = 0; i < a->nworks; i++)
+        if (a->block[i] + 1 > nblocks)
+            nblocks = a->block[i] + 1;
+    if (nblocks == 0)
+        return BT_OK;
+    return cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream), "kernel launch");
+}
+
+/* The work fields every kind shares. */
+static void work_common(struct bt_work *w, const struct bt_op *op, struct bt_comm *comm)
+{
+    w->coll = (uint8_t)op->coll;
+    w->algo = BT_ALGO_RING;
+    w->proto = BT_PROTO_SIMPLE;
+    w->redop = op->redop;
+    w->sendbuf = op->sendbuf;
+    w->recvbuf = op->recvbuf;
+    w->esize = bt_dtype_size(op->dtype);
+    w->count = op->count;
+    w->root = op->peer;
+    w->nranks = comm->nranks;
+    w->rank = comm->rank;
+    w->owner = comm;
+}
+
+static size_t coll_bytes(const struct bt_op *op, int nranks)
+{
+    size_t b = op->count * bt_dtype_size(op->dtype);
+    if (op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_REDUCESCATTER)
+        b *= (size_t)nranks;
+    return b;
+}
+
+/* One collective: the ring schedule over as many channels as its size wants. */
+static bt_status_t launch_coll(struct bt_op *op)
+{
+    struct bt_comm *comm = op->comm;
+    struct bt_cuda_comm *cc = comm->cuda;
+    size_t es = bt_dtype_size(op->dtype);
+    int nch = (int)(coll_bytes(op, comm->nranks) / BT_GPU_BYTES_PER_CHANNEL);
+    if (nch < 1)
+        nch = 1;
+    if (nch > cc->nch)
+        nch = cc->nch;
+    size_t align = BT_GPU_ALIGN / es;
+    size_t share = bt_div_up(bt_div_up(op->count, (size_t)nch), align) * align;
+
+    static __thread struct bt_cuda_kargs a;
+    kargs_init(&a, comm);
+    for (int c = 0; c < nch; c++) {
+        size_t off = (size_t)c * share;
+        if (off >= op->count)
+            break; /* every rank stops at the same channel */
+        struct bt_work *w = kargs_add(&a, c);
+        work_common(w, op, comm);
+        w->chan_off = off;
+        w->chan_count = bt_min_sz(share, op->count - off);
+        w->chunk = cc->slot / es;
+        w->chan = &cc->dchan[c]; /* device address: only the kernel dereferences it */
+        w->nsteps = bt_algo_nsteps(w);
+    }
+    return kargs_launch(&a, op->stream);
+}
+
+/* Send/recv ops[i0..i1) of one communicator: one block per (peer, direction). Self
+ * send/recv pairs become copies. */
+static bt_status_t launch_p2p(struct bt_op *ops, int i0, int i1)
+{
+    struct bt_comm *comm = ops[i0].comm;
+    struct bt_cuda_comm *cc = comm->cuda;
+    static __thread struct bt_cuda_kargs a;
+    kargs_init(&a, comm);
+    void *stream = ops[i0].stream;
+    const struct bt_op *self_send = NULL;
+    for (int i = i0; i < i1; i++) {
+        struct bt_op *op = &ops[i];
+        if (op->count == 0)
+            continue;
+        if (op->peer == comm->rank) {
+            /* a group's self send and self recv pair up in order */
+            if (op->coll == BT_COLL_SEND) {
+                self_send = op;
+                continue;
+            }
+            if (!self_send) {
+                BT_WARN("ncclRecv from self (rank %d) without a matching ncclSend in the group",
+                        comm->rank);
+                return BT_ERR_INVALID_USAGE;
+            }
+            BT_CHECK(cuda_status(cudaMemcpyAsync(op->recvbuf, self_send->sendbuf,
+                                                 op->count * bt_dtype_size(op->dtype),
+                                                 cudaMemcpyDeviceToDevice, op->stream),
+                                 "cudaMemcpyAsync (send to self)"));
+            self_send = NULL;
+            continue;
+        }
+        if (a.nworks == BT_CUDA_MAX_WORKS) {
+            BT_CHECK(kargs_launch(&a, stream));
+            kargs_init(&a, comm);
+        }
+        int is_send = op->coll == BT_COLL_SEND;
+        struct bt_work *w = kargs_add(&a, 2 * op->peer + !is_send);
+        work_common(w, op, comm);
+        w->chan_off = 0;
+        w->chan_count = op->count;
+        w->chunk = cc->slot / w->esize;
+        w->p2p_conn = &cc->dp2p[2 * op->peer + !is_send];
+        w->nsteps = bt_algo_nsteps(w);
+    }
+    return kargs_launch(&a, stream);
+}
+
+/* A one-rank collective: the output is the input (AllReduce, Broadcast, ...). */
+static bt_status_t launch_single(struct bt_op *op)
+{
+    size_t bytes = op->count * bt_dtype_size(op->dtype);
+    if (op->redop.pre_mul && op->redop.scalar_f != 1.0 && op->redop.scalar_i != 1 &&
+        (op->coll == BT_COLL_ALLREDUCE || op->coll == BT_COLL_REDUCE ||
+         op->coll == BT_COLL_REDUCESCATTER)) {
+        BT_WARN("PreMulSum with a scalar other than 1 on a one-rank GPU communicator is not "
+                "supported yet");
+        return BT_ERR_INVALID_USAGE;
+    }
+    if (op->sendbuf == op->recvbuf || bytes == 0)
+        return BT_OK;
+    return cuda_status(
+        cudaMemcpyAsync(op->recvbuf, op->sendbuf, bytes, cudaMemcpyDeviceToDevice, op->stream),
+        "cudaMemcpyAsync (one-rank collective)");
+}
+
+/* PreMulSum's scalar in device memory: read it now (the stream's earlier work may write it,
+ * so wait for the stream first). */
+static bt_status_t read_scalar(struct bt_op *op)
+{
+    if (!op->scalar_ptr)
+        return BT_OK;
+    unsigned char v[8] = {0};
+    if (bt_cuda_is_device_ptr(op->scalar_ptr)) {
+        BT_CHECK(cuda_status(cudaStreamSynchronize(op->stream), "cudaStreamSynchronize"));
+        BT_CHECK(cuda_status(
+            cudaMemcpy(v, op->scalar_ptr, bt_dtype_size(op->dtype), cudaMemcpyDeviceToHost),
+            "cudaMemcpy of the PreMulSum scalar"));
+    } else {
+        memcpy(v, op->scalar_ptr, bt_dtype_size(op->dtype));
+    }
+    bt_redop_scalar_from_bytes(&op->redop, v);
+    return BT_OK;
+}
+
+/* Set up every communicator of the launch that has no GPU state yet. The setup is
+ * collective, and one thread may drive several ranks of a communicator (ncclCommInitAll):
+ * those must rendezvous concurrently, so with more than one each gets a thread. */
+struct setup_job {
+    struct bt_comm *comm;
+    pthread_t thread;
+    bt_status_t st;
+};
+
+static void *setup_main(void *arg)
+{
+    struct setup_job *j = arg;
+    cudaError_t e = cudaSetDevice(j->comm->cuda_dev);
+    j->st = e == cudaSuccess ? cuda_comm_setup(j->comm) : cuda_status(e, "cudaSetDevice");
+    return NULL;
+}
+
+static bt_status_t setup_comms(struct bt_op *ops, int nops)
+{
+    struct setup_job *jobs = calloc((size_t)nops, sizeof(*jobs));
+    if (!jobs)
+        return BT_ERR_SYSTEM;
+    int n = 0;
+    for (int i = 0; i < nops; i++) {
+        if (ops[i].comm->cuda)
+            continue;
+        int seen = 0;
+        for (int k = 0; k < n; k++)
+            seen |= jobs[k].comm == ops[i].comm;
+        if (!seen)
+            jobs[n++].comm = ops[i].comm;
+    }
+    bt_status_t st = BT_OK;
+    if (n == 1) {
+        setup_main(&jobs[0]);
+        st = jobs[0].st;
+    } else if (n > 1) {
+        int started = 0;
+        for (; started < n; started++)
+            if (pthread_create(&jobs[started].thread, NULL, setup_main, &jobs[started]) != 0) {
+                BT_WARN("pthread_create for a GPU setup failed");
+                st = BT_ERR_SYSTEM;
+                break;
+            }
+        for (int k = 0; k < started; k++) {
+            pthread_join(jobs[k].thread, NULL);
+            if (st == BT_OK)
+                st = jobs[k].st;
+        }
+    }
+    free(jobs);
+    return st;
+}
+
+static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)
+{
+    struct bt_comm *comm = ops[i0].comm;
+    for (int i = i0; i < i1;) {
+        struct bt_op *op = &ops[i];
+        bt_log_set_rank(comm->rank);
+        comm->coll_seq++;
+        if (op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV) {
+            int j = i;
+            while (j < i1 && (ops[j].coll == BT_COLL_SEND || ops[j].coll == BT_COLL_RECV))
+                j++;
+            BT_CHECK(launch_p2p(ops, i, j));
+            i = j;
+            continue;
+        }
+        BT_CHECK(read_scalar(op));
+        if (op->count == 0)
+            ;
+        else if (comm->nranks == 1)
+            BT_CHECK(launch_single(op));
+        else
+            BT_CHECK(launch_coll(op));
+        i++;
+    }
+    return BT_OK;
+}
+
+bt_status_t bt_cuda_launch(struct bt_op *ops, int nops)
+{
+    int prev = -1;
+    cudaGetDevice(&prev);
+    bt_status_t st = setup_comms(ops, nops);
+    /* ops of one communicator are contiguous in group order per comm: take them in runs */
+    for (int i = 0; i < nops && st == BT_OK;) {
+        int j = i + 1;
+        while (j < nops && ops[j].comm == ops[i].comm)
+            j++;
+        st = cuda_status(cudaSetDevice(ops[i].comm->cuda_dev), "cudaSetDevice");
+        if (st == BT_OK)
+            st = launch_comm_ops(ops, i, j);
+        if (st != BT_OK)
+            bt_comm_set_async_error(ops[i].comm, st);
+        i = j;
+    }
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    return st;
+}

@@ -1,0 +1,213 @@
+/*
+ * P2P transport for GPU buffers: each rank's receive FIFOs live in its own GPU memory, in
+ * one allocation, and every sender maps the receiver's allocation into its address space:
+ * with cudaIpcOpenMemHandle between processes (the handle names the allocation's base, the
+ * FIFO is at a fixed offset from it), or the plain pointer with peer access enabled when
+ * both GPUs belong to this process (ncclCommInitAll, or one thread per GPU). The sender's
+ * kernel writes data and tail into the receiver's memory; the receiver's kernel writes head
+ * into its own FIFO, which the sender reads through the mapping.
+ *
+ * Layout of a rank's allocation: FIFO i at i * fifo_bytes; FIFOs 0..nch-1 receive ring
+ * channel i from the ring's previous rank; FIFO nch + r receives send/recv traffic from
+ * rank r. Every FIFO: the control block (tail, head, sizes), then BT_NSTEPS Simple slots.
+ *
+ * Set up collectively at the first GPU operation of a communicator (every rank reaches it
+ * at the same operation): one allgather of {pid, device, handle, base}.
+ */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/comm.h"
+#include "exec/cuda/cuda_comm.h"
+#include "util/log.h"
+
+struct p2p_info {
+    int pid;
+    int dev;
+    int nch;
+    uint64_t host_hash;
+    uint64_t slot;
+    void *base;
+    cudaIpcMemHandle_t handle;
+};
+
+#define CUDA_TRY(call, what)                                                                       \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            BT_WARN("%s failed: %s (%s)", (what), cudaGetErrorString(e_), cudaGetErrorName(e_));   \
+            st = BT_ERR_CUDA;                                                                      \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+static size_t fifo_bytes(size_t slot)
+{
+    size_t b = sizeof(struct bt_fifo_ctrl) + (size_t)BT_NSTEPS * slot;
+    return (b + 4095) & ~(size_t)4095;
+}
+
+/* A connector's device view: the FIFO at `fifo` (ours or mapped), stepping from 0. */
+static void dconn_init(struct bt_conn *c, char *fifo, size_t slot, int peer, int is_send, int ch)
+{
+    memset(c, 0, sizeof(*c));
+    c->peer = peer;
+    c->is_send = is_send;
+    c->connected = 1;
+    c->ctrl = (struct bt_fifo_ctrl *)fifo;
+    c->buf[BT_PROTO_SIMPLE] = fifo + sizeof(struct bt_fifo_ctrl);
+    c->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)slot;
+    c->channel = ch;
+}
+
+bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
+{
+    bt_status_t st = BT_OK;
+    int n = comm->nranks, me = comm->rank;
+    struct p2p_info *all = calloc((size_t)n, sizeof(*all));
+    struct bt_channel *hch = calloc((size_t)cc->nch, sizeof(*hch));
+    int *order = calloc((size_t)cc->nch * (size_t)n, sizeof(int));
+    struct bt_conn *hp2p = calloc(2 * (size_t)n, sizeof(*hp2p));
+    cc->peer_base = calloc((size_t)n, sizeof(void *));
+    cc->peer_opened = calloc((size_t)n, sizeof(int));
+    if (!all || !hch || !order || !hp2p || !cc->peer_base || !cc->peer_opened) {
+        BT_WARN("out of memory setting up GPU connectors");
+        st = BT_ERR_SYSTEM;
+        goto fail;
+    }
+
+    /* Agree on the geometry first: every rank must lay out its FIFOs alike. */
+    struct p2p_info *mine = &all[me];
+    mine->pid = (int)getpid();
+    mine->dev = cc->dev;
+    mine->nch = cc->nch;
+    mine->slot = cc->slot;
+    mine->host_hash = comm->peers[me].host_hash;
+    BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
+    for (int r = 0; r < n; r++) {
+        if (all[r].nch < cc->nch)
+            cc->nch = all[r].nch;
+        if (all[r].slot < cc->slot)
+            cc->slot = (size_t)all[r].slot;
+        if (all[r].host_hash != mine->host_hash) {
+            BT_WARN("rank %d is on another host: GPU buffers over the network are not supported "
+                    "yet (P2P only)",
+                    r);
+            st = BT_ERR_INVALID_USAGE;
+            goto fail;
+        }
+    }
+    size_t fb = fifo_bytes(cc->slot);
+    size_t total = fb * (size_t)(cc->nch + n);
+    CUDA_TRY(cudaMalloc(&cc->fifo_base, total), "cudaMalloc of the GPU FIFOs");
+    CUDA_TRY(cudaMemset(cc->fifo_base, 0, total), "cudaMemset of the GPU FIFOs");
+    CUDA_TRY(cudaIpcGetMemHandle(&mine->handle, cc->fifo_base), "cudaIpcGetMemHandle");
+    mine->base = cc->fifo_base;
+    CUDA_TRY(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the FIFO memset");
+    BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
+
+    /* Map every peer's FIFOs. */
+    for (int r = 0; r < n; r++) {
+        if (r == me) {
+            cc->peer_base[r] = cc->fifo_base;
+            continue;
+        }
+        if (all[r].pid == mine->pid) {
+            int can = 0;
+            CUDA_TRY(cudaDeviceCanAccessPeer(&can, cc->dev, all[r].dev), "cudaDeviceCanAccessPeer");
+            if (!can && all[r].dev != cc->dev) {
+                BT_WARN("GPU %d cannot access GPU %d (rank %d) directly; P2P is not possible and "
+                        "GPU buffers through host memory are not supported yet",
+                        cc->dev, all[r].dev, r);
+                st = BT_ERR_INVALID_USAGE;
+                goto fail;
+            }
+            if (all[r].dev != cc->dev) {
+                cudaError_t e = cudaDeviceEnablePeerAccess(all[r].dev, 0);
+                if (e == cudaErrorPeerAccessAlreadyEnabled)
+                    (void)cudaGetLastError();
+                else if (e != cudaSuccess)
+                    CUDA_TRY(e, "cudaDeviceEnablePeerAccess");
+            }
+            cc->peer_base[r] = all[r].base;
+        } else {
+            CUDA_TRY(cudaIpcOpenMemHandle(&cc->peer_base[r], all[r].handle,
+                                          cudaIpcMemLazyEnablePeerAccess),
+                     "cudaIpcOpenMemHandle of a peer's FIFOs");
+            cc->peer_opened[r] = 1;
+        }
+        BT_INFO(BT_LOG_INIT, "GPU connectors with rank %d (GPU %d) via P2P/%s", r, all[r].dev,
+                cc->peer_opened[r] ? "IPC" : "direct pointer");
+    }
+
+    /* Device channels: the host's ring order, connectors in GPU memory. */
+    CUDA_TRY(cudaMalloc((void **)&cc->dchan, sizeof(*hch) * (size_t)cc->nch), "cudaMalloc");
+    CUDA_TRY(cudaMalloc((void **)&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n),
+             "cudaMalloc");
+    CUDA_TRY(cudaMalloc((void **)&cc->dp2p, sizeof(*hp2p) * 2 * (size_t)n), "cudaMalloc");
+    for (int c = 0; c < cc->nch; c++) {
+        struct bt_channel *x = &hch[c];
+        x->id = c;
+        for (int i = 0; i < n; i++)
+            order[c * n + i] = i;
+        x->ring.order = cc->dorder + c * n;
+        x->ring.index = me;
+        x->ring.next = (me + 1) % n;
+        x->ring.prev = (me - 1 + n) % n;
+        char *next = (char *)cc->peer_base[x->ring.next];
+        char *own = (char *)cc->fifo_base;
+        dconn_init(&x->ring_send, next + (size_t)c * fb, cc->slot, x->ring.next, 1, c);
+        dconn_init(&x->ring_recv, own + (size_t)c * fb, cc->slot, x->ring.prev, 0, c);
+    }
+    for (int r = 0; r < n; r++) {
+        char *theirs = (char *)cc->peer_base[r] + (size_t)(cc->nch + me) * fb;
+        char *own = (char *)cc->fifo_base + (size_t)(cc->nch + r) * fb;
+        dconn_init(&hp2p[2 * r], theirs, cc->slot, r, 1, 0);
+        dconn_init(&hp2p[2 * r + 1], own, cc->slot, r, 0, 0);
+    }
+    CUDA_TRY(cudaMemcpy(cc->dchan, hch, sizeof(*hch) * (size_t)cc->nch, cudaMemcpyHostToDevice),
+             "cudaMemcpy of the channels");
+    CUDA_TRY(cudaMemcpy(cc->dorder, order, sizeof(int) * (size_t)cc->nch * (size_t)n,
+                        cudaMemcpyHostToDevice),
+             "cudaMemcpy of the ring orders");
+    CUDA_TRY(cudaMemcpy(cc->dp2p, hp2p, sizeof(*hp2p) * 2 * (size_t)n, cudaMemcpyHostToDevice),
+             "cudaMemcpy of the p2p connectors");
+    /* No rank may write into a peer's FIFOs before the peer has zeroed them (done above,
+     * before the second allgather) - and no kernel runs before this returns. */
+    BT_INFO(BT_LOG_INIT, "GPU %d: %d channels, %zu-byte slots, %zu bytes of FIFOs", cc->dev,
+            cc->nch, cc->slot, total);
+    goto out;
+
+fail:
+    bt_cuda_p2p_free(comm, cc);
+out:
+    free(all);
+    free(hch);
+    free(order);
+    free(hp2p);
+    return st;
+}
+
+void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
+{
+    if (cc->peer_base && cc->peer_opened) {
+        for (int r = 0; r < comm->nranks; r++)
+            if (cc->peer_opened[r] && cc->peer_base[r])
+                cudaIpcCloseMemHandle(cc->peer_base[r]);
+    }
+    free(cc->peer_base);
+    free(cc->peer_opened);
+    cc->peer_base = NULL;
+    cc->peer_opened = NULL;
+    cudaFree(cc->fifo_base);
+    cudaFree(cc->dchan);
+    cudaFree(cc->dorder);
+    cudaFree(cc->dp2p);
+    cc->fifo_base = NULL;
+    cc->dchan = NULL;
+    cc->dorder = NULL;
+    cc->dp2p = NULL;
+}

@@ -1,0 +1,73 @@
+#!/bin/bash
+# The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
+# baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
+# Built elsewhere (make build with nvcc), run here from the repository root:
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|quick|perf|all]
+# Writes logs and tables under $OUT. NCCL_NVLS_ENABLE=0 stays set (multicast is off on
+# these machines for everyone).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+OUT=${OUT:-/tmp/baton-gpu}
+what=${1:-all}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export BATON_TIMEOUT=${BATON_TIMEOUT:-60}
+NCCL_LIB=${NCCL_LIB:-$(python3 -c "import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))" 2>/dev/null)}
+
+{
+    echo "date: $(date -u '+%F %H:%M UTC')"
+    echo "commit: ${BATON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+    nvidia-smi topo -m
+    echo "NVIDIA NCCL: $NCCL_LIB"
+} >"$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+
+if [ "$what" = tests ] || [ "$what" = all ]; then
+    for t in "$BUILD"/tests/gpu_test_*; do
+        echo "== $t"
+        timeout 900 "$t" >"$OUT/$(basename "$t").log" 2>&1
+        echo "rc=$? $(tail -n 2 "$OUT/$(basename "$t").log" | tr '\n' ' ')"
+    done
+fi
+
+# perf LIB COLL ARGS...: one baton-perf run over 2 ranks; LIB = baton | nccl
+perf()
+{
+    local lib=$1 coll=$2
+    shift 2
+    local env=()
+    [ "$lib" = nccl ] && env=(LD_LIBRARY_PATH="$NCCL_LIB")
+    env "${env[@]}" timeout 300 "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" "$coll" "$@" 2>&1
+}
+
+if [ "$what" = quick ]; then
+    for lib in baton nccl; do
+        perf $lib allreduce -b 8 -e 1G -f 8 -c 1 -n 20 -w 5 >"$OUT/perf-allreduce-$lib.txt"
+        echo "== allreduce $lib"
+        grep -E '^ +[0-9]+ |Out of bounds|Avg bus' "$OUT/perf-allreduce-$lib.txt" | cut -c1-120
+    done
+fi
+
+if [ "$what" = perf ] || [ "$what" = all ]; then
+    for coll in allreduce allgather reducescatter broadcast reduce sendrecv alltoall; do
+        for lib in baton nccl; do
+            perf $lib $coll -b 8 -e 1G -f 4 -c 1 -n 20 -w 5 >"$OUT/perf-$coll-$lib.txt"
+            echo "== $coll $lib: $(grep -E 'Avg bus|Out of bounds' "$OUT/perf-$coll-$lib.txt" | tr '\n' ' ')"
+        done
+    done
+    # the done-means sizes, three alternating rounds each
+    for r in 1 2 3; do
+        for lib in baton nccl; do
+            perf $lib allreduce -b 256M -e 1G -f 4 -c 0 -n 20 -w 5 >>"$OUT/perf-ar-big-$lib.txt"
+            for coll in allgather reducescatter sendrecv; do
+                perf $lib $coll -b 128M -e 128M -c 0 -n 20 -w 5 >>"$OUT/perf-128M-$coll-$lib.txt"
+            done
+        done
+    done
+    for f in "$OUT"/perf-ar-big-*.txt "$OUT"/perf-128M-*.txt; do
+        echo "== $(basename "$f")"
+        grep -E '^ +[0-9]+ ' "$f"
+    done
+fi

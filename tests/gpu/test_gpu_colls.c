@@ -1,0 +1,421 @@
+/*
+ * Every collective on GPU buffers, checked bit for bit against a host reference:
+ *   AllReduce, AllGather, ReduceScatter, Broadcast (root 1), Reduce (root 0), and a ring of
+ *   Send/Recv; every dtype; sum, prod, max, min, avg, PreMulSum (scalar 3) where the
+ *   collective reduces; counts 0, 1, 7, 1M + 3 (and 64M for float sum AllReduce);
+ *   out of place, in place, and with buffers one element off 16-byte alignment;
+ *   CUDA graph capture of an AllReduce replayed three times.
+ * Inputs are small integers (1..4), so every exact result is representable or rounds the
+ * same way on both sides (the GPU folds narrow types in float and rounds once, as the
+ * reference does).
+ * Two modes: two processes with one GPU each (ncclCommInitRank), and one process driving
+ * both GPUs (ncclCommInitAll, collectives inside ncclGroupStart/End). Needs 2 GPUs.
+ */
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/dtype.h"
+#include "harness.h"
+#include "nccl.h"
+
+#define NR 2
+#define BIG (1024 * 1024 + 3)
+
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        BT_TEST_CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
+    } while (0)
+
+enum coll { C_ALLREDUCE, C_ALLGATHER, C_REDUCESCATTER, C_BCAST, C_REDUCE, C_SENDRECV, C_N };
+static const char *coll_names[] = {"AllReduce", "AllGather", "ReduceScatter",
+                                   "Broadcast", "Reduce",    "SendRecv"};
+enum op { O_SUM, O_PROD, O_MAX, O_MIN, O_AVG, O_PREMUL, O_N };
+static const char *op_names[] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+
+static size_t dsize(int t)
+{
+    static const size_t s[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+    return s[t];
+}
+
+static int is_float(int t)
+{
+    return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 ||
+           t == ncclFloat8e4m3 || t == ncclFloat8e5m2;
+}
+
+static double input(int rank, size_t i)
+{
+    return (double)(1 + (i * 7 + (size_t)rank * 3) % 4);
+}
+
+/* Store an exactly computed value as dtype t (narrow floats: round once, as the GPU does). */
+static void encode(int t, double v, void *dst)
+{
+    switch (t) {
+    case ncclInt8:
+        *(int8_t *)dst = (int8_t)(int64_t)v;
+        break;
+    case ncclUint8:
+        *(uint8_t *)dst = (uint8_t)(int64_t)v;
+        break;
+    case ncclInt32:
+        *(int32_t *)dst = (int32_t)(int64_t)v;
+        break;
+    case ncclUint32:
+        *(uint32_t *)dst = (uint32_t)(int64_t)v;
+        break;
+    case ncclInt64:
+        *(int64_t *)dst = (int64_t)v;
+        break;
+    case ncclUint64:
+        *(uint64_t *)dst = (uint64_t)(int64_t)v;
+        break;
+    case ncclFloat16:
+        *(uint16_t *)dst = bt_float_to_half((float)v);
+        break;
+    case ncclFloat32:
+        *(float *)dst = (float)v;
+        break;
+    case ncclFloat64:
+        *(double *)dst = v;
+        break;
+    case ncclBfloat16:
+        *(uint16_t *)dst = bt_float_to_bf16((float)v);
+        break;
+    case ncclFloat8e4m3:
+        *(uint8_t *)dst = bt_float_to_e4m3((float)v);
+        break;
+    default:
+        *(uint8_t *)dst = bt_float_to_e5m2((float)v);
+        break;
+    }
+}
+
+/* The reduction of every rank's element, exactly. */
+static double reduce_ref(int t, int op, size_t i, size_t idx_shift)
+{
+    double acc = 0;
+    for (int r = 0; r < NR; r++) {
+        double x = input(r, i + idx_shift);
+        if (op == O_PREMUL)
+            x *= 3;
+        if (r == 0) {
+            acc = x;
+            continue;
+        }
+        switch (op) {
+        case O_PROD:
+            acc *= x;
+            break;
+        case O_MAX:
+            acc = x > acc ? x : acc;
+            break;
+        case O_MIN:
+            acc = x < acc ? x : acc;
+            break;
+        default:
+            acc += x;
+            break;
+        }
+    }
+    if (op == O_AVG)
+        acc = is_float(t) ? acc / NR : (double)((int64_t)acc / NR);
+    return acc;
+}
+
+struct tcase {
+    int coll, dtype, op, inplace, misalign;
+    size_t count;
+};
+
+/* Bytes of input and output per rank for the case. */
+static void case_counts(const struct tcase *c, size_t *in_p, size_t *out_p)
+{
+    size_t n = c->count;
+    *in_p = c->coll == C_REDUCESCATTER ? n * NR : n;
+    *out_p = c->coll == C_ALLGATHER ? n * NR : n;
+}
+
+struct rank_bufs {
+    char *base; /* device allocation */
+    char *send, *recv;
+    size_t cap;
+    cudaStream_t stream;
+    ncclRedOp_t op;
+};
+
+static void prepare(const struct tcase *c, int rank, struct rank_bufs *b)
+{
+    size_t es = dsize(c->dtype), nin, nout;
+    case_counts(c, &nin, &nout);
+    size_t off = c->misalign ? es : 0;
+    size_t need = (nin + nout) * es + 2 * 256;
+    if (need > b->cap) {
+        if (b->base)
+            CU(cudaFree(b->base));
+        CU(cudaMalloc((void **)&b->base, need));
+        b->cap = need;
+    }
+    b->recv = b->base + off;
+    if (c->inplace) /* nccl's in-place layouts: input is the output, or this rank's slice */
+        b->send = b->recv + (c->coll == C_ALLGATHER ? (size_t)rank * c->count * es : 0);
+    else
+        b->send = b->base + 256 + ((nout * es + 255) / 256) * 256 + off;
+    CU(cudaMemset(b->recv, 0xEE, nout * es)); /* poison: every element must be written */
+    char *h = malloc(nin * es + 1);
+    for (size_t i = 0; i < nin; i++)
+        encode(c->dtype, input(rank, i), h + i * es);
+    CU(cudaMemcpy(b->send, h, nin * es, cudaMemcpyHostToDevice));
+    free(h);
+    b->op = ncclSum;
+    if (c->op == O_PROD)
+        b->op = ncclProd;
+    else if (c->op == O_MAX)
+        b->op = ncclMax;
+    else if (c->op == O_MIN)
+        b->op = ncclMin;
+    else if (c->op == O_AVG)
+        b->op = ncclAvg;
+}
+
+static void issue(const struct tcase *c, int rank, ncclComm_t comm, struct rank_bufs *b)
+{
+    ncclDataType_t t = (ncclDataType_t)c->dtype;
+    size_t n = c->count;
+    if (c->op == O_PREMUL && c->coll != C_ALLGATHER && c->coll != C_BCAST &&
+        c->coll != C_SENDRECV) {
+        unsigned char scalar[8];
+        encode(c->dtype, 3, scalar);
+        BT_TEST_OK(ncclRedOpCreatePreMulSum(&b->op, scalar, t, ncclScalarHostImmediate, comm));
+    }
+    switch (c->coll) {
+    case C_ALLREDUCE:
+        BT_TEST_OK(ncclAllReduce(b->send, b->recv, n, t, b->op, comm, b->stream));
+        break;
+    case C_ALLGATHER:
+        BT_TEST_OK(ncclAllGather(b->send, b->recv, n, t, comm, b->stream));
+        break;
+    case C_REDUCESCATTER:
+        BT_TEST_OK(ncclReduceScatter(b->send, b->recv, n, t, b->op, comm, b->stream));
+        break;
+    case C_BCAST:
+        BT_TEST_OK(ncclBroadcast(b->send, b->recv, n, t, 1, comm, b->stream));
+        break;
+    case C_REDUCE:
+        BT_TEST_OK(ncclReduce(b->send, b->recv, n, t, b->op, 0, comm, b->stream));
+        break;
+    default:
+        BT_TEST_OK(ncclGroupStart());
+        BT_TEST_OK(ncclSend(b->send, n, t, (rank + 1) % NR, comm, b->stream));
+        BT_TEST_OK(ncclRecv(b->recv, n, t, (rank - 1 + NR) % NR, comm, b->stream));
+        BT_TEST_OK(ncclGroupEnd());
+        break;
+    }
+}
+
+/* Compare this rank's output with the reference; returns the number of wrong elements. */
+static size_t verify(const struct tcase *c, int rank, struct rank_bufs *b)
+{
+    size_t es = dsize(c->dtype), nin, nout;
+    case_counts(c, &nin, &nout);
+    if (c->coll == C_REDUCE && rank != 0)
+        return 0; /* only the root's output is defined */
+    char *got = malloc(nout * es + 1), *want = malloc(es);
+    CU(cudaMemcpy(got, b->recv, nout * es, cudaMemcpyDeviceToHost));
+    size_t wrong = 0;
+    for (size_t i = 0; i < nout; i++) {
+        double v;
+        switch (c->coll) {
+        case C_ALLGATHER:
+            v = input((int)(i / c->count), i % c->count);
+            break;
+        case C_REDUCESCATTER:
+            v = reduce_ref(c->dtype, c->op, i, (size_t)rank * c->count);
+            break;
+        case C_BCAST:
+            v = input(1, i);
+            break;
+        case C_SENDRECV:
+            v = input((rank - 1 + NR) % NR, i);
+            break;
+        default:
+            v = reduce_ref(c->dtype, c->op, i, 0);
+            break;
+        }
+        encode(c->dtype, v, want);
+        if (memcmp(got + i * es, want, es) != 0) {
+            if (wrong < 3)
+                fprintf(stderr, "rank %d %s %s dtype %d count %zu%s%s: element %zu wrong\n", rank,
+                        coll_names[c->coll], op_names[c->op], c->dtype, c->count,
+                        c->inplace ? " in-place" : "", c->misalign ? " misaligned" : "", i);
+            wrong++;
+        }
+    }
+    free(got);
+    free(want);
+    return wrong;
+}
+
+static int reduces(int coll)
+{
+    return coll == C_ALLREDUCE || coll == C_REDUCESCATTER || coll == C_REDUCE;
+}
+
+/* The case list, the same on every rank. */
+static int next_case(int k, struct tcase *c)
+{
+    static const size_t counts[] = {0, 1, 7, BIG};
+    int idx = 0;
+    for (int coll = 0; coll < C_N; coll++)
+        for (int t = 0; t < 12; t++)
+            for (int op = 0; op < (reduces(coll) ? O_N : 1); op++)
+                for (int ci = 0; ci < 4; ci++)
+                    for (int v = 0; v < 3; v++) { /* out of place, in place, misaligned */
+                        if (v == 1 && coll == C_SENDRECV)
+                            continue;
+                        if (idx++ != k)
+                            continue;
+                        *c = (struct tcase){coll, t, op, v == 1, v == 2, counts[ci]};
+                        return 1;
+                    }
+    if (idx++ == k) { /* one large AllReduce */
+        *c = (struct tcase){C_ALLREDUCE, ncclFloat32, O_SUM, 0, 0, (size_t)64 << 20};
+        return 1;
+    }
+    return 0;
+}
+
+static void finish(const struct tcase *c, ncclComm_t comm, struct rank_bufs *b)
+{
+    if (c->op == O_PREMUL && b->op != ncclSum && b->op > ncclAvg)
+        BT_TEST_OK(ncclRedOpDestroy(b->op, comm));
+}
+
+/* Capture one AllReduce into a graph and replay it three times. */
+static void graph_case(int rank, ncclComm_t comm, struct rank_bufs *b, size_t *wrong)
+{
+    struct tcase c = {C_ALLREDUCE, ncclFloat32, O_SUM, 0, 0, 4096};
+    prepare(&c, rank, b);
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CU(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
+    issue(&c, rank, comm, b);
+    CU(cudaStreamEndCapture(b->stream, &g));
+    CU(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 3; rep++) {
+        CU(cudaMemset(b->recv, 0xEE, c.count * 4));
+        CU(cudaGraphLaunch(ge, b->stream));
+        CU(cudaStreamSynchronize(b->stream));
+        *wrong += verify(&c, rank, b);
+    }
+    CU(cudaGraphExecDestroy(ge));
+    CU(cudaGraphDestroy(g));
+}
+
+static int rank_main(int rank, int nranks, void *arg)
+{
+    (void)arg;
+    CU(cudaSetDevice(rank));
+    ncclComm_t comm;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof(id)); /* Baton: the rendezvous is BATON_COMM_ID */
+    BT_TEST_OK(ncclCommInitRank(&comm, nranks, id, rank));
+    int dev = -2;
+    BT_TEST_OK(ncclCommCuDevice(comm, &dev));
+    BT_TEST_CHECK(dev == rank, "ncclCommCuDevice says %d, not %d", dev, rank);
+    struct rank_bufs b = {0};
+    CU(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+    size_t wrong = 0;
+    int ncases = 0;
+    struct tcase c;
+    for (int k = 0; next_case(k, &c); k++, ncases++) {
+        prepare(&c, rank, &b);
+        issue(&c, rank, comm, &b);
+        CU(cudaStreamSynchronize(b.stream));
+        wrong += verify(&c, rank, &b);
+        finish(&c, comm, &b);
+    }
+    graph_case(rank, comm, &b, &wrong);
+    ncclResult_t async;
+    BT_TEST_OK(ncclCommGetAsyncError(comm, &async));
+    BT_TEST_CHECK(async == ncclSuccess, "async error %d", (int)async);
+    BT_TEST_OK(ncclCommDestroy(comm));
+    CU(cudaFree(b.base));
+    CU(cudaStreamDestroy(b.stream));
+    BT_TEST_CHECK(wrong == 0, "rank %d: %zu wrong elements over %d cases", rank, wrong, ncases);
+    printf("rank %d: %d cases (2 processes) ok\n", rank, ncases);
+    return 0;
+}
+
+/* One process, both GPUs: every case as a group over the two communicators. */
+static void single_process(void)
+{
+    ncclComm_t comms[NR];
+    BT_TEST_OK(ncclCommInitAll(comms, NR, NULL));
+    struct rank_bufs b[NR];
+    memset(b, 0, sizeof(b));
+    for (int g = 0; g < NR; g++) {
+        CU(cudaSetDevice(g));
+        CU(cudaStreamCreateWithFlags(&b[g].stream, cudaStreamNonBlocking));
+    }
+    size_t wrong = 0;
+    int ncases = 0;
+    struct tcase c;
+    for (int k = 0; next_case(k, &c); k++, ncases++) {
+        if (c.count == BIG && (c.dtype != ncclFloat32 && c.dtype != ncclInt8))
+            continue; /* the 2-process run covers every dtype at this size */
+        for (int g = 0; g < NR; g++) {
+            CU(cudaSetDevice(g));
+            prepare(&c, g, &b[g]);
+        }
+        if (c.coll != C_SENDRECV)
+            BT_TEST_OK(ncclGroupStart());
+        for (int g = 0; g < NR; g++) {
+            CU(cudaSetDevice(g));
+            if (c.coll == C_SENDRECV) /* both ranks' sends and receives in one group */
+                continue;
+            issue(&c, g, comms[g], &b[g]);
+        }
+        if (c.coll == C_SENDRECV) {
+            BT_TEST_OK(ncclGroupStart());
+            for (int g = 0; g < NR; g++) {
+                CU(cudaSetDevice(g));
+                BT_TEST_OK(ncclSend(b[g].send, c.count, (ncclDataType_t)c.dtype, (g + 1) % NR,
+                                    comms[g], b[g].stream));
+                BT_TEST_OK(ncclRecv(b[g].recv, c.count, (ncclDataType_t)c.dtype, (g - 1 + NR) % NR,
+                                    comms[g], b[g].stream));
+            }
+        }
+        BT_TEST_OK(ncclGroupEnd());
+        for (int g = 0; g < NR; g++) {
+            CU(cudaSetDevice(g));
+            CU(cudaStreamSynchronize(b[g].stream));
+            wrong += verify(&c, g, &b[g]);
+            finish(&c, comms[g], &b[g]);
+        }
+    }
+    for (int g = 0; g < NR; g++) {
+        BT_TEST_OK(ncclCommDestroy(comms[g]));
+        CU(cudaSetDevice(g));
+        CU(cudaFree(b[g].base));
+        CU(cudaStreamDestroy(b[g].stream));
+    }
+    BT_TEST_CHECK(wrong == 0, "one process: %zu wrong elements over %d cases", wrong, ncases);
+    printf("one process, 2 GPUs: %d cases ok\n", ncases);
+}
+
+int main(void)
+{
+    /* CUDA is not touched before the fork: the children initialize it themselves. */
+    BT_TEST_OK(bt_test_run_ranks(NR, rank_main, NULL, 600));
+    int n = 0;
+    CU(cudaGetDeviceCount(&n));
+    BT_TEST_CHECK(n >= NR, "this test needs %d GPUs, the process sees %d", NR, n);
+    single_process();
+    printf("test_gpu_colls: ok\n");
+    return 0;
+}

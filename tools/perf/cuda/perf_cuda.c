@@ -1,0 +1,85 @@
+/*
+ * Device memory behind baton-perf's buffers (built when CUDA is): cudaMalloc'ed buffers,
+ * copies and memsets on the benchmark's stream, and sync = cudaStreamSynchronize. The
+ * device is chosen from the local rank (rank % devices on one host) before the
+ * communicator is made, as nccl-tests does with one GPU per process.
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+
+#include "perf.h"
+
+static cudaStream_t perf_stream;
+
+static int perf_cuda_ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return 0;
+    fprintf(stderr, "baton-perf: %s failed: %s\n", what, cudaGetErrorString(e));
+    return -1;
+}
+
+static int perf_cuda_alloc(void **ptr_p, size_t bytes)
+{
+    return perf_cuda_ok(cudaMalloc(ptr_p, bytes > 0 ? bytes : 256), "cudaMalloc");
+}
+
+static void perf_cuda_free(void *ptr)
+{
+    cudaFree(ptr);
+}
+
+static int perf_cuda_to_host(void *dst, const void *src, size_t bytes)
+{
+    return perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+}
+
+static int perf_cuda_from_host(void *dst, const void *src, size_t bytes)
+{
+    return perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+}
+
+static int perf_cuda_memset(void *ptr, int v, size_t bytes)
+{
+    return perf_cuda_ok(cudaMemsetAsync(ptr, v, bytes, perf_stream), "cudaMemsetAsync");
+}
+
+static int perf_cuda_sync(void *stream)
+{
+    return perf_cuda_ok(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
+}
+
+const struct perf_mem_ops perf_mem_cuda = {
+    .name = "cuda",
+    .alloc = perf_cuda_alloc,
+    .free = perf_cuda_free,
+    .to_host = perf_cuda_to_host,
+    .from_host = perf_cuda_from_host,
+    .memset = perf_cuda_memset,
+    .sync = perf_cuda_sync,
+    .host_accessible = 0,
+};
+
+int perf_cuda_setup(int rank, int *dev_p, void **stream_p)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        (void)cudaGetLastError();
+        return 1; /* no device: host memory */
+    }
+    int dev = rank % n;
+    if (perf_cuda_ok(cudaSetDevice(dev), "cudaSetDevice") != 0 ||
+        perf_cuda_ok(cudaStreamCreateWithFlags(&perf_stream, cudaStreamNonBlocking),
+                     "cudaStreamCreate") != 0)
+        return -1;
+    *dev_p = dev;
+    *stream_p = perf_stream;
+    return 0;
+}
+
+void perf_cuda_teardown(void)
+{
+    if (perf_stream)
+        cudaStreamDestroy(perf_stream);
+    perf_stream = NULL;
+}
