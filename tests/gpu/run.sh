@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|quick|perf|all]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|quick|variants|perf|all]
 # Writes logs and tables under $OUT. NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -47,6 +47,16 @@ if [ "$what" = quick ]; then
         perf $lib allreduce -b 8 -e 1G -f 8 -c 1 -n 20 -w 5 >"$OUT/perf-allreduce-$lib.txt"
         echo "== allreduce $lib"
         grep -E '^ +[0-9]+ |Out of bounds|Avg bus' "$OUT/perf-allreduce-$lib.txt" | cut -c1-120
+    done
+fi
+
+if [ "$what" = variants ]; then
+    # AllReduce with tuning variants (env), for the next change's evidence
+    for v in "X=1" "BATON_MAX_NCHANNELS=16" "BATON_BUFFSIZE=2097152" "BATON_BUFFSIZE=8388608"; do
+        env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 256K -e 1G -f 8 \
+            -c 0 -n 20 -w 5 >"$OUT/var-$v.txt" 2>&1
+        echo "== baton $v"
+        grep -E '^ +[0-9]+ ' "$OUT/var-$v.txt" | cut -c1-110
     done
 fi
 

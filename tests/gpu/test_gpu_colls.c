@@ -318,12 +318,10 @@ static void graph_case(int rank, ncclComm_t comm, struct rank_bufs *b, size_t *w
 
 static int rank_main(int rank, int nranks, void *arg)
 {
-    (void)arg;
+    const ncclUniqueId *id = arg;
     CU(cudaSetDevice(rank));
     ncclComm_t comm;
-    ncclUniqueId id;
-    memset(&id, 0, sizeof(id)); /* Baton: the rendezvous is BATON_COMM_ID */
-    BT_TEST_OK(ncclCommInitRank(&comm, nranks, id, rank));
+    BT_TEST_OK(ncclCommInitRank(&comm, nranks, *id, rank));
     int dev = -2;
     BT_TEST_OK(ncclCommCuDevice(comm, &dev));
     BT_TEST_CHECK(dev == rank, "ncclCommCuDevice says %d, not %d", dev, rank);
@@ -410,8 +408,11 @@ static void single_process(void)
 
 int main(void)
 {
-    /* CUDA is not touched before the fork: the children initialize it themselves. */
-    BT_TEST_OK(bt_test_run_ranks(NR, rank_main, NULL, 600));
+    /* CUDA is not touched before the fork: the children initialize it themselves. The id's
+     * rendezvous root runs here, in the parent. */
+    ncclUniqueId id;
+    BT_TEST_OK(ncclGetUniqueId(&id));
+    BT_TEST_OK(bt_test_run_ranks(NR, rank_main, &id, 600));
     int n = 0;
     CU(cudaGetDeviceCount(&n));
     BT_TEST_CHECK(n >= NR, "this test needs %d GPUs, the process sees %d", NR, n);

@@ -33,8 +33,8 @@ struct bt_cuda_kargs {
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* Launch the kernel with `nblocks` blocks on `stream` (cudaStream_t); returns the CUDA error
- * code of the launch (0 = cudaSuccess). */
+/* Launch the kernel for the works' dtype (all works of a launch share it) with `nblocks`
+ * blocks on `stream` (cudaStream_t); returns the CUDA error code (0 = cudaSuccess). */
 int bt_cuda_kernel_launch(const struct bt_cuda_kargs *args, int nblocks, void *stream);
 #ifdef __cplusplus
 }

@@ -266,67 +266,69 @@ union Pack {
     char b[VEC];
 };
 
-/* 16-byte packs [0, npacks): each thread takes UNROLL packs at a time, all loads first. */
+/* 16-byte packs [0, npacks): each thread takes UNROLL packs at a time and issues every
+ * load of every source before the first use (loops over sources and destinations run to
+ * their compile-time maximum with a guard, so the packs and pointers stay in registers). */
 template <typename T>
 static __device__ void run_packs(const StepIO &io, size_t npacks, const struct bt_redop &r)
 {
     typedef typename Num<T>::C C;
     const int N = VEC / sizeof(T);
     const size_t stride = (size_t)blockDim.x * UNROLL;
+    const bool copy = io.nsrc == 1 && io.pre < 0 && !io.post;
     for (size_t base = (size_t)threadIdx.x; base < npacks; base += stride) {
-        Pack acc[UNROLL];
+        Pack in[MAX_SRCS][UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            size_t pk = base + (size_t)u * blockDim.x;
-            if (pk < npacks) {
-                const uint4 *p = (const uint4 *)(io.src[0] + pk * VEC);
-                acc[u].u = (io.cg_mask & 1) ? __ldcg(p) : *p;
-            }
-        }
-        bool simple = io.nsrc == 1 && io.pre < 0 && !io.post;
-        if (!simple) {
+        for (int s = 0; s < MAX_SRCS; s++) {
+            if (s >= io.nsrc)
+                break;
+            const bool cg = (io.cg_mask >> s) & 1;
 #pragma unroll
             for (int u = 0; u < UNROLL; u++) {
                 size_t pk = base + (size_t)u * blockDim.x;
-                if (pk >= npacks)
-                    break;
-                C v[N];
+                if (pk < npacks) {
+                    const uint4 *p = (const uint4 *)(io.src[s] + pk * VEC);
+                    in[s][u].u = cg ? __ldcg(p) : *p;
+                }
+            }
+        }
+        if (!copy) {
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) {
 #pragma unroll
                 for (int e = 0; e < N; e++) {
                     T t;
-                    memcpy(&t, acc[u].b + e * sizeof(T), sizeof(T));
-                    v[e] = Num<T>::load(t);
+                    memcpy(&t, in[0][u].b + e * sizeof(T), sizeof(T));
+                    C v = Num<T>::load(t);
                     if (io.pre == 0)
-                        v[e] = Scale<C>::mul(v[e], r);
-                }
-                for (int s = 1; s < io.nsrc; s++) {
-                    const uint4 *p = (const uint4 *)(io.src[s] + pk * VEC);
-                    Pack in;
-                    in.u = ((io.cg_mask >> s) & 1) ? __ldcg(p) : *p;
+                        v = Scale<C>::mul(v, r);
 #pragma unroll
-                    for (int e = 0; e < N; e++) {
-                        T t;
-                        memcpy(&t, in.b + e * sizeof(T), sizeof(T));
+                    for (int s = 1; s < MAX_SRCS; s++) {
+                        if (s >= io.nsrc)
+                            break;
+                        memcpy(&t, in[s][u].b + e * sizeof(T), sizeof(T));
                         C x = Num<T>::load(t);
                         if (io.pre == s)
                             x = Scale<C>::mul(x, r);
-                        v[e] = fold<C>(v[e], x, r.op);
+                        v = fold<C>(v, x, r.op);
                     }
-                }
-#pragma unroll
-                for (int e = 0; e < N; e++) {
-                    C x = io.post ? Scale<C>::div(v[e], r) : v[e];
-                    T t = Num<T>::store(x);
-                    memcpy(acc[u].b + e * sizeof(T), &t, sizeof(T));
+                    if (io.post)
+                        v = Scale<C>::div(v, r);
+                    t = Num<T>::store(v);
+                    memcpy(in[0][u].b + e * sizeof(T), &t, sizeof(T));
                 }
             }
         }
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            size_t pk = base + (size_t)u * blockDim.x;
-            if (pk < npacks)
-                for (int d = 0; d < io.ndst; d++)
-                    *(uint4 *)(io.dst[d] + pk * VEC) = acc[u].u;
+        for (int d = 0; d < MAX_DSTS; d++) {
+            if (d >= io.ndst)
+                break;
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) {
+                size_t pk = base + (size_t)u * blockDim.x;
+                if (pk < npacks)
+                    *(uint4 *)(io.dst[d] + pk * VEC) = in[0][u].u;
+            }
         }
     }
 }
@@ -352,38 +354,6 @@ template <typename T> static __device__ void run_step_typed(const StepIO &io, co
     }
 }
 
-static __device__ void run_step(const StepIO &io, const struct bt_redop &r)
-{
-    if (io.ndst == 0 || io.nelem == 0)
-        return;
-    switch (r.dtype) {
-    case BT_INT8:
-        return run_step_typed<int8_t>(io, r);
-    case BT_UINT8:
-        return run_step_typed<uint8_t>(io, r);
-    case BT_INT32:
-        return run_step_typed<int32_t>(io, r);
-    case BT_UINT32:
-        return run_step_typed<uint32_t>(io, r);
-    case BT_INT64:
-        return run_step_typed<int64_t>(io, r);
-    case BT_UINT64:
-        return run_step_typed<uint64_t>(io, r);
-    case BT_FLOAT16:
-        return run_step_typed<__half>(io, r);
-    case BT_FLOAT32:
-        return run_step_typed<float>(io, r);
-    case BT_FLOAT64:
-        return run_step_typed<double>(io, r);
-    case BT_BFLOAT16:
-        return run_step_typed<__nv_bfloat16>(io, r);
-    case BT_FP8E4M3:
-        return run_step_typed<fp8e4m3>(io, r);
-    default:
-        return run_step_typed<fp8e5m2>(io, r);
-    }
-}
-
 /* ---- the kernel ---------------------------------------------------------------------- */
 
 static __device__ __forceinline__ uint64_t *tail_of(struct bt_conn *c)
@@ -395,6 +365,10 @@ static __device__ __forceinline__ uint64_t *head_of(struct bt_conn *c)
     return (uint64_t *)&c->ctrl->head;
 }
 
+/* One kernel per dtype: each gets the registers its own arithmetic needs (the 16-element
+ * packs of 1-byte types need many more than float's 4). Every work of a launch has T's
+ * dtype; send/recv works are byte copies (uint8). */
+template <typename T>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ struct bt_cuda_kargs args)
 {
@@ -446,8 +420,8 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
                 io.dst[io.ndst++] = p.dst;
             for (int i = 0; i < p.nsend; i++)
                 io.dst[io.ndst++] = bt_conn_slot(p.send[i], BT_PROTO_SIMPLE, p.send[i]->step);
-            if (io.nsrc > 0)
-                run_step(io, w->redop);
+            if (io.nsrc > 0 && io.ndst > 0 && io.nelem > 0)
+                run_step_typed<T>(io, w->redop);
             __syncthreads();
 
             if (threadIdx.x == 0) {
@@ -469,8 +443,39 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     }
 }
 
+template <typename T>
+static int launch_typed(const struct bt_cuda_kargs *args, int nblocks, void *stream)
+{
+    bt_cuda_kernel<T><<<nblocks, BT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(*args);
+    return (int)cudaGetLastError();
+}
+
 extern "C" int bt_cuda_kernel_launch(const struct bt_cuda_kargs *args, int nblocks, void *stream)
 {
-    bt_cuda_kernel<<<nblocks, BT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(*args);
-    return (int)cudaGetLastError();
+    switch (args->nworks > 0 ? args->works[0].redop.dtype : BT_UINT8) {
+    case BT_INT8:
+        return launch_typed<int8_t>(args, nblocks, stream);
+    case BT_UINT8:
+        return launch_typed<uint8_t>(args, nblocks, stream);
+    case BT_INT32:
+        return launch_typed<int32_t>(args, nblocks, stream);
+    case BT_UINT32:
+        return launch_typed<uint32_t>(args, nblocks, stream);
+    case BT_INT64:
+        return launch_typed<int64_t>(args, nblocks, stream);
+    case BT_UINT64:
+        return launch_typed<uint64_t>(args, nblocks, stream);
+    case BT_FLOAT16:
+        return launch_typed<__half>(args, nblocks, stream);
+    case BT_FLOAT32:
+        return launch_typed<float>(args, nblocks, stream);
+    case BT_FLOAT64:
+        return launch_typed<double>(args, nblocks, stream);
+    case BT_BFLOAT16:
+        return launch_typed<__nv_bfloat16>(args, nblocks, stream);
+    case BT_FP8E4M3:
+        return launch_typed<fp8e4m3>(args, nblocks, stream);
+    default:
+        return launch_typed<fp8e5m2>(args, nblocks, stream);
+    }
 }

@@ -81,7 +81,10 @@ static bt_status_t cuda_comm_setup(struct bt_comm *comm)
     if (nch <= 0)
         nch = BT_GPU_NCHANNELS;
     cc->nch = (int)(nch > BT_MAX_CHANNELS ? BT_MAX_CHANNELS : nch);
+    /* BUFFSIZE when the user set it (its default is the host's), else 4 MB FIFOs */
     cc->slot = BT_GPU_SLOT;
+    if (bt_param_env("BUFFSIZE"))
+        cc->slot = ((size_t)bt_param_buffsize() / BT_NSTEPS + 4095) & ~(size_t)4095;
     bt_status_t st = cuda_status(cudaHostAlloc((void **)&cc->abort_h, sizeof(int),
                                                cudaHostAllocMapped | cudaHostAllocPortable),
                                  "cudaHostAlloc (abort flag)");
@@ -269,9 +272,13 @@ static bt_status_t launch_p2p(struct bt_op *ops, int i0, int i1)
         int is_send = op->coll == BT_COLL_SEND;
         struct bt_work *w = kargs_add(&a, 2 * op->peer + !is_send);
         work_common(w, op, comm);
+        /* a byte copy: every send/recv of the launch runs in the uint8 kernel */
+        w->redop.dtype = BT_UINT8;
+        w->esize = 1;
+        w->count = op->count * bt_dtype_size(op->dtype);
         w->chan_off = 0;
-        w->chan_count = op->count;
-        w->chunk = cc->slot / w->esize;
+        w->chan_count = w->count;
+        w->chunk = cc->slot;
         w->p2p_conn = &cc->dp2p[2 * op->peer + !is_send];
         w->nsteps = bt_algo_nsteps(w);
     }
