@@ -52,11 +52,13 @@ fi
 
 if [ "$what" = variants ]; then
     # AllReduce with tuning variants (env), for the next change's evidence
+    i=0
     for v in "X=1" "BATON_MAX_NCHANNELS=16" "BATON_BUFFSIZE=2097152" "BATON_BUFFSIZE=8388608"; do
+        i=$((i + 1))
         env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 256K -e 1G -f 8 \
-            -c 0 -n 20 -w 5 >"$OUT/var-$v.txt" 2>&1
+            -c 0 -n 20 -w 5 >"$OUT/variant$i.txt" 2>&1
         echo "== baton $v"
-        grep -E '^ +[0-9]+ ' "$OUT/var-$v.txt" | cut -c1-110
+        grep -E '^ +[0-9]+ |rror' "$OUT/variant$i.txt" | cut -c1-110
     done
 fi
 

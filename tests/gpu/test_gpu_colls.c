@@ -1,13 +1,14 @@
 /*
  * Every collective on GPU buffers, checked bit for bit against a host reference:
  *   AllReduce, AllGather, ReduceScatter, Broadcast (root 1), Reduce (root 0), and a ring of
- *   Send/Recv; every dtype; sum, prod, max, min, avg, PreMulSum (scalar 3) where the
+ *   Send/Recv; every dtype; sum, prod, max, min, avg, PreMulSum (scalar 2) where the
  *   collective reduces; counts 0, 1, 7, 1M + 3 (and 64M for float sum AllReduce);
  *   out of place, in place, and with buffers one element off 16-byte alignment;
  *   CUDA graph capture of an AllReduce replayed three times.
- * Inputs are small integers (1..4), so every exact result is representable or rounds the
- * same way on both sides (the GPU folds narrow types in float and rounds once, as the
- * reference does).
+ * Inputs are small integers (1..4) and the PreMulSum scalar is 2, so every partial result
+ * that travels between ranks in the collective's dtype is exact even in fp8 (a ring sends
+ * partial reductions in the dtype, as NCCL does: 3 x 3 = 9 would round in e5m2 before the
+ * next rank adds to it); only final results may round, the same way on both sides.
  * Two modes: two processes with one GPU each (ncclCommInitRank), and one process driving
  * both GPUs (ncclCommInitAll, collectives inside ncclGroupStart/End). Needs 2 GPUs.
  */
@@ -102,7 +103,7 @@ static double reduce_ref(int t, int op, size_t i, size_t idx_shift)
     for (int r = 0; r < NR; r++) {
         double x = input(r, i + idx_shift);
         if (op == O_PREMUL)
-            x *= 3;
+            x *= 2;
         if (r == 0) {
             acc = x;
             continue;
@@ -189,7 +190,7 @@ static void issue(const struct tcase *c, int rank, ncclComm_t comm, struct rank_
     if (c->op == O_PREMUL && c->coll != C_ALLGATHER && c->coll != C_BCAST &&
         c->coll != C_SENDRECV) {
         unsigned char scalar[8];
-        encode(c->dtype, 3, scalar);
+        encode(c->dtype, 2, scalar);
         BT_TEST_OK(ncclRedOpCreatePreMulSum(&b->op, scalar, t, ncclScalarHostImmediate, comm));
     }
     switch (c->coll) {
