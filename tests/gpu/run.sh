@@ -27,8 +27,9 @@ cat "$OUT/machine.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
     for t in "$BUILD"/tests/gpu_test_*; do
         echo "== $t"
-        timeout 900 "$t" >"$OUT/$(basename "$t").log" 2>&1
-        echo "rc=$? $(tail -n 2 "$OUT/$(basename "$t").log" | tr '\n' ' ')"
+        start=$SECONDS
+        timeout 900 "$t" >"$OUT/tests.log" 2>&1
+        echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$OUT/tests.log" | tr '\n' ' ')"
     done
 fi
 
@@ -55,31 +56,33 @@ if [ "$what" = variants ]; then
     i=0
     for v in "X=1" "BATON_MAX_NCHANNELS=16" "BATON_BUFFSIZE=2097152" "BATON_BUFFSIZE=8388608"; do
         i=$((i + 1))
+        echo "#### baton $v" >>"$OUT/variants.txt"
         env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 256K -e 1G -f 8 \
-            -c 0 -n 20 -w 5 >"$OUT/variant$i.txt" 2>&1
-        echo "== baton $v"
-        grep -E '^ +[0-9]+ |rror' "$OUT/variant$i.txt" | cut -c1-110
+            -c 0 -n 20 -w 5 >>"$OUT/variants.txt" 2>&1
+    done
+    grep -E '^####|^ +[0-9]+ |rror' "$OUT/variants.txt" | cut -c1-110
     done
 fi
 
 if [ "$what" = perf ] || [ "$what" = all ]; then
+    # every collective, 8 B..1 GB, checked (-c 1); one file with a header per run
     for coll in allreduce allgather reducescatter broadcast reduce sendrecv alltoall; do
         for lib in baton nccl; do
-            perf $lib $coll -b 8 -e 1G -f 4 -c 1 -n 20 -w 5 >"$OUT/perf-$coll-$lib.txt"
-            echo "== $coll $lib: $(grep -E 'Avg bus|Out of bounds' "$OUT/perf-$coll-$lib.txt" | tr '\n' ' ')"
+            echo "#### $coll $lib" >>"$OUT/perf-sweep.txt"
+            perf $lib $coll -b 8 -e 1G -f 4 -c 1 -n 20 -w 5 >>"$OUT/perf-sweep.txt"
         done
     done
+    grep -E '^####|Out of bounds|Avg bus' "$OUT/perf-sweep.txt"
     # the done-means sizes, three alternating rounds each
     for r in 1 2 3; do
         for lib in baton nccl; do
-            perf $lib allreduce -b 256M -e 1G -f 4 -c 0 -n 20 -w 5 >>"$OUT/perf-ar-big-$lib.txt"
+            echo "#### round $r allreduce $lib" >>"$OUT/perf-done.txt"
+            perf $lib allreduce -b 256M -e 1G -f 4 -c 0 -n 20 -w 5 >>"$OUT/perf-done.txt"
             for coll in allgather reducescatter sendrecv; do
-                perf $lib $coll -b 128M -e 128M -c 0 -n 20 -w 5 >>"$OUT/perf-128M-$coll-$lib.txt"
+                echo "#### round $r $coll $lib" >>"$OUT/perf-done.txt"
+                perf $lib $coll -b 128M -e 128M -c 0 -n 20 -w 5 >>"$OUT/perf-done.txt"
             done
         done
     done
-    for f in "$OUT"/perf-ar-big-*.txt "$OUT"/perf-128M-*.txt; do
-        echo "== $(basename "$f")"
-        grep -E '^ +[0-9]+ ' "$f"
-    done
+    grep -E '^####|^ +[0-9]+ ' "$OUT/perf-done.txt" | cut -c1-120
 fi

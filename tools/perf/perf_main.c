@@ -517,7 +517,7 @@ static int perf_run(struct perf_ctx *ctx)
                 ctx->rank, send_bytes, recv_bytes, ctx->mem->name);
         return -1;
     }
-    if (!ctx->mem->host_accessible && a->check) {
+    if (!ctx->mem->host_accessible) { /* inputs are filled through it, checked or not */
         ctx->host_stage = malloc(recv_bytes > 0 ? recv_bytes : 1);
         if (ctx->host_stage == NULL) {
             fprintf(stderr, "baton-perf: out of memory\n");

@@ -16,12 +16,13 @@ struct bt_comm;
 struct bt_cuda_comm {
     int dev;
     int nch;     /* channels (blocks) collectives may use */
+    int np2p;    /* connector pairs (blocks) per peer for send/recv */
     size_t slot; /* bytes of each Simple slot */
 
     /* device memory */
     struct bt_channel *dchan; /* [nch]: rings with device connectors */
     int *dorder;              /* [nch * nranks]: the rings' orders */
-    struct bt_conn *dp2p;     /* [2 * nranks]: send to r at 2r, receive from r at 2r + 1 */
+    struct bt_conn *dp2p;     /* [2 * nranks * np2p]: see bt_cuda_p2p_index */
 
     /* transport/cuda/p2p.c: this rank's FIFOs and the peers' it mapped */
     void *fifo_base;  /* one allocation: ring FIFOs, then one per peer */
@@ -32,6 +33,12 @@ struct bt_cuda_comm {
     int *abort_h, *error_h; /* error_h[0]: enum bt_cuda_kerr, [1..3]: peer, work, is_send */
     void *abort_d, *error_d;
 };
+
+/* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */
+static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int is_recv, int part)
+{
+    return (peer * 2 + is_recv) * cc->np2p + part;
+}
 
 /* Connect this rank's GPU connectors with every rank (collective: every rank calls it at
  * its first GPU operation). Fills fifo_base, peer_base, and the device channel and p2p

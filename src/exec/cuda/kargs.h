@@ -10,8 +10,8 @@
 
 #include "coll/work.h"
 
-#define BT_CUDA_MAX_WORKS 64 /* per launch; more are split over several launches */
-#define BT_CUDA_THREADS 512  /* per block: one block per channel (or per p2p lane) */
+#define BT_CUDA_MAX_WORKS 128 /* per launch (27 KB of parameters); more: several launches */
+#define BT_CUDA_THREADS 512   /* per block: one block per channel (or per p2p lane) */
 
 /* Kernel errors, written to the host-mapped error word (first one wins). */
 enum bt_cuda_kerr {
@@ -22,11 +22,11 @@ enum bt_cuda_kerr {
 
 struct bt_cuda_kargs {
     int nworks;
-    volatile int *abort_flag;         /* host-mapped: ncclCommAbort sets it */
-    int *error;                       /* host-mapped: enum bt_cuda_kerr, plus details below */
-    int *error_info;                  /* [0] peer, [1] work index, [2] 1 = waiting to send */
-    uint64_t timeout_ns;              /* 0: none */
-    uint8_t block[BT_CUDA_MAX_WORKS]; /* the block that runs works[i]; in order per block */
+    volatile int *abort_flag;          /* host-mapped: ncclCommAbort sets it */
+    int *error;                        /* host-mapped: enum bt_cuda_kerr, plus details below */
+    int *error_info;                   /* [0] peer, [1] work index, [2] 1 = waiting to send */
+    uint64_t timeout_ns;               /* 0: none */
+    uint16_t block[BT_CUDA_MAX_WORKS]; /* the block that runs works[i]; in order per block */
     struct bt_work works[BT_CUDA_MAX_WORKS];
 };
 

@@ -12,7 +12,7 @@
  *   all threads: value = fold(acc, recv slots, src * pre) then post; written to the user's
  *            output and to each send slot, 16 bytes per access when every pointer allows
  *   barrier
- *   thread 0: fence (system scope), then for each send connector tail = step + 1 (the data
+ *   thread 0: fence.acq_rel.sys, then for each send connector tail = step + 1 (the data
  *            before the flag), for each receive connector head = step + 1 (we are done
  *            reading the slot)
  * Receive slots are read with ld.global.cg (L2, not L1): the same slot comes back every
@@ -426,7 +426,7 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
 
             if (threadIdx.x == 0) {
                 /* every thread's data (seen through the barrier) before any flag */
-                __threadfence_system();
+                asm volatile("fence.acq_rel.sys;" ::: "memory");
                 for (int i = 0; i < p.nsend; i++) {
                     struct bt_conn *c = p.send[i];
                     st_relaxed_sys(tail_of(c), c->step + 1);

@@ -30,6 +30,8 @@
 #define BT_GPU_SLOT (512 * 1024)              /* bytes per Simple slot: 4 MB FIFOs */
 #define BT_GPU_BYTES_PER_CHANNEL (256 * 1024) /* a channel per this much of a collective */
 #define BT_GPU_ALIGN 512                      /* channel shares start at this many bytes */
+#define BT_GPU_P2P_PARTS 8                    /* blocks per peer and direction for send/recv */
+#define BT_GPU_P2P_MIN_PART (256 * 1024)      /* bytes: smaller messages use fewer blocks */
 
 static bt_status_t cuda_status(cudaError_t e, const char *what)
 {
@@ -82,6 +84,12 @@ static bt_status_t cuda_comm_setup(struct bt_comm *comm)
         nch = BT_GPU_NCHANNELS;
     cc->nch = (int)(nch > BT_MAX_CHANNELS ? BT_MAX_CHANNELS : nch);
     /* BUFFSIZE when the user set it (its default is the host's), else 4 MB FIFOs */
+    /* send/recv parts: as many as fit a launch with every peer in both directions */
+    cc->np2p = comm->nranks > 1 ? (BT_CUDA_MAX_WORKS - 8) / (2 * (comm->nranks - 1)) : 1;
+    if (cc->np2p > BT_GPU_P2P_PARTS)
+        cc->np2p = BT_GPU_P2P_PARTS;
+    if (cc->np2p < 1)
+        cc->np2p = 1;
     cc->slot = BT_GPU_SLOT;
     if (bt_param_env("BUFFSIZE"))
         cc->slot = ((size_t)bt_param_buffsize() / BT_NSTEPS + 4095) & ~(size_t)4095;
@@ -162,7 +170,7 @@ static struct bt_work *kargs_add(struct bt_cuda_kargs *a, int block)
 {
     struct bt_work *w = &a->works[a->nworks];
     memset(w, 0, sizeof(*w));
-    a->block[a->nworks++] = (uint8_t)block;
+    a->block[a->nworks++] = (uint16_t)block;
     return w;
 }
 
@@ -265,22 +273,33 @@ static bt_status_t launch_p2p(struct bt_op *ops, int i0, int i1)
             self_send = NULL;
             continue;
         }
-        if (a.nworks == BT_CUDA_MAX_WORKS) {
-            BT_CHECK(kargs_launch(&a, stream));
-            kargs_init(&a, comm);
-        }
+        /* Cut into parts by size alone, so sender and receiver cut alike; each part is a
+         * byte copy on its own block and connector (the uint8 kernel runs every send/recv). */
         int is_send = op->coll == BT_COLL_SEND;
-        struct bt_work *w = kargs_add(&a, 2 * op->peer + !is_send);
-        work_common(w, op, comm);
-        /* a byte copy: every send/recv of the launch runs in the uint8 kernel */
-        w->redop.dtype = BT_UINT8;
-        w->esize = 1;
-        w->count = op->count * bt_dtype_size(op->dtype);
-        w->chan_off = 0;
-        w->chan_count = w->count;
-        w->chunk = cc->slot;
-        w->p2p_conn = &cc->dp2p[2 * op->peer + !is_send];
-        w->nsteps = bt_algo_nsteps(w);
+        size_t bytes = op->count * bt_dtype_size(op->dtype);
+        int parts = (int)bt_min_sz((size_t)cc->np2p, bt_div_up(bytes, BT_GPU_P2P_MIN_PART));
+        size_t share = bt_div_up(bt_div_up(bytes, (size_t)parts), BT_GPU_ALIGN) * BT_GPU_ALIGN;
+        for (int k = 0; k < parts; k++) {
+            size_t off = (size_t)k * share;
+            if (off >= bytes)
+                break;
+            if (a.nworks == BT_CUDA_MAX_WORKS) {
+                /* only with many ops per peer in one group: later ones wait for these */
+                BT_CHECK(kargs_launch(&a, stream));
+                kargs_init(&a, comm);
+            }
+            int idx = bt_cuda_p2p_index(cc, op->peer, !is_send, k);
+            struct bt_work *w = kargs_add(&a, idx);
+            work_common(w, op, comm);
+            w->redop.dtype = BT_UINT8;
+            w->esize = 1;
+            w->count = bytes;
+            w->chan_off = off;
+            w->chan_count = bt_min_sz(share, bytes - off);
+            w->chunk = cc->slot;
+            w->p2p_conn = &cc->dp2p[idx];
+            w->nsteps = bt_algo_nsteps(w);
+        }
     }
     return kargs_launch(&a, stream);
 }

@@ -8,8 +8,9 @@
  * into its own FIFO, which the sender reads through the mapping.
  *
  * Layout of a rank's allocation: FIFO i at i * fifo_bytes; FIFOs 0..nch-1 receive ring
- * channel i from the ring's previous rank; FIFO nch + r receives send/recv traffic from
- * rank r. Every FIFO: the control block (tail, head, sizes), then BT_NSTEPS Simple slots.
+ * channel i from the ring's previous rank; FIFO nch + r * np2p + k receives part k of the
+ * send/recv traffic from rank r (a large message is cut into np2p parts, one block each). Every
+ * FIFO: the control block (tail, head, sizes), then BT_NSTEPS Simple slots.
  *
  * Set up collectively at the first GPU operation of a communicator (every rank reaches it
  * at the same operation): one allgather of {pid, device, handle, base}.
@@ -27,7 +28,7 @@
 struct p2p_info {
     int pid;
     int dev;
-    int nch;
+    int nch, np2p;
     uint64_t host_hash;
     uint64_t slot;
     void *base;
@@ -70,7 +71,7 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     struct p2p_info *all = calloc((size_t)n, sizeof(*all));
     struct bt_channel *hch = calloc((size_t)cc->nch, sizeof(*hch));
     int *order = calloc((size_t)cc->nch * (size_t)n, sizeof(int));
-    struct bt_conn *hp2p = calloc(2 * (size_t)n, sizeof(*hp2p));
+    struct bt_conn *hp2p = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hp2p));
     cc->peer_base = calloc((size_t)n, sizeof(void *));
     cc->peer_opened = calloc((size_t)n, sizeof(int));
     if (!all || !hch || !order || !hp2p || !cc->peer_base || !cc->peer_opened) {
@@ -84,12 +85,19 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     mine->pid = (int)getpid();
     mine->dev = cc->dev;
     mine->nch = cc->nch;
+    mine->np2p = cc->np2p;
     mine->slot = cc->slot;
     mine->host_hash = comm->peers[me].host_hash;
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
     for (int r = 0; r < n; r++) {
         if (all[r].nch < cc->nch)
             cc->nch = all[r].nch;
+        if (all[r].np2p != cc->np2p) {
+            BT_WARN("rank %d cuts send/recv into %d parts, this rank into %d", r, all[r].np2p,
+                    cc->np2p);
+            st = BT_ERR_INTERNAL;
+            goto fail;
+        }
         if (all[r].slot < cc->slot)
             cc->slot = (size_t)all[r].slot;
         if (all[r].host_hash != mine->host_hash) {
@@ -101,7 +109,7 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         }
     }
     size_t fb = fifo_bytes(cc->slot);
-    size_t total = fb * (size_t)(cc->nch + n);
+    size_t total = fb * (size_t)(cc->nch + n * cc->np2p);
     CUDA_TRY(cudaMalloc(&cc->fifo_base, total), "cudaMalloc of the GPU FIFOs");
     CUDA_TRY(cudaMemset(cc->fifo_base, 0, total), "cudaMemset of the GPU FIFOs");
     CUDA_TRY(cudaIpcGetMemHandle(&mine->handle, cc->fifo_base), "cudaIpcGetMemHandle");
@@ -147,7 +155,8 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     CUDA_TRY(cudaMalloc((void **)&cc->dchan, sizeof(*hch) * (size_t)cc->nch), "cudaMalloc");
     CUDA_TRY(cudaMalloc((void **)&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n),
              "cudaMalloc");
-    CUDA_TRY(cudaMalloc((void **)&cc->dp2p, sizeof(*hp2p) * 2 * (size_t)n), "cudaMalloc");
+    size_t np2p_conns = 2 * (size_t)n * (size_t)cc->np2p;
+    CUDA_TRY(cudaMalloc((void **)&cc->dp2p, sizeof(*hp2p) * np2p_conns), "cudaMalloc");
     for (int c = 0; c < cc->nch; c++) {
         struct bt_channel *x = &hch[c];
         x->id = c;
@@ -163,17 +172,21 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         dconn_init(&x->ring_recv, own + (size_t)c * fb, cc->slot, x->ring.prev, 0, c);
     }
     for (int r = 0; r < n; r++) {
-        char *theirs = (char *)cc->peer_base[r] + (size_t)(cc->nch + me) * fb;
-        char *own = (char *)cc->fifo_base + (size_t)(cc->nch + r) * fb;
-        dconn_init(&hp2p[2 * r], theirs, cc->slot, r, 1, 0);
-        dconn_init(&hp2p[2 * r + 1], own, cc->slot, r, 0, 0);
+        for (int k = 0; k < cc->np2p; k++) {
+            size_t theirs = (size_t)(cc->nch + me * cc->np2p + k) * fb;
+            size_t own = (size_t)(cc->nch + r * cc->np2p + k) * fb;
+            dconn_init(&hp2p[bt_cuda_p2p_index(cc, r, 0, k)], (char *)cc->peer_base[r] + theirs,
+                       cc->slot, r, 1, k);
+            dconn_init(&hp2p[bt_cuda_p2p_index(cc, r, 1, k)], (char *)cc->fifo_base + own, cc->slot,
+                       r, 0, k);
+        }
     }
     CUDA_TRY(cudaMemcpy(cc->dchan, hch, sizeof(*hch) * (size_t)cc->nch, cudaMemcpyHostToDevice),
              "cudaMemcpy of the channels");
     CUDA_TRY(cudaMemcpy(cc->dorder, order, sizeof(int) * (size_t)cc->nch * (size_t)n,
                         cudaMemcpyHostToDevice),
              "cudaMemcpy of the ring orders");
-    CUDA_TRY(cudaMemcpy(cc->dp2p, hp2p, sizeof(*hp2p) * 2 * (size_t)n, cudaMemcpyHostToDevice),
+    CUDA_TRY(cudaMemcpy(cc->dp2p, hp2p, sizeof(*hp2p) * np2p_conns, cudaMemcpyHostToDevice),
              "cudaMemcpy of the p2p connectors");
     /* No rank may write into a peer's FIFOs before the peer has zeroed them (done above,
      * before the second allgather) - and no kernel runs before this returns. */
