@@ -53,15 +53,12 @@ fi
 
 if [ "$what" = variants ]; then
     # AllReduce with tuning variants (env), for the next change's evidence
-    i=0
     for v in "X=1" "BATON_MAX_NCHANNELS=16" "BATON_BUFFSIZE=2097152" "BATON_BUFFSIZE=8388608"; do
-        i=$((i + 1))
         echo "#### baton $v" >>"$OUT/variants.txt"
         env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 256K -e 1G -f 8 \
             -c 0 -n 20 -w 5 >>"$OUT/variants.txt" 2>&1
     done
     grep -E '^####|^ +[0-9]+ |rror' "$OUT/variants.txt" | cut -c1-110
-    done
 fi
 
 if [ "$what" = perf ] || [ "$what" = all ]; then
