@@ -53,7 +53,8 @@ fi
 
 if [ "$what" = variants ]; then
     # AllReduce with tuning variants (env), for the next change's evidence
-    for v in "X=1" "BATON_MAX_NCHANNELS=16" "BATON_BUFFSIZE=2097152" "BATON_BUFFSIZE=8388608"; do
+    for v in "X=1" "BATON_MAX_NCHANNELS=48" "BATON_MAX_NCHANNELS=64" "BATON_BUFFSIZE=8388608" \
+        "BATON_MAX_NCHANNELS=64 BATON_BUFFSIZE=8388608"; do
         echo "#### baton $v" >>"$OUT/variants.txt"
         env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 256K -e 1G -f 8 \
             -c 0 -n 20 -w 5 >>"$OUT/variants.txt" 2>&1

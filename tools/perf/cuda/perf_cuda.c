@@ -29,14 +29,22 @@ static void perf_cuda_free(void *ptr)
     cudaFree(ptr);
 }
 
+/* Copies go on the benchmark's stream: a plain cudaMemcpy runs on the legacy stream, which
+ * does not wait for a non-blocking stream's memset or collective. */
 static int perf_cuda_to_host(void *dst, const void *src, size_t bytes)
 {
-    return perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+    if (perf_cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, perf_stream),
+                     "cudaMemcpyAsync D2H") != 0)
+        return -1;
+    return perf_cuda_ok(cudaStreamSynchronize(perf_stream), "cudaStreamSynchronize");
 }
 
 static int perf_cuda_from_host(void *dst, const void *src, size_t bytes)
 {
-    return perf_cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    if (perf_cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, perf_stream),
+                     "cudaMemcpyAsync H2D") != 0)
+        return -1;
+    return perf_cuda_ok(cudaStreamSynchronize(perf_stream), "cudaStreamSynchronize");
 }
 
 static int perf_cuda_memset(void *ptr, int v, size_t bytes)
