@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|quick|variants|perf|all]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|quick|variants|perf|done|all]
 # Writes logs and tables under $OUT. NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -71,6 +71,9 @@ if [ "$what" = perf ] || [ "$what" = all ]; then
         done
     done
     grep -E '^####|Out of bounds|Avg bus' "$OUT/perf-sweep.txt"
+fi
+
+if [ "$what" = perf ] || [ "$what" = all ] || [ "$what" = done ]; then
     # the done-means sizes, three alternating rounds each
     for r in 1 2 3; do
         for lib in baton nccl; do

@@ -26,9 +26,9 @@
 #include "util/log.h"
 #include "util/param.h"
 
-/* Channels: one block each. Measured on 2 x H200 (docs/TUNING.md): 16 channels 188 GB/s,
- * 32 channels 307 GB/s AllReduce busbw at 1 GB; a block moves ~10 GB/s. */
-#define BT_GPU_NCHANNELS 32                   /* default MAX_NCHANNELS */
+/* Channels: one block each. Measured on 2 x H200 (docs/TUNING.md), AllReduce busbw at 1 GB:
+ * 16 channels 188 GB/s, 32 307, 48 325, 64 341 (NCCL 327-331); a block moves 5-12 GB/s. */
+#define BT_GPU_NCHANNELS 64                   /* default MAX_NCHANNELS */
 #define BT_GPU_MAX_CHANNELS 64                /* MAX_NCHANNELS may ask for up to this many */
 #define BT_GPU_SLOT (512 * 1024)              /* bytes per Simple slot: 4 MB FIFOs */
 #define BT_GPU_BYTES_PER_CHANNEL (256 * 1024) /* a channel per this much of a collective */
