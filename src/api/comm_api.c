@@ -125,8 +125,11 @@ static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueI
         return (ncclResult_t)st;
     comm->config = cfg;
     /* A GPU communicator when a device is current (CUDA built in, a driver, a GPU); its
-     * operations on host buffers still run on the host. batonCommInitRankHost: never. */
-    comm->cuda_dev = strcmp(fn, "batonCommInitRankHost") == 0 ? -1 : bt_cuda_current_device();
+     * operations on host buffers still run on the host. batonCommInitRankHost or
+     * DEVICE=cpu: never. */
+    const char *devp = bt_param_str_device();
+    int host_only = strcmp(fn, "batonCommInitRankHost") == 0 || (devp && strcmp(devp, "cpu") == 0);
+    comm->cuda_dev = host_only ? -1 : bt_cuda_current_device();
 
     struct bt_init_job job = {.comm = comm};
     st = resolve_id(id, rank, job.id);
@@ -199,7 +202,8 @@ BT_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
         BT_WARN("ncclCommInitAll: ndev %d is invalid (must be >= 1)", ndev);
         return ncclInvalidArgument;
     }
-    int ngpus = bt_cuda_device_count();
+    const char *devp = bt_param_str_device();
+    int ngpus = devp && strcmp(devp, "cpu") == 0 ? 0 : bt_cuda_device_count();
     for (int r = 0; r < ndev; r++) {
         comms[r] = NULL;
         int d = devlist ? devlist[r] : r;
