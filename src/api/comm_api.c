@@ -377,7 +377,11 @@ BT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
 BT_API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 {
     BT_API_CHECK_PTR(ptr, "ncclMemAlloc", "ptr");
-    /* Without CUDA the memory collectives use is host memory; page-aligned like cuMem. */
+    /* CUDA mode: device memory on the current device (PyTorch's NCCL pool expects it). */
+    const char *devp = bt_param_str_device();
+    if (!(devp && strcmp(devp, "cpu") == 0) && bt_cuda_current_device() >= 0)
+        return (ncclResult_t)bt_cuda_mem_alloc(ptr, size);
+    /* Without a device the memory collectives use is host memory; page-aligned like cuMem. */
     void *p = NULL;
     if (posix_memalign(&p, 4096, size ? size : 1) != 0) {
         BT_WARN("ncclMemAlloc: cannot allocate %zu bytes of host memory", size);
@@ -389,6 +393,8 @@ BT_API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 
 BT_API ncclResult_t ncclMemFree(void *ptr)
 {
+    if (bt_cuda_is_device_ptr(ptr))
+        return (ncclResult_t)bt_cuda_mem_free(ptr);
     free(ptr);
     return ncclSuccess;
 }

@@ -4,7 +4,8 @@
  *   Send/Recv; every dtype; sum, prod, max, min, avg, PreMulSum (scalar 2) where the
  *   collective reduces; counts 0, 1, 7, 1M + 3 (and 64M for float sum AllReduce);
  *   out of place, in place, and with buffers one element off 16-byte alignment;
- *   CUDA graph capture of an AllReduce replayed three times.
+ *   CUDA graph capture of an AllReduce replayed three times; an AllReduce on ncclMemAlloc'ed
+ *   (device) memory.
  * Inputs are small integers (1..4) and the PreMulSum scalar is 2, so every partial result
  * that travels between ranks in the collective's dtype is exact even in fp8 (a ring sends
  * partial reductions in the dtype, as NCCL does: 3 x 3 = 9 would round in e5m2 before the
@@ -317,6 +318,28 @@ static void graph_case(int rank, ncclComm_t comm, struct rank_bufs *b, size_t *w
     CU(cudaGraphDestroy(g));
 }
 
+/* ncclMemAlloc gives device memory in CUDA mode, and collectives run on it. */
+static void memalloc_case(int rank, ncclComm_t comm, cudaStream_t stream, size_t *wrong)
+{
+    const size_t n = 4096;
+    float *buf = NULL;
+    BT_TEST_OK(ncclMemAlloc((void **)&buf, n * sizeof(float)));
+    struct cudaPointerAttributes at;
+    CU(cudaPointerGetAttributes(&at, buf));
+    BT_TEST_CHECK(at.type == cudaMemoryTypeDevice, "ncclMemAlloc gave memory of type %d",
+                  (int)at.type);
+    float h[4096];
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)input(rank, i);
+    CU(cudaMemcpy(buf, h, sizeof(h), cudaMemcpyHostToDevice));
+    BT_TEST_OK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, stream));
+    CU(cudaStreamSynchronize(stream));
+    CU(cudaMemcpy(h, buf, sizeof(h), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++)
+        *wrong += h[i] != (float)reduce_ref(ncclFloat32, O_SUM, i, 0);
+    BT_TEST_OK(ncclMemFree(buf));
+}
+
 static int rank_main(int rank, int nranks, void *arg)
 {
     const ncclUniqueId *id = arg;
@@ -339,6 +362,7 @@ static int rank_main(int rank, int nranks, void *arg)
         finish(&c, comm, &b);
     }
     graph_case(rank, comm, &b, &wrong);
+    memalloc_case(rank, comm, b.stream, &wrong);
     ncclResult_t async;
     BT_TEST_OK(ncclCommGetAsyncError(comm, &async));
     BT_TEST_CHECK(async == ncclSuccess, "async error %d", (int)async);

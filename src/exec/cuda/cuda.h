@@ -9,6 +9,8 @@
 #ifndef BT_EXEC_CUDA_CUDA_H
 #define BT_EXEC_CUDA_CUDA_H
 
+#include <stddef.h>
+
 #include "util/status.h"
 
 struct bt_comm;
@@ -20,6 +22,10 @@ int bt_cuda_current_device(void);
 
 /* Whether `p` is device (or managed) memory; NULL is not. */
 int bt_cuda_is_device_ptr(const void *p);
+
+/* Device memory on the current device (ncclMemAlloc in CUDA mode); free what it gave. */
+bt_status_t bt_cuda_mem_alloc(void **ptr_p, size_t bytes);
+bt_status_t bt_cuda_mem_free(void *ptr);
 
 /* Run the operations (all of GPU communicators, on device buffers) on their streams. The
  * first one on a communicator sets up its GPU connectors with every rank (collective).

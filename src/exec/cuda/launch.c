@@ -74,6 +74,16 @@ int bt_cuda_is_device_ptr(const void *p)
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
+bt_status_t bt_cuda_mem_alloc(void **ptr_p, size_t bytes)
+{
+    return cuda_status(cudaMalloc(ptr_p, bytes ? bytes : 1), "ncclMemAlloc: cudaMalloc");
+}
+
+bt_status_t bt_cuda_mem_free(void *ptr)
+{
+    return cuda_status(cudaFree(ptr), "ncclMemFree: cudaFree");
+}
+
 /* ---- per-communicator state ------------------------------------------------------- */
 
 static bt_status_t cuda_comm_setup(struct bt_comm *comm)

@@ -17,6 +17,19 @@ int bt_cuda_is_device_ptr(const void *p)
     return 0;
 }
 
+bt_status_t bt_cuda_mem_alloc(void **ptr_p, size_t bytes)
+{
+    (void)ptr_p;
+    (void)bytes;
+    return BT_ERR_INTERNAL; /* unreachable: no device is ever current */
+}
+
+bt_status_t bt_cuda_mem_free(void *ptr)
+{
+    (void)ptr;
+    return BT_ERR_INTERNAL;
+}
+
 bt_status_t bt_cuda_launch(struct bt_op *ops, int nops)
 {
     (void)ops;
