@@ -34,7 +34,9 @@ BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
              "name Baton's threads (baton Progress, baton Service, ...)")
 
 /* transports */
-BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0, "disable the CUDA IPC peer-to-peer transport")
+BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0,
+             "1: GPU connectors in host shared memory (cudaHostRegister) instead of GPU memory "
+             "mapped between GPUs")
 BT_PARAM_INT(shm_disable, "SHM_DISABLE", 0, "disable the shared-memory transport")
 BT_PARAM_INT(net_disable, "NET_DISABLE", 0,
              "disable the network transport (sockets through the CPU proxy)")

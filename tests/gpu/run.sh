@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|quick|variants|perf|done|all]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|quick|shm|variants|perf|done|all]
 # Writes logs and tables under $OUT. NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -25,11 +25,14 @@ NCCL_LIB=${NCCL_LIB:-$(python3 -c "import nvidia.nccl,os;print(os.path.join(list
 cat "$OUT/machine.txt"
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
-    for t in "$BUILD"/tests/gpu_test_*; do
-        echo "== $t"
-        start=$SECONDS
-        timeout 900 "$t" >"$OUT/tests.log" 2>&1
-        echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$OUT/tests.log" | tr '\n' ' ')"
+    # every test over P2P, then with the connectors in host shared memory (P2P_DISABLE=1)
+    for p2p in 0 1; do
+        for t in "$BUILD"/tests/gpu_test_*; do
+            echo "== $t (P2P_DISABLE=$p2p)"
+            start=$SECONDS
+            BATON_P2P_DISABLE=$p2p timeout 900 "$t" >"$OUT/tests-p2p$p2p.log" 2>&1
+            echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$OUT/tests-p2p$p2p.log" | tr '\n' ' ')"
+        done
     done
 fi
 
@@ -49,6 +52,18 @@ if [ "$what" = quick ]; then
         echo "== allreduce $lib"
         grep -E '^ +[0-9]+ |Out of bounds|Avg bus' "$OUT/perf-allreduce-$lib.txt" | cut -c1-120
     done
+fi
+
+if [ "$what" = shm ]; then
+    # forced SHM (P2P off): AllReduce, Baton vs NCCL, alternating
+    for r in 1 2; do
+        for lib in baton nccl; do
+            echo "#### shm round $r allreduce $lib" >>"$OUT/perf-shm.txt"
+            BATON_P2P_DISABLE=1 NCCL_P2P_DISABLE=1 perf $lib allreduce -b 1M -e 128M -f 8 -c 1 \
+                -n 10 -w 3 >>"$OUT/perf-shm.txt"
+        done
+    done
+    grep -E '^####|^ +[0-9]+ |Out of' "$OUT/perf-shm.txt" | cut -c1-110
 fi
 
 if [ "$what" = variants ]; then

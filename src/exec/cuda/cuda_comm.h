@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "graph/channel.h"
+#include "util/shm.h"
 #include "util/status.h"
 
 struct bt_comm;
@@ -25,9 +26,12 @@ struct bt_cuda_comm {
     struct bt_conn *dp2p;     /* [2 * nranks * np2p]: see bt_cuda_p2p_index */
 
     /* transport/cuda/p2p.c: this rank's FIFOs and the peers' it mapped */
-    void *fifo_base;  /* one allocation: ring FIFOs, then one per peer */
-    void **peer_base; /* [nranks]: the peer's allocation, mapped here (or NULL) */
-    int *peer_opened; /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
+    void *fifo_base;           /* one allocation: ring FIFOs, then one per peer (device address) */
+    void **peer_base;          /* [nranks]: the peer's allocation, mapped here (or NULL) */
+    int *peer_opened;          /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
+    int shm;                   /* FIFOs in host shared memory (P2P_DISABLE=1, or no peer access) */
+    struct bt_shm_seg shm_own; /* shm: our segment, registered with cudaHostRegister */
+    struct bt_shm_seg *shm_peer; /* shm: [nranks] the peers' segments, mapped and registered */
 
     /* host-mapped (cudaHostAlloc): the kernels' abort flag and error report */
     int *abort_h, *error_h; /* error_h[0]: enum bt_cuda_kerr, [1..3]: peer, work, is_send */

@@ -12,10 +12,16 @@
  * send/recv traffic from rank r (a large message is cut into np2p parts, one block each). Every
  * FIFO: the control block (tail, head, sizes), then BT_NSTEPS Simple slots.
  *
+ * Without peer access (P2P_DISABLE=1, or GPUs that cannot reach each other) the same
+ * layout lives in host shared memory instead: each rank creates a segment, every rank maps
+ * its peers' segments, and each mapping is registered with cudaHostRegister so the kernels
+ * read and write it over PCIe (the SHM path; names are unlinked once all have mapped them).
+ *
  * Set up collectively at the first GPU operation of a communicator (every rank reaches it
- * at the same operation): one allgather of {pid, device, handle, base}.
+ * at the same operation): allgathers of {pid, device, geometry}, then {handle or name}.
  */
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,15 +30,19 @@
 #include "core/comm.h"
 #include "exec/cuda/cuda_comm.h"
 #include "util/log.h"
+#include "util/param.h"
+#include "util/shm.h"
 
 struct p2p_info {
     int pid;
     int dev;
+    int want_shm; /* P2P_DISABLE=1 here */
     int nch, np2p;
     uint64_t host_hash;
     uint64_t slot;
     void *base;
     cudaIpcMemHandle_t handle;
+    char shm_name[BT_SHM_NAME_MAX];
 };
 
 #define CUDA_TRY(call, what)                                                                       \
@@ -74,7 +84,8 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     struct bt_conn *hp2p = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hp2p));
     cc->peer_base = calloc((size_t)n, sizeof(void *));
     cc->peer_opened = calloc((size_t)n, sizeof(int));
-    if (!all || !hch || !order || !hp2p || !cc->peer_base || !cc->peer_opened) {
+    cc->shm_peer = calloc((size_t)n, sizeof(*cc->shm_peer));
+    if (!all || !hch || !order || !hp2p || !cc->peer_base || !cc->peer_opened || !cc->shm_peer) {
         BT_WARN("out of memory setting up GPU connectors");
         st = BT_ERR_SYSTEM;
         goto fail;
@@ -88,6 +99,7 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     mine->np2p = cc->np2p;
     mine->slot = cc->slot;
     mine->host_hash = comm->peers[me].host_hash;
+    mine->want_shm = bt_param_p2p_disable() != 0;
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
     for (int r = 0; r < n; r++) {
         if (all[r].nch < cc->nch)
@@ -108,13 +120,37 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
             goto fail;
         }
     }
+    /* Every rank decides alike: shared memory if any rank asks for it or any two GPUs of
+     * the communicator cannot reach each other. */
+    for (int r = 0; r < n && !cc->shm; r++) {
+        cc->shm |= all[r].want_shm;
+        for (int q = 0; q < n && !cc->shm; q++) {
+            int can = 1;
+            if (all[r].dev != all[q].dev &&
+                cudaDeviceCanAccessPeer(&can, all[r].dev, all[q].dev) != cudaSuccess) {
+                (void)cudaGetLastError();
+                can = 0;
+            }
+            cc->shm |= !can;
+        }
+    }
     size_t fb = fifo_bytes(cc->slot);
     size_t total = fb * (size_t)(cc->nch + n * cc->np2p);
-    CUDA_TRY(cudaMalloc(&cc->fifo_base, total), "cudaMalloc of the GPU FIFOs");
-    CUDA_TRY(cudaMemset(cc->fifo_base, 0, total), "cudaMemset of the GPU FIFOs");
-    CUDA_TRY(cudaIpcGetMemHandle(&mine->handle, cc->fifo_base), "cudaIpcGetMemHandle");
+    if (cc->shm) {
+        BT_CHECK_GOTO(bt_shm_create(total, &cc->shm_own), st, fail);
+        CUDA_TRY(cudaHostRegister(cc->shm_own.ptr, total,
+                                  cudaHostRegisterMapped | cudaHostRegisterPortable),
+                 "cudaHostRegister of the shared-memory FIFOs");
+        CUDA_TRY(cudaHostGetDevicePointer(&cc->fifo_base, cc->shm_own.ptr, 0),
+                 "cudaHostGetDevicePointer");
+        snprintf(mine->shm_name, sizeof(mine->shm_name), "%s", cc->shm_own.name);
+    } else {
+        CUDA_TRY(cudaMalloc(&cc->fifo_base, total), "cudaMalloc of the GPU FIFOs");
+        CUDA_TRY(cudaMemset(cc->fifo_base, 0, total), "cudaMemset of the GPU FIFOs");
+        CUDA_TRY(cudaIpcGetMemHandle(&mine->handle, cc->fifo_base), "cudaIpcGetMemHandle");
+        CUDA_TRY(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the FIFO memset");
+    }
     mine->base = cc->fifo_base;
-    CUDA_TRY(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the FIFO memset");
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
 
     /* Map every peer's FIFOs. */
@@ -123,16 +159,17 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
             cc->peer_base[r] = cc->fifo_base;
             continue;
         }
-        if (all[r].pid == mine->pid) {
-            int can = 0;
-            CUDA_TRY(cudaDeviceCanAccessPeer(&can, cc->dev, all[r].dev), "cudaDeviceCanAccessPeer");
-            if (!can && all[r].dev != cc->dev) {
-                BT_WARN("GPU %d cannot access GPU %d (rank %d) directly; P2P is not possible and "
-                        "GPU buffers through host memory are not supported yet",
-                        cc->dev, all[r].dev, r);
-                st = BT_ERR_INVALID_USAGE;
-                goto fail;
-            }
+        if (cc->shm) {
+            struct bt_shm_seg *seg = &cc->shm_peer[r];
+            BT_CHECK_GOTO(bt_shm_open(all[r].shm_name, total, seg), st, fail);
+            CUDA_TRY(cudaHostRegister(seg->ptr, total,
+                                      cudaHostRegisterMapped | cudaHostRegisterPortable),
+                     "cudaHostRegister of a peer's shared-memory FIFOs");
+            CUDA_TRY(cudaHostGetDevicePointer(&cc->peer_base[r], seg->ptr, 0),
+                     "cudaHostGetDevicePointer");
+        } else if (all[r].pid == mine->pid) {
+            /* one process: the peer's pointer works here once peer access is on (possible:
+             * otherwise the shared-memory path was chosen above) */
             if (all[r].dev != cc->dev) {
                 cudaError_t e = cudaDeviceEnablePeerAccess(all[r].dev, 0);
                 if (e == cudaErrorPeerAccessAlreadyEnabled)
@@ -147,8 +184,14 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
                      "cudaIpcOpenMemHandle of a peer's FIFOs");
             cc->peer_opened[r] = 1;
         }
-        BT_INFO(BT_LOG_INIT, "GPU connectors with rank %d (GPU %d) via P2P/%s", r, all[r].dev,
-                cc->peer_opened[r] ? "IPC" : "direct pointer");
+        BT_INFO(BT_LOG_INIT, "GPU connectors with rank %d (GPU %d) via %s", r, all[r].dev,
+                cc->shm              ? "SHM (host memory, cudaHostRegister)"
+                : cc->peer_opened[r] ? "P2P/IPC"
+                                     : "P2P/direct pointer");
+    }
+    if (cc->shm) { /* every rank has mapped every segment: the names can go */
+        BT_CHECK_GOTO(bt_bootstrap_barrier(comm->bs), st, fail);
+        bt_shm_unlink(&cc->shm_own);
     }
 
     /* Device channels: the host's ring order, connectors in GPU memory. */
@@ -190,8 +233,8 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
              "cudaMemcpy of the p2p connectors");
     /* No rank may write into a peer's FIFOs before the peer has zeroed them (done above,
      * before the second allgather) - and no kernel runs before this returns. */
-    BT_INFO(BT_LOG_INIT, "GPU %d: %d channels, %zu-byte slots, %zu bytes of FIFOs", cc->dev,
-            cc->nch, cc->slot, total);
+    BT_INFO(BT_LOG_INIT, "GPU %d: %d channels, %zu-byte slots, %zu bytes of FIFOs in %s", cc->dev,
+            cc->nch, cc->slot, total, cc->shm ? "host shared memory" : "GPU memory");
     goto out;
 
 fail:
@@ -211,10 +254,27 @@ void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
             if (cc->peer_opened[r] && cc->peer_base[r])
                 cudaIpcCloseMemHandle(cc->peer_base[r]);
     }
+    if (cc->shm_peer) {
+        for (int r = 0; r < comm->nranks; r++) {
+            if (cc->shm_peer[r].ptr) {
+                cudaHostUnregister(cc->shm_peer[r].ptr);
+                bt_shm_close(&cc->shm_peer[r]);
+            }
+        }
+    }
+    free(cc->shm_peer);
+    cc->shm_peer = NULL;
     free(cc->peer_base);
     free(cc->peer_opened);
     cc->peer_base = NULL;
     cc->peer_opened = NULL;
+    if (cc->shm) {
+        if (cc->shm_own.ptr) {
+            cudaHostUnregister(cc->shm_own.ptr);
+            bt_shm_close(&cc->shm_own);
+        }
+        cc->fifo_base = NULL; /* a device alias of shm_own */
+    }
     cudaFree(cc->fifo_base);
     cudaFree(cc->dchan);
     cudaFree(cc->dorder);
