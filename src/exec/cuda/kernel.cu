@@ -92,18 +92,36 @@ struct fp8e5m2 {
 /* T: the stored type; C: what it is folded in (coll/redop.h's bt_host_reduce rules). */
 template <typename T> struct Num {
     typedef T C;
-    static __device__ __forceinline__ C load(T x) { return x; }
-    static __device__ __forceinline__ T store(C x) { return x; }
+    static __device__ __forceinline__ C load(T x)
+    {
+        return x;
+    }
+    static __device__ __forceinline__ T store(C x)
+    {
+        return x;
+    }
 };
 template <> struct Num<__half> {
     typedef float C;
-    static __device__ __forceinline__ C load(__half x) { return __half2float(x); }
-    static __device__ __forceinline__ __half store(C x) { return __float2half_rn(x); }
+    static __device__ __forceinline__ C load(__half x)
+    {
+        return __half2float(x);
+    }
+    static __device__ __forceinline__ __half store(C x)
+    {
+        return __float2half_rn(x);
+    }
 };
 template <> struct Num<__nv_bfloat16> {
     typedef float C;
-    static __device__ __forceinline__ C load(__nv_bfloat16 x) { return __bfloat162float(x); }
-    static __device__ __forceinline__ __nv_bfloat16 store(C x) { return __float2bfloat16_rn(x); }
+    static __device__ __forceinline__ C load(__nv_bfloat16 x)
+    {
+        return __bfloat162float(x);
+    }
+    static __device__ __forceinline__ __nv_bfloat16 store(C x)
+    {
+        return __float2bfloat16_rn(x);
+    }
 };
 template <> struct Num<fp8e4m3> {
     typedef float C;
@@ -164,14 +182,20 @@ template <> struct Scale<float> {
     {
         return x * (float)r.scalar_f;
     }
-    static __device__ __forceinline__ float div(float x, const struct bt_redop &) { return x; }
+    static __device__ __forceinline__ float div(float x, const struct bt_redop &)
+    {
+        return x;
+    }
 };
 template <> struct Scale<double> {
     static __device__ __forceinline__ double mul(double x, const struct bt_redop &r)
     {
         return x * r.scalar_f;
     }
-    static __device__ __forceinline__ double div(double x, const struct bt_redop &) { return x; }
+    static __device__ __forceinline__ double div(double x, const struct bt_redop &)
+    {
+        return x;
+    }
 };
 template <> struct Scale<uint8_t> {
     static __device__ __forceinline__ uint8_t mul(uint8_t x, const struct bt_redop &r)
@@ -211,9 +235,9 @@ struct StepIO {
     const char *src[MAX_SRCS];
     char *dst[MAX_DSTS];
     int nsrc, ndst;
-    int pre;       /* index of the source to pre-multiply, or -1 */
-    int post;      /* apply the final division */
-    int cg_mask;   /* sources that are receive slots: read through L2 only */
+    int pre;     /* index of the source to pre-multiply, or -1 */
+    int post;    /* apply the final division */
+    int cg_mask; /* sources that are receive slots: read through L2 only */
     size_t nelem;
 };
 
@@ -333,7 +357,8 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
     }
 }
 
-template <typename T> static __device__ void run_step_typed(const StepIO &io, const struct bt_redop &r)
+template <typename T>
+static __device__ void run_step_typed(const StepIO &io, const struct bt_redop &r)
 {
     size_t es = sizeof(T);
     bool aligned = true;
@@ -390,8 +415,8 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
                 for (int i = 0; i < p.nsend && !err; i++) {
                     uint64_t s = p.send[i]->step;
                     if (s >= BT_NSTEPS)
-                        err = wait_ge(head_of(p.send[i]), s + 1 - BT_NSTEPS, args,
-                                      p.send[i]->peer, wi, 1);
+                        err = wait_ge(head_of(p.send[i]), s + 1 - BT_NSTEPS, args, p.send[i]->peer,
+                                      wi, 1);
                 }
                 s_err = err;
             }
