@@ -34,6 +34,11 @@ BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
              "name Baton's threads (baton Progress, baton Service, ...)")
 
 /* transports */
+BT_PARAM_STR(topo_file, "TOPO_FILE", NULL,
+             "read the machine's topology from this file instead of discovering it "
+             "(format: src/topo/topo_file.c)")
+BT_PARAM_STR(topo_dump_file, "TOPO_DUMP_FILE", NULL,
+             "write the topology found (or read) to this file")
 BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0,
              "1: GPU connectors in host shared memory (cudaHostRegister) instead of GPU memory "
              "mapped between GPUs")

@@ -20,6 +20,9 @@ struct bt_op;
 int bt_cuda_device_count(void);
 int bt_cuda_current_device(void);
 
+/* The PCI bus id of device `dev` ("0000:3b:00.0"). */
+bt_status_t bt_cuda_pci_bus_id(int dev, char *buf, int len);
+
 /* Whether `p` is device (or managed) memory; NULL is not. */
 int bt_cuda_is_device_ptr(const void *p);
 

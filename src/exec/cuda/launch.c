@@ -62,6 +62,11 @@ int bt_cuda_current_device(void)
     return d;
 }
 
+bt_status_t bt_cuda_pci_bus_id(int dev, char *buf, int len)
+{
+    return cuda_status(cudaDeviceGetPCIBusId(buf, len, dev), "cudaDeviceGetPCIBusId");
+}
+
 int bt_cuda_is_device_ptr(const void *p)
 {
     if (!p)

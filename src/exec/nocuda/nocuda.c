@@ -11,6 +11,14 @@ int bt_cuda_current_device(void)
     return -1;
 }
 
+bt_status_t bt_cuda_pci_bus_id(int dev, char *buf, int len)
+{
+    (void)dev;
+    (void)buf;
+    (void)len;
+    return BT_ERR_INTERNAL;
+}
+
 int bt_cuda_is_device_ptr(const void *p)
 {
     (void)p;

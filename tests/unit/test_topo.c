@@ -1,0 +1,177 @@
+/*
+ * Topology model on files of machines we do not have (tests/topo/):
+ *   pcie8      8 GPUs on PCIe, 2 sockets x 2 leaf switches, one uplink trained at x8:
+ *              path classes PIX/PXB/SYS, the narrow uplink's bandwidth on its paths, a ring
+ *              that crosses the sockets twice and the narrow uplink once each way, NICs
+ *              per socket, a warning for the degraded link
+ *   dgx8       8 GPUs on NVSwitch (18 links), a NIC per GPU behind its switch: every pair
+ *              NVL at 18 x 25 GB/s, GPU i -> NIC i (rails), no warning
+ *   gpu2split  2 GPUs on different sockets, one NIC: SYS, and warnings for both problems
+ * and every file survives a save and reload unchanged.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "topo/topo.h"
+
+static struct bt_topo t, t2;
+
+static void load(const char *name, struct bt_topo *x)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", BT_TOPO_DIR, name);
+    BT_TEST_OK(bt_topo_load(path, x));
+}
+
+static int cls(const struct bt_topo *x, int a, int b)
+{
+    return bt_topo_path(x, x->gpu_node[a], x->gpu_node[b]).cls;
+}
+
+static double bw(const struct bt_topo *x, int a, int b)
+{
+    return bt_topo_path(x, x->gpu_node[a], x->gpu_node[b]).bw;
+}
+
+static int count_warnings(const struct bt_topo *x, const char *needle)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int n = bt_topo_warnings(x, f);
+    fclose(f);
+    if (needle)
+        BT_TEST_CHECK(strstr(buf, needle) != NULL, "no warning mentions '%s' in:\n%s", needle, buf);
+    free(buf);
+    return n;
+}
+
+/* The ring is a permutation of the GPUs; returns its edges' classes and widths. */
+static void ring_edges(const struct bt_topo *x, const int *order, int *nsys, int *nnarrow,
+                       double narrow)
+{
+    int seen[BT_TOPO_MAX_GPUS] = {0};
+    *nsys = *nnarrow = 0;
+    for (int i = 0; i < x->ngpus; i++) {
+        BT_TEST_CHECK(order[i] >= 0 && order[i] < x->ngpus && !seen[order[i]],
+                      "ring is not a permutation at position %d", i);
+        seen[order[i]] = 1;
+        int a = order[i], b = order[(i + 1) % x->ngpus];
+        *nsys += cls(x, a, b) == BT_PATH_SYS;
+        *nnarrow += bw(x, a, b) < narrow;
+    }
+}
+
+static void test_pcie8(void)
+{
+    load("pcie8.txt", &t);
+    BT_TEST_CHECK(t.ngpus == 8, "%d GPUs", t.ngpus);
+    BT_TEST_CHECK(cls(&t, 0, 1) == BT_PATH_PIX, "0-1 %s", bt_topo_path_name(cls(&t, 0, 1)));
+    BT_TEST_CHECK(cls(&t, 0, 2) == BT_PATH_PXB, "0-2 %s", bt_topo_path_name(cls(&t, 0, 2)));
+    BT_TEST_CHECK(cls(&t, 0, 4) == BT_PATH_SYS, "0-4 %s", bt_topo_path_name(cls(&t, 0, 4)));
+    BT_TEST_CHECK(cls(&t, 6, 7) == BT_PATH_PIX, "6-7 %s", bt_topo_path_name(cls(&t, 6, 7)));
+    BT_TEST_CHECK(cls(&t, 4, 6) == BT_PATH_PXB, "4-6 %s", bt_topo_path_name(cls(&t, 4, 6)));
+    double x8 = bt_topo_pcie_bw(4, 8), x16 = bt_topo_pcie_bw(4, 16);
+    BT_TEST_CHECK(bw(&t, 0, 1) == x16 && bw(&t, 4, 6) == x8 && bw(&t, 6, 7) == x16,
+                  "bandwidths %g %g %g", bw(&t, 0, 1), bw(&t, 4, 6), bw(&t, 6, 7));
+    BT_TEST_CHECK(bw(&t, 0, 4) == 20.0, "SYS bandwidth %g", bw(&t, 0, 4));
+
+    int order[BT_TOPO_MAX_GPUS], nsys, nnarrow;
+    double bottleneck = bt_topo_ring(&t, order);
+    BT_TEST_CHECK(bottleneck == x8, "bottleneck %g", bottleneck);
+    ring_edges(&t, order, &nsys, &nnarrow, x8 + 0.01);
+    BT_TEST_CHECK(nsys == 2, "the ring crosses the sockets %d times (2 is the least)", nsys);
+    BT_TEST_CHECK(nnarrow == 2, "the ring uses the x8 uplink %d times (2 is the least)", nnarrow);
+    int zigzag[8] = {0, 6, 1, 7, 2, 4, 3, 5}; /* a ring that ignores the topology */
+    int zsys, znarrow;
+    ring_edges(&t, zigzag, &zsys, &znarrow, x8 + 0.01);
+    BT_TEST_CHECK(znarrow > nnarrow && zsys > nsys, "a zigzag ring: %d narrow, %d SYS", znarrow,
+                  zsys);
+    int ch1[BT_TOPO_MAX_GPUS];
+    bt_topo_channel_ring(order, 8, 1, ch1);
+    for (int i = 0; i < 8; i++)
+        BT_TEST_CHECK(ch1[i] == order[(8 - i) % 8], "channel 1 is not the reverse ring");
+
+    int nic[BT_TOPO_MAX_GPUS];
+    bt_topo_nics(&t, nic);
+    for (int g = 0; g < 8; g++)
+        BT_TEST_CHECK(strcmp(t.nodes[nic[g]].name, g < 4 ? "nic0" : "nic1") == 0,
+                      "GPU %d uses %s", g, t.nodes[nic[g]].name);
+    count_warnings(&t, "sw3 runs at gen4 x8, capable of gen4 x16");
+}
+
+static void test_dgx8(void)
+{
+    load("dgx8.txt", &t);
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 8; b++)
+            if (a != b)
+                BT_TEST_CHECK(cls(&t, a, b) == BT_PATH_NVL && bw(&t, a, b) == 18 * 25.0,
+                              "%d-%d %s %g", a, b, bt_topo_path_name(cls(&t, a, b)), bw(&t, a, b));
+    int order[BT_TOPO_MAX_GPUS];
+    BT_TEST_CHECK(bt_topo_ring(&t, order) == 450.0, "bottleneck");
+    int nic[BT_TOPO_MAX_GPUS];
+    bt_topo_nics(&t, nic);
+    for (int g = 0; g < 8; g++) {
+        char want[16];
+        snprintf(want, sizeof(want), "nic%d", g);
+        BT_TEST_CHECK(strcmp(t.nodes[nic[g]].name, want) == 0, "GPU %d uses %s", g,
+                      t.nodes[nic[g]].name);
+        BT_TEST_CHECK(bt_topo_path(&t, t.gpu_node[g], nic[g]).cls == BT_PATH_PIX, "GPU %d NIC path",
+                      g);
+    }
+    BT_TEST_CHECK(count_warnings(&t, NULL) == 0, "warnings on a healthy DGX");
+}
+
+static void test_gpu2split(void)
+{
+    load("gpu2split.txt", &t);
+    BT_TEST_CHECK(cls(&t, 0, 1) == BT_PATH_SYS, "0-1 %s", bt_topo_path_name(cls(&t, 0, 1)));
+    BT_TEST_CHECK(count_warnings(&t, "GPUs 0 and 1 are on different NUMA nodes") == 2,
+                  "two warnings");
+    count_warnings(&t, "GPU 1 (NUMA node 1) has its nearest NIC eth0 on NUMA node 0");
+}
+
+/* save -> load gives the same paths and NICs */
+static void test_roundtrip(const char *name)
+{
+    load(name, &t);
+    char tmp[] = "/tmp/baton-topo-XXXXXX";
+    int fd = mkstemp(tmp);
+    BT_TEST_CHECK(fd >= 0, "mkstemp");
+    FILE *f = fdopen(fd, "w");
+    BT_TEST_OK(bt_topo_save(&t, f));
+    fclose(f);
+    BT_TEST_OK(bt_topo_load(tmp, &t2));
+    unlink(tmp);
+    BT_TEST_CHECK(t2.ngpus == t.ngpus && t2.nnodes == t.nnodes, "%s: sizes differ", name);
+    for (int a = 0; a < t.ngpus; a++)
+        for (int b = 0; b < t.ngpus; b++)
+            if (a != b)
+                BT_TEST_CHECK(cls(&t, a, b) == cls(&t2, a, b) && bw(&t, a, b) == bw(&t2, a, b),
+                              "%s: path %d-%d changed", name, a, b);
+    int n1[BT_TOPO_MAX_GPUS], n2[BT_TOPO_MAX_GPUS];
+    bt_topo_nics(&t, n1);
+    bt_topo_nics(&t2, n2);
+    for (int g = 0; g < t.ngpus; g++)
+        BT_TEST_CHECK(strcmp(t.nodes[n1[g]].name, t2.nodes[n2[g]].name) == 0, "%s: NIC of %d",
+                      name, g);
+}
+
+int main(void)
+{
+    test_pcie8();
+    test_dgx8();
+    test_gpu2split();
+    test_roundtrip("pcie8.txt");
+    test_roundtrip("dgx8.txt");
+    test_roundtrip("gpu2split.txt");
+    /* discovery on this machine must work without GPUs, NVML or NICs */
+    BT_TEST_OK(bt_topo_discover(&t));
+    BT_TEST_CHECK(t.nnodes >= 1 && t.nodes[0].kind == BT_TOPO_NUMA, "no NUMA node discovered");
+    printf("test_topo: ok\n");
+    return 0;
+}

@@ -1,0 +1,121 @@
+/*
+ * baton-topo: the machine as Baton sees it. Devices (the PCIe tree under each NUMA node),
+ * the path class and bandwidth between every pair of GPUs and from each GPU to each NIC,
+ * the rings chosen per channel, each GPU's NIC, and warnings.
+ *
+ *   baton-topo [--file F] [--dump] [--channels N]
+ *     --file F      read topology file F (else TOPO_FILE, else discover this machine)
+ *     --dump        print the topology in the file format (what TOPO_DUMP_FILE writes)
+ *     --channels N  rings to show (default 2)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo/topo.h"
+
+static const char *kind_name(int k)
+{
+    return k == BT_TOPO_NUMA ? "NUMA" : k == BT_TOPO_PCI ? "PCI" : k == BT_TOPO_GPU ? "GPU" : "NIC";
+}
+
+static void print_tree(const struct bt_topo *t, int node, int depth)
+{
+    const struct bt_topo_node *n = &t->nodes[node];
+    printf("%*s%s %s", depth * 2, "", kind_name(n->kind), n->name);
+    if (n->kind == BT_TOPO_NUMA && n->cpus[0])
+        printf(" cpus %s", n->cpus);
+    if (n->kind == BT_TOPO_PCI && n->is_root)
+        printf(" (host bridge)");
+    if (n->gen)
+        printf(" gen%d x%d", n->gen, n->width);
+    if (n->bw > 0 && n->kind != BT_TOPO_NUMA)
+        printf(" %.1f GB/s", n->bw);
+    if (n->kind == BT_TOPO_NIC && n->speed_gbps > 0)
+        printf(" %.0f Gb/s", n->speed_gbps);
+    printf("\n");
+    for (int i = 0; i < t->nnodes; i++)
+        if (t->nodes[i].parent == node)
+            print_tree(t, i, depth + 1);
+}
+
+int main(int argc, char **argv)
+{
+    const char *file = NULL;
+    int dump = 0, nch = 2;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) {
+            file = argv[++i];
+        } else if (strcmp(argv[i], "--dump") == 0) {
+            dump = 1;
+        } else if (strcmp(argv[i], "--channels") == 0 && i + 1 < argc) {
+            nch = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: baton-topo [--file F] [--dump] [--channels N]\n");
+            return 2;
+        }
+    }
+    static struct bt_topo t;
+    bt_status_t st = file ? bt_topo_load(file, &t) : bt_topo_get(&t);
+    if (st != BT_OK) {
+        fprintf(stderr, "baton-topo: no topology (%d)\n", (int)st);
+        return 1;
+    }
+    if (dump) {
+        bt_topo_save(&t, stdout);
+        return 0;
+    }
+    printf("# devices\n");
+    for (int i = 0; i < t.nnodes; i++)
+        if (t.nodes[i].parent < 0)
+            print_tree(&t, i, 0);
+
+    printf("\n# GPU paths (class, GB/s)\n");
+    if (t.ngpus == 0)
+        printf("no GPUs\n");
+    else
+        printf("      ");
+    for (int b = 0; b < t.ngpus; b++)
+        printf("  GPU%-9d", b);
+    if (t.ngpus > 0)
+        printf("\n");
+    for (int a = 0; a < t.ngpus; a++) {
+        printf("GPU%-3d", a);
+        for (int b = 0; b < t.ngpus; b++) {
+            if (a == b) {
+                printf("  %-12s", "X");
+                continue;
+            }
+            struct bt_topo_path p = bt_topo_path(&t, t.gpu_node[a], t.gpu_node[b]);
+            printf("  %-4s %-7.1f", bt_topo_path_name(p.cls), p.bw);
+        }
+        printf("\n");
+    }
+    int nic[BT_TOPO_MAX_GPUS];
+    bt_topo_nics(&t, nic);
+    printf("\n# GPU -> NIC\n");
+    for (int g = 0; g < t.ngpus; g++) {
+        if (nic[g] < 0) {
+            printf("GPU%d: no NIC\n", g);
+            continue;
+        }
+        struct bt_topo_path p = bt_topo_path(&t, t.gpu_node[g], nic[g]);
+        printf("GPU%d: %s (%s, %.1f GB/s)\n", g, t.nodes[nic[g]].name, bt_topo_path_name(p.cls),
+               p.bw);
+    }
+    if (t.ngpus > 1) {
+        int best[BT_TOPO_MAX_GPUS], order[BT_TOPO_MAX_GPUS];
+        double bw = bt_topo_ring(&t, best);
+        printf("\n# rings (bottleneck %.1f GB/s)\n", bw);
+        for (int c = 0; c < nch; c++) {
+            bt_topo_channel_ring(best, t.ngpus, c, order);
+            printf("channel %d:", c);
+            for (int i = 0; i < t.ngpus; i++)
+                printf(" %d", order[i]);
+            printf("\n");
+        }
+    }
+    printf("\n# warnings\n");
+    if (bt_topo_warnings(&t, stdout) == 0)
+        printf("none\n");
+    return 0;
+}
