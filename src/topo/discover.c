@@ -259,7 +259,8 @@ static void add_nvlinks(struct bt_topo *t)
     for (int a = 0; a < t->ngpus; a++)
         for (int b = 0; b < t->ngpus; b++)
             if (a != b && switch_links[a] && switch_links[b] && !t->nvlinks[a][b])
-                t->nvlinks[a][b] = switch_links[a] < switch_links[b] ? switch_links[a] : switch_links[b];
+                t->nvlinks[a][b] =
+                    switch_links[a] < switch_links[b] ? switch_links[a] : switch_links[b];
     if (shutdown)
         shutdown();
     dlclose(lib);

@@ -12,7 +12,7 @@
 
 /* Typical one-way latency of each path class, us (seed 001's measurements, rounded). */
 static const double path_lat[BT_NUM_PATHS] = {0.6, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0};
-static const char *const path_names[BT_NUM_PATHS] = {"NVL", "PIX", "PXB", "PHB",
+static const char *const path_names[BT_NUM_PATHS] = {"NVL",  "PIX", "PXB", "PHB",
                                                      "NODE", "SYS", "NET"};
 
 const char *bt_topo_path_name(int cls)
@@ -51,7 +51,8 @@ bt_status_t bt_topo_finish(struct bt_topo *t)
     t->ngpus = 0;
     for (int i = 0; i < t->nnodes; i++) {
         struct bt_topo_node *n = &t->nodes[i];
-        if (n->parent >= t->nnodes || n->parent == i || (n->kind != BT_TOPO_NUMA && n->parent < 0)) {
+        if (n->parent >= t->nnodes || n->parent == i ||
+            (n->kind != BT_TOPO_NUMA && n->parent < 0)) {
             BT_WARN("topology: node %s has no valid parent", n->name);
             return BT_ERR_INVALID_ARG;
         }
@@ -107,10 +108,12 @@ struct bt_topo_path bt_topo_path(const struct bt_topo *t, int a, int b)
     double bw = 1e30;
     int upa = ia < 0 ? la : ia, upb = ib < 0 ? lb : ib; /* links below the meeting point */
     for (int i = 0; i < upa; i++)
-        if (t->nodes[ca[i]].kind != BT_TOPO_NUMA && t->nodes[ca[i]].bw > 0 && t->nodes[ca[i]].bw < bw)
+        if (t->nodes[ca[i]].kind != BT_TOPO_NUMA && t->nodes[ca[i]].bw > 0 &&
+            t->nodes[ca[i]].bw < bw)
             bw = t->nodes[ca[i]].bw;
     for (int j = 0; j < upb; j++)
-        if (t->nodes[cb[j]].kind != BT_TOPO_NUMA && t->nodes[cb[j]].bw > 0 && t->nodes[cb[j]].bw < bw)
+        if (t->nodes[cb[j]].kind != BT_TOPO_NUMA && t->nodes[cb[j]].bw > 0 &&
+            t->nodes[cb[j]].bw < bw)
             bw = t->nodes[cb[j]].bw;
     if (ia < 0) {
         p.cls = BT_PATH_SYS; /* different NUMA roots */
@@ -226,8 +229,9 @@ void bt_topo_nics(const struct bt_topo *t, int *nic_of_gpu)
             if (t->nodes[i].kind != BT_TOPO_NIC)
                 continue;
             struct bt_topo_path p = bt_topo_path(t, t->gpu_node[g], i);
-            int better = best < 0 || p.cls < bp.cls ||
-                         (p.cls == bp.cls && (p.bw > bp.bw || (p.bw == bp.bw && uses[i] < uses[best])));
+            int better =
+                best < 0 || p.cls < bp.cls ||
+                (p.cls == bp.cls && (p.bw > bp.bw || (p.bw == bp.bw && uses[i] < uses[best])));
             if (better) {
                 best = i;
                 bp = p;
@@ -254,8 +258,9 @@ int bt_topo_warnings(const struct bt_topo *t, FILE *out)
     for (int a = 0; a < t->ngpus; a++)
         for (int b = a + 1; b < t->ngpus; b++)
             if (bt_topo_path(t, t->gpu_node[a], t->gpu_node[b]).cls == BT_PATH_SYS) {
-                fprintf(out, "warning: GPUs %d and %d are on different NUMA nodes: no P2P, their "
-                             "traffic crosses the CPU link (SYS)\n",
+                fprintf(out,
+                        "warning: GPUs %d and %d are on different NUMA nodes: no P2P, their "
+                        "traffic crosses the CPU link (SYS)\n",
                         a, b);
                 n++;
             }

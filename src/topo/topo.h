@@ -46,10 +46,10 @@ enum bt_path {
 struct bt_topo_node {
     int kind; /* enum bt_topo_kind */
     char name[BT_TOPO_NAME];
-    int parent;    /* index of the parent node, -1 for NUMA nodes */
-    int numa;      /* NUMA node id (NUMA nodes: their own) */
-    int is_root;   /* PCI: a host bridge (root complex) rather than a switch */
-    double bw;     /* GB/s of the link to the parent (PCIe: from gen x width) */
+    int parent;             /* index of the parent node, -1 for NUMA nodes */
+    int numa;               /* NUMA node id (NUMA nodes: their own) */
+    int is_root;            /* PCI: a host bridge (root complex) rather than a switch */
+    double bw;              /* GB/s of the link to the parent (PCIe: from gen x width) */
     int gen, width;         /* PCIe link now (0: unknown) */
     int max_gen, max_width; /* what the link could do */
     int gpu;                /* GPU: its index (CUDA device) */
@@ -61,7 +61,7 @@ struct bt_topo {
     int nnodes;
     struct bt_topo_node nodes[BT_TOPO_MAX_NODES];
     int ngpus;
-    int gpu_node[BT_TOPO_MAX_GPUS];                 /* GPU index -> node */
+    int gpu_node[BT_TOPO_MAX_GPUS];                  /* GPU index -> node */
     int nvlinks[BT_TOPO_MAX_GPUS][BT_TOPO_MAX_GPUS]; /* NVLink count between GPUs */
     double nvlink_bw;                                /* GB/s per link */
     double sys_bw;                                   /* GB/s between NUMA nodes */

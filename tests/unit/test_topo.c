@@ -98,8 +98,8 @@ static void test_pcie8(void)
     int nic[BT_TOPO_MAX_GPUS];
     bt_topo_nics(&t, nic);
     for (int g = 0; g < 8; g++)
-        BT_TEST_CHECK(strcmp(t.nodes[nic[g]].name, g < 4 ? "nic0" : "nic1") == 0,
-                      "GPU %d uses %s", g, t.nodes[nic[g]].name);
+        BT_TEST_CHECK(strcmp(t.nodes[nic[g]].name, g < 4 ? "nic0" : "nic1") == 0, "GPU %d uses %s",
+                      g, t.nodes[nic[g]].name);
     count_warnings(&t, "sw3 runs at gen4 x8, capable of gen4 x16");
 }
 
@@ -157,8 +157,8 @@ static void test_roundtrip(const char *name)
     bt_topo_nics(&t, n1);
     bt_topo_nics(&t2, n2);
     for (int g = 0; g < t.ngpus; g++)
-        BT_TEST_CHECK(strcmp(t.nodes[n1[g]].name, t2.nodes[n2[g]].name) == 0, "%s: NIC of %d",
-                      name, g);
+        BT_TEST_CHECK(strcmp(t.nodes[n1[g]].name, t2.nodes[n2[g]].name) == 0, "%s: NIC of %d", name,
+                      g);
 }
 
 int main(void)

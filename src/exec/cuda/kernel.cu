@@ -68,11 +68,16 @@ static __device__ int wait_ge(const uint64_t *p, uint64_t v, const struct bt_cud
         else if (a.timeout_ns && now - start > a.timeout_ns)
             err = BT_CUDA_KERR_TIMEOUT;
         if (err) {
-            if (atomicCAS(a.error, 0, err) == 0) {
-                a.error_info[0] = peer;
-                a.error_info[1] = widx;
-                a.error_info[2] = is_send;
+            /* Plain stores: atomics on host memory need PCIe AtomicOps, which not every
+             * platform has. Blocks failing together may mix their details; the code is
+             * what matters and every writer writes a non-zero one. */
+            volatile int *e = a.error, *info = a.error_info;
+            if (*e == BT_CUDA_KERR_NONE) {
+                info[0] = peer;
+                info[1] = widx;
+                info[2] = is_send;
                 __threadfence_system();
+                *e = err;
             }
             return err;
         }
