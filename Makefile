@@ -1,5 +1,5 @@
 # The two set-up commands (README):
-#   make perf   build, then AllReduce over 4 local ranks, 8 B..64 MB, with correctness check
+#   make perf   build, then AllReduce over local ranks (one per GPU, else 4 on host memory), checked
 #   make test   build, then every ctest test (CI runs all labels but gpu)
 # Others: make asan (ASan+UBSan build of the host tests), make tsan, make format, make clean.
 BUILD ?= build
@@ -17,8 +17,12 @@ build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
+# One rank per GPU when the machine has GPUs, else 4 ranks on host memory.
+NGPUS := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+PERF_RANKS ?= $(if $(filter-out 0,$(NGPUS)),$(NGPUS),4)
+
 perf: build
-	$(BUILD)/bin/baton-run -n 4 $(BUILD)/bin/baton-perf allreduce -b 8 -e 64M -f 2 -c 1
+	$(BUILD)/bin/baton-run -n $(PERF_RANKS) $(BUILD)/bin/baton-perf allreduce -b 8 -e 64M -f 2 -c 1
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu

@@ -37,6 +37,7 @@ struct p2p_info {
     int pid;
     int dev;
     int want_shm; /* P2P_DISABLE=1 here */
+    char bus[32]; /* PCI bus id: device indices differ between processes */
     int nch, np2p;
     uint64_t host_hash;
     uint64_t slot;
@@ -100,6 +101,8 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     mine->slot = cc->slot;
     mine->host_hash = comm->peers[me].host_hash;
     mine->want_shm = bt_param_p2p_disable() != 0;
+    CUDA_TRY(cudaDeviceGetPCIBusId(mine->bus, (int)sizeof(mine->bus), cc->dev),
+             "cudaDeviceGetPCIBusId");
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
     for (int r = 0; r < n; r++) {
         if (all[r].nch < cc->nch)
@@ -112,6 +115,13 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         }
         if (all[r].slot < cc->slot)
             cc->slot = (size_t)all[r].slot;
+        if (r != me && strcmp(all[r].bus, mine->bus) == 0 && all[r].host_hash == mine->host_hash) {
+            BT_WARN("ranks %d and %d use the same GPU (%s): their kernels would wait on each "
+                    "other; give each rank its own GPU",
+                    me, r, mine->bus);
+            st = BT_ERR_INVALID_USAGE;
+            goto fail;
+        }
         if (all[r].host_hash != mine->host_hash) {
             BT_WARN("rank %d is on another host: GPU buffers over the network are not supported "
                     "yet (P2P only)",
@@ -120,13 +130,14 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
             goto fail;
         }
     }
-    /* Every rank decides alike: shared memory if any rank asks for it or any two GPUs of
-     * the communicator cannot reach each other. */
+    /* Every rank decides alike: shared memory if any rank asks for it or two GPUs driven by
+     * one process cannot reach each other (device numbers only mean the same thing inside
+     * one process; between processes CUDA IPC itself says whether P2P works). */
     for (int r = 0; r < n && !cc->shm; r++) {
         cc->shm |= all[r].want_shm;
         for (int q = 0; q < n && !cc->shm; q++) {
             int can = 1;
-            if (all[r].dev != all[q].dev &&
+            if (all[r].pid == all[q].pid && all[r].dev != all[q].dev &&
                 cudaDeviceCanAccessPeer(&can, all[r].dev, all[q].dev) != cudaSuccess) {
                 (void)cudaGetLastError();
                 can = 0;
@@ -181,7 +192,8 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         } else {
             CUDA_TRY(cudaIpcOpenMemHandle(&cc->peer_base[r], all[r].handle,
                                           cudaIpcMemLazyEnablePeerAccess),
-                     "cudaIpcOpenMemHandle of a peer's FIFOs");
+                     "cudaIpcOpenMemHandle of a peer's FIFOs (no P2P between these GPUs? "
+                     "P2P_DISABLE=1 goes through host memory)");
             cc->peer_opened[r] = 1;
         }
         BT_INFO(BT_LOG_INIT, "GPU connectors with rank %d (GPU %d) via %s", r, all[r].dev,
