@@ -156,6 +156,7 @@ struct init_info {
     int nchannels;
     uint32_t simple_slot, net_slot, ll_slot, p2p_slot;
     struct bt_tune_settings tune;
+    int check_coll;
 };
 
 static size_t clamp_sz(int64_t v, size_t lo, size_t hi)
@@ -208,10 +209,12 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     me->p2p_slot = (uint32_t)(clamp_sz(bt_param_p2p_chunksize(), 4096, 64u << 20) & ~(size_t)4095);
 
     bt_tune_settings_from_env(&me->tune);
+    me->check_coll = bt_param_check_coll() != 0;
 
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
 
     comm->tune = all[0].tune;
+    comm->check_coll = all[0].check_coll; /* every rank must take part in the checks */
     if (memcmp(&all[comm->rank].tune, &comm->tune, sizeof(comm->tune)) != 0)
         BT_WARN("rank %d: PROTO/ALGO/*_THRESHOLD/MIN_NCHANNELS differ from rank 0's; every "
                 "rank uses rank 0's so their schedules match",

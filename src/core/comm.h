@@ -86,6 +86,7 @@ struct bt_comm {
     struct bt_conn **direct_recv;
 
     struct bt_tune_settings tune; /* rank 0's, the same on every rank */
+    int check_coll;               /* CHECK_COLL, rank 0's */
 
     /* FIFO geometry of this communicator's connectors (bytes per slot) */
     size_t simple_slot, ll_slot, p2p_slot, direct_slot;

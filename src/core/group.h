@@ -61,4 +61,9 @@ void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
 /* Run a set of ops now (the launch). */
 bt_status_t bt_launch(struct bt_op *ops, int nops);
 
+/* CHECK_COLL: compare the collectives of ops[] across the ranks of each communicator that
+ * has the check on; BT_ERR_INVALID_USAGE (logged, naming both sides) at the first
+ * difference, on every rank alike (core/check_coll.c). */
+bt_status_t bt_check_colls(const struct bt_op *ops, int nops);
+
 #endif

@@ -650,8 +650,10 @@ bt_status_t bt_launch(struct bt_op *ops, int nops)
             return BT_ERR_INVALID_USAGE;
         }
     }
-    int ngpu = gpu_ops_last(ops, nops);
-    bt_status_t st = ngpu < 0 ? BT_ERR_SYSTEM : BT_OK;
+    bt_status_t st = bt_check_colls(ops, nops);
+    int ngpu = st == BT_OK ? gpu_ops_last(ops, nops) : 0;
+    if (ngpu < 0)
+        st = BT_ERR_SYSTEM;
     if (st == BT_OK && nops > ngpu)
         st = launch(ops, nops - ngpu);
     if (st == BT_OK && ngpu > 0)

@@ -34,6 +34,10 @@ BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
              "name Baton's threads (baton Progress, baton Service, ...)")
 
 /* transports */
+BT_PARAM_INT(check_coll, "CHECK_COLL", 0,
+             "1: before each collective the ranks compare what they call (collective, count, "
+             "dtype, op, root) and fail with the first mismatch named, instead of hanging or "
+             "computing garbage (one bootstrap allgather per collective); rank 0's setting wins")
 BT_PARAM_STR(topo_file, "TOPO_FILE", NULL,
              "read the machine's topology from this file instead of discovering it "
              "(format: src/topo/topo_file.c)")
