@@ -93,6 +93,7 @@ struct bt_work {
     char *scratch;                           /* Direct: chunk-sized partial results */
     int rank;                                /* my rank (Direct) */
     uint64_t step, nsteps;                   /* progress */
+    uint64_t seq;                            /* the communicator's operation number (logs) */
     /* Connectors that can (NET) may send a pure send step straight from the user's input
      * and land a pure receive step straight in the user's output: the user's buffers do
      * not overlap, so neither is written while the other is read. */

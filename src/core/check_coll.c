@@ -32,8 +32,8 @@ static const char *op_names[] = {"sum", "prod", "max", "min"};
 
 static void describe(const struct coll_record *r, char *buf, size_t len)
 {
-    static const char *dtypes[] = {"int8",    "uint8",   "int32",    "uint32",
-                                   "int64",   "uint64",  "float16",  "float32",
+    static const char *dtypes[] = {"int8",    "uint8",    "int32",   "uint32",
+                                   "int64",   "uint64",   "float16", "float32",
                                    "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
     const char *dt = r->dtype >= 0 && r->dtype < BT_NUM_DTYPES ? dtypes[r->dtype] : "?";
     const char *op = r->op >= 0 && r->op < 4 ? op_names[r->op] : "?";
@@ -43,8 +43,8 @@ static void describe(const struct coll_record *r, char *buf, size_t len)
     int rooted = r->coll == BT_COLL_BROADCAST || r->coll == BT_COLL_REDUCE;
     char opbuf[48] = "", rootbuf[24] = "";
     if (reduces)
-        snprintf(opbuf, sizeof(opbuf), ", op %s%s", r->pre_mul && !r->post_div ? "premulsum/avg" : op,
-                 r->post_div ? " (avg)" : "");
+        snprintf(opbuf, sizeof(opbuf), ", op %s%s",
+                 r->pre_mul && !r->post_div ? "premulsum/avg" : op, r->post_div ? " (avg)" : "");
     if (rooted)
         snprintf(rootbuf, sizeof(rootbuf), ", root %d", r->root);
     snprintf(buf, len, "%s(count %llu, %s%s%s) [%d collective(s) in this launch from here]", coll,
@@ -73,13 +73,12 @@ static bt_status_t check_comm(struct bt_comm *comm, const struct bt_op *ops, int
             continue;
         struct coll_record *me = &all[comm->rank];
         memset(all, 0, sizeof(*all) * (size_t)comm->nranks);
-        me->seq = comm->coll_seq + (uint64_t)k + 1;
+        me->seq = comm->ncolls + (uint64_t)k + 1;
         me->coll = op->coll;
         me->dtype = op->dtype;
         me->op = op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_BROADCAST ? 0 : op->redop.op;
-        me->pre_mul = op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_BROADCAST
-                          ? 0
-                          : op->redop.pre_mul;
+        me->pre_mul =
+            op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_BROADCAST ? 0 : op->redop.pre_mul;
         me->post_div = op->redop.post_div;
         me->root = op->coll == BT_COLL_BROADCAST || op->coll == BT_COLL_REDUCE ? op->peer : -1;
         me->count = op->count;

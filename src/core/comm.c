@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/arrival.h"
 #include "exec/cuda/cuda.h"
 #include "proxy/proxy.h"
 #include "transport/transport.h"
@@ -262,6 +263,7 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
         st = BT_ERR_SYSTEM;
         goto fail;
     }
+    BT_CHECK_GOTO(bt_arrival_init(comm), st, fail);
     comm->init_done = 1;
     if (comm->rank == 0)
         BT_INFO(BT_LOG_INIT, "Baton %s, NCCL 2.28.9 interface: comm %p %d ranks, %s, %d channels%s",
@@ -306,6 +308,7 @@ void bt_comm_free(struct bt_comm *comm)
         return;
     registry_remove(comm);
     bt_cuda_comm_free(comm); /* waits for the comm's kernels */
+    bt_arrival_free(comm);
     /* The proxy first: its threads use the connectors freed below. */
     bt_proxy_destroy(comm->proxy);
     comm->proxy = NULL;

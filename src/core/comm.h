@@ -63,6 +63,9 @@ struct bt_comm_config {
     char name[64];
 };
 
+struct bt_arrival_line;
+struct bt_shm_seg;
+
 struct bt_comm {
     uint64_t magic; /* BT_COMM_MAGIC while usable, BT_COMM_DEAD after destroy */
     int rank, nranks;
@@ -102,9 +105,12 @@ struct bt_comm {
     struct bt_custom_op *custom_ops;
     int ncustom_ops;
 
-    struct bt_fence *last_fence; /* the launch in progress: its latest collective's fence */
-    uint64_t coll_seq;           /* collectives issued, for logs */
-    uint64_t split_seq;          /* splits done: distinct bootstrap tags for each */
+    struct bt_fence *last_fence;     /* the launch in progress: its latest collective's fence */
+    uint64_t coll_seq;               /* operations issued (collectives and p2p), for logs */
+    uint64_t ncolls;                 /* collectives issued: the same sequence on every rank */
+    struct bt_arrival_line *arrival; /* core/arrival.h: [nranks] in shared memory, or NULL */
+    struct bt_shm_seg *arrival_seg;
+    uint64_t split_seq; /* splits done: distinct bootstrap tags for each */
 };
 
 /* Checks used by every entry point. */

@@ -16,6 +16,7 @@
 
 #include "coll/algo.h"
 #include "coll/dtype.h"
+#include "core/arrival.h"
 #include "core/connect.h"
 #include "core/group.h"
 #include "exec/cuda/cuda.h"
@@ -226,6 +227,7 @@ static bt_status_t plan_p2p(struct bt_op *op)
     w->zero_copy = (uint8_t)(bt_param_net_zero_copy() != 0); /* one buffer: in or out */
     w->abort_flag = &comm->abort_flag;
     w->owner = comm;
+    w->seq = 0; /* send/recv sequences differ between ranks: no number */
     w->nsteps = bt_algo_nsteps(w);
     struct bt_lane *ln = is_send ? &pp->send_lane : &pp->recv_lane;
     BT_CHECK(need_lane(ln)); /* first: a failed launch must clear every lane it touched */
@@ -308,6 +310,7 @@ static bt_status_t plan_coll(struct bt_op *op)
         w->zero_copy = t.algo != BT_ALGO_TREE && bufs_disjoint(op, comm->nranks);
         w->abort_flag = &comm->abort_flag;
         w->owner = comm;
+        w->seq = comm->ncolls;
         w->nsteps = bt_algo_nsteps(w);
         w->fence = fence;
         w->after = after;
@@ -578,6 +581,19 @@ static bt_status_t post_net_ops(void)
     return BT_OK;
 }
 
+/* The executor's hang report names the peer a work waits for; add who has not arrived at
+ * its collective (once per communicator and operation). */
+static void hang_report(const struct bt_work *w)
+{
+    static __thread const void *last_comm;
+    static __thread uint64_t last_seq;
+    if (w->seq == 0 || (w->owner == last_comm && w->seq == last_seq))
+        return; /* send/recv: no common numbering to compare */
+    last_comm = w->owner;
+    last_seq = w->seq;
+    bt_arrival_report(w->owner, w->seq);
+}
+
 /* Wait for every posted proxy op; the first failure is the result. */
 static bt_status_t wait_net_ops(void)
 {
@@ -699,6 +715,8 @@ static bt_status_t launch(struct bt_op *ops, int nops)
             bt_redop_scalar_from_bytes(&op->redop, op->scalar_ptr);
         bt_log_set_rank(comm->rank);
         comm->coll_seq++;
+        if (op->coll != BT_COLL_SEND && op->coll != BT_COLL_RECV)
+            bt_arrival_start(comm, ++comm->ncolls);
 
         if (op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV) {
             if (op->count == 0 || op->peer == comm->rank)
@@ -727,7 +745,9 @@ static bt_status_t launch(struct bt_op *ops, int nops)
         struct bt_wait_policy wait = {.spin = (uint64_t)bt_param_spin_count(),
                                       .yields = (uint64_t)bt_param_yield_count(),
                                       .poll = ls.ndrive ? drive_proxies : NULL,
-                                      .block = ls.ndrive ? drive_block : NULL};
+                                      .block = ls.ndrive ? drive_block : NULL,
+                                      .hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull,
+                                      .hang = hang_report};
         for (int i = 0; i < nops; i++)
             if (ops[i].comm->oversubscribed)
                 wait.spin = 0;
@@ -741,6 +761,8 @@ static bt_status_t launch(struct bt_op *ops, int nops)
      * sending it. */
     BT_CHECK_GOTO(wait_net_ops(), st, fail);
     drive_proxies_end();
+    for (int i = 0; i < nops; i++) /* each comm's last collective of the launch is done */
+        bt_arrival_done(ops[i].comm, ops[i].comm->ncolls);
     return BT_OK;
 
 fail:

@@ -102,13 +102,16 @@ void bt_log(int level, unsigned subsys, const char *file, int line, const char *
         snprintf(bt_last_error, sizeof(bt_last_error), "%s", msg);
         pthread_mutex_unlock(&bt_log_lock);
     }
-    if (lvl < level)
+    if (lvl < level && level != BT_LEVEL_REPORT)
         return;
 
     char rankbuf[16] = "";
     if (bt_log_rank >= 0)
         snprintf(rankbuf, sizeof(rankbuf), " [%d]", bt_log_rank);
-    const char *what = level == BT_LEVEL_WARN ? "WARN" : level == BT_LEVEL_TRACE ? "TRACE" : "INFO";
+    const char *what = level == BT_LEVEL_WARN     ? "WARN"
+                       : level == BT_LEVEL_TRACE  ? "TRACE"
+                       : level == BT_LEVEL_REPORT ? "REPORT"
+                                                  : "INFO";
     /* One fprintf per line so lines of concurrent threads do not interleave. */
     if (level == BT_LEVEL_TRACE) {
         const char *base = strrchr(file, '/');

@@ -15,6 +15,7 @@ enum bt_log_level {
     BT_LEVEL_WARN = 2,
     BT_LEVEL_INFO = 3,
     BT_LEVEL_TRACE = 4,
+    BT_LEVEL_REPORT = 5, /* not a threshold: always printed (BT_REPORT) */
 };
 
 enum bt_log_subsys {
@@ -53,6 +54,9 @@ static inline int bt_log_enabled(int level, unsigned subsys)
 
 /* WARN is always recorded (for ncclGetLastError) even when not printed. */
 #define BT_WARN(...) bt_log(BT_LEVEL_WARN, BT_LOG_ALL, __FILE__, __LINE__, __VA_ARGS__)
+/* A report the user asked for by its own knob (HANG_REPORT): printed whatever DEBUG says,
+ * tagged REPORT, and not recorded as the last error. */
+#define BT_REPORT(...) bt_log(BT_LEVEL_REPORT, BT_LOG_ALL, __FILE__, __LINE__, __VA_ARGS__)
 #define BT_INFO(subsys, ...)                                                                       \
     do {                                                                                           \
         if (bt_log_enabled(BT_LEVEL_INFO, (subsys)))                                               \

@@ -34,6 +34,9 @@ BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
              "name Baton's threads (baton Progress, baton Service, ...)")
 
 /* transports */
+BT_PARAM_INT(hang_report, "HANG_REPORT", 30,
+             "seconds without progress after which a waiting collective prints what it waits "
+             "for (collective, peer, stage) and which ranks have not arrived; 0: never")
 BT_PARAM_INT(check_coll, "CHECK_COLL", 0,
              "1: before each collective the ranks compare what they call (collective, count, "
              "dtype, op, root) and fail with the first mismatch named, instead of hanging or "

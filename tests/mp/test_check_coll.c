@@ -16,8 +16,8 @@
 
 static void expect_mismatch(ncclResult_t r, int rank, const char *what, ncclComm_t comm)
 {
-    BT_TEST_CHECK(r == ncclInvalidUsage, "rank %d, %s: result %d, not ncclInvalidUsage", rank,
-                  what, (int)r);
+    BT_TEST_CHECK(r == ncclInvalidUsage, "rank %d, %s: result %d, not ncclInvalidUsage", rank, what,
+                  (int)r);
     const char *msg = ncclGetLastError(comm);
     BT_TEST_CHECK(msg && strstr(msg, "CHECK_COLL") && strstr(msg, "rank 0 calls") &&
                       strstr(msg, "rank 1 calls"),
@@ -51,12 +51,12 @@ static int rank_main(int rank, int nranks, void *arg)
     expect_mismatch(ncclAllReduce(buf, out, rank == 0 ? 100 : 200, ncclInt32, ncclSum, comm, NULL),
                     rank, "count", comm);
     expect_mismatch(ncclBroadcast(buf, out, 16, ncclInt32, rank, comm, NULL), rank, "root", comm);
-    expect_mismatch(ncclAllReduce(buf, out, 16, rank == 0 ? ncclInt32 : ncclFloat32, ncclSum, comm,
-                                  NULL),
-                    rank, "dtype", comm);
-    expect_mismatch(ncclAllReduce(buf, out, 16, ncclInt32, rank == 0 ? ncclSum : ncclMax, comm,
-                                  NULL),
-                    rank, "op", comm);
+    expect_mismatch(
+        ncclAllReduce(buf, out, 16, rank == 0 ? ncclInt32 : ncclFloat32, ncclSum, comm, NULL), rank,
+        "dtype", comm);
+    expect_mismatch(
+        ncclAllReduce(buf, out, 16, ncclInt32, rank == 0 ? ncclSum : ncclMax, comm, NULL), rank,
+        "op", comm);
     /* a group: rank 0 holds two collectives, rank 1 one */
     BT_TEST_OK(ncclGroupStart());
     BT_TEST_OK(ncclAllReduce(buf, out, 16, ncclInt32, ncclSum, comm, NULL));

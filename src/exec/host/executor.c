@@ -1,6 +1,7 @@
 #include "exec/host/executor.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -255,8 +256,9 @@ static const char *coll_name(int coll)
     return coll >= 0 && coll < BT_NUM_COLLS ? names[coll] : "?";
 }
 
-/* Say which connector a blocked work waits on, for timeout messages. */
-static void report_blocked(const struct bt_work *w)
+/* Say which connector a blocked work waits on ("timed out", or a hang report's "has made
+ * no progress for N s"). */
+static void report_blocked(const struct bt_work *w, const char *why, int is_report)
 {
     if (w->step == 0 && w->after && w->after->remaining > 0)
         return; /* waits for a collective reported on its own lane */
@@ -265,18 +267,22 @@ static void report_blocked(const struct bt_work *w)
     size_t nbytes = p.nelem * w->esize;
     for (int i = 0; i < p.nrecv; i++)
         if (!recv_ready(p.recv[i], w->proto, nbytes))
-            BT_WARN("%s timed out at step %llu/%llu waiting for data from rank %d (%s "
-                    "channel %d, recv step %llu)",
-                    coll_name(w->coll), (unsigned long long)w->step, (unsigned long long)w->nsteps,
-                    p.recv[i]->peer, p.recv[i]->kind, p.recv[i]->channel,
-                    (unsigned long long)p.recv[i]->step);
+            bt_log(is_report ? BT_LEVEL_REPORT : BT_LEVEL_WARN, BT_LOG_ALL, __FILE__, __LINE__,
+                   "%s #%llu (%llu x %zu bytes) %s at step %llu/%llu waiting for data from rank "
+                   "%d (%s channel %d, recv step %llu)",
+                   coll_name(w->coll), (unsigned long long)w->seq, (unsigned long long)w->count,
+                   w->esize, why, (unsigned long long)w->step, (unsigned long long)w->nsteps,
+                   p.recv[i]->peer, p.recv[i]->kind, p.recv[i]->channel,
+                   (unsigned long long)p.recv[i]->step);
     for (int i = 0; i < p.nsend; i++)
         if (!send_ready(p.send[i]))
-            BT_WARN("%s timed out at step %llu/%llu waiting for rank %d to free a slot (%s "
-                    "channel %d, send step %llu, peer consumed %llu)",
-                    coll_name(w->coll), (unsigned long long)w->step, (unsigned long long)w->nsteps,
-                    p.send[i]->peer, p.send[i]->kind, p.send[i]->channel,
-                    (unsigned long long)p.send[i]->step, (unsigned long long)p.send[i]->cached);
+            bt_log(is_report ? BT_LEVEL_REPORT : BT_LEVEL_WARN, BT_LOG_ALL, __FILE__, __LINE__,
+                   "%s #%llu (%llu x %zu bytes) %s at step %llu/%llu waiting for rank %d to "
+                   "free a slot (%s channel %d, send step %llu, peer consumed %llu)",
+                   coll_name(w->coll), (unsigned long long)w->seq, (unsigned long long)w->count,
+                   w->esize, why, (unsigned long long)w->step, (unsigned long long)w->nsteps,
+                   p.send[i]->peer, p.send[i]->kind, p.send[i]->channel,
+                   (unsigned long long)p.send[i]->step, (unsigned long long)p.send[i]->cached);
 }
 
 bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
@@ -284,7 +290,8 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
 {
     const uint64_t spin = wait->spin;
     const uint64_t yields = wait->yields;
-    uint64_t idle = 0, deadline = 0;
+    uint64_t idle = 0, deadline = 0, stalled_since = 0;
+    int hang_reported = 0;
 
     for (;;) {
         int active = 0, progressed = 0;
@@ -324,6 +331,8 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
         if (progressed) {
             idle = 0;
             deadline = 0; /* the timeout counts time without progress */
+            stalled_since = 0;
+            hang_reported = 0;
             continue;
         }
 
@@ -351,12 +360,27 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
                 }
             }
             uint64_t now = bt_time_ns();
+            if (stalled_since == 0)
+                stalled_since = now;
+            if (wait->hang_ns && !hang_reported && now - stalled_since > wait->hang_ns) {
+                hang_reported = 1;
+                char why[64];
+                snprintf(why, sizeof(why), "has made no progress for %.0f s (hang report)",
+                         (double)(now - stalled_since) / 1e9);
+                for (int i = 0; i < nlanes; i++) {
+                    if (!lanes[i]->head)
+                        continue;
+                    report_blocked(lanes[i]->head, why, 1);
+                    if (wait->hang)
+                        wait->hang(lanes[i]->head);
+                }
+            }
             if (deadline == 0) {
                 deadline = bt_deadline_from_now();
             } else if (now > deadline) {
                 for (int i = 0; i < nlanes; i++)
                     if (lanes[i]->head)
-                        report_blocked(lanes[i]->head);
+                        report_blocked(lanes[i]->head, "timed out", 0);
                 if (failed_p)
                     *failed_p = blocked;
                 return BT_ERR_REMOTE;

@@ -27,6 +27,10 @@ struct bt_wait_policy {
      * could not block, and the usual sleep follows. Blocking only after the yields: waking
      * a blocked thread costs tens of microseconds on virtual machines. */
     int (*block)(void);
+    /* After this long without progress (0: never), print once which work waits on what,
+     * then call hang(w) for each stuck work (NULL: none) to add what the caller knows. */
+    uint64_t hang_ns;
+    void (*hang)(const struct bt_work *w);
 };
 
 /* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works

@@ -1,0 +1,108 @@
+/* The arrival board (arrival.h). */
+#include "core/arrival.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/comm.h"
+#include "transport/conn.h"
+#include "util/log.h"
+#include "util/shm.h"
+
+struct bt_arrival_line {
+    BT_ALIGNED(BT_CACHELINE) _Atomic uint64_t started;
+    _Atomic uint64_t done;
+};
+
+bt_status_t bt_arrival_init(struct bt_comm *comm)
+{
+    if (!comm->shm_all || comm->local_ranks != comm->nranks || comm->nranks < 2)
+        return BT_OK;
+    size_t bytes = sizeof(struct bt_arrival_line) * (size_t)comm->nranks;
+    char(*names)[BT_SHM_NAME_MAX] = calloc((size_t)comm->nranks, BT_SHM_NAME_MAX);
+    if (!names)
+        return BT_ERR_SYSTEM;
+    struct bt_shm_seg seg;
+    memset(&seg, 0, sizeof(seg));
+    bt_status_t st = BT_OK;
+    if (comm->rank == 0) {
+        st = bt_shm_create(bytes, &seg);
+        if (st == BT_OK)
+            snprintf(names[0], BT_SHM_NAME_MAX, "%s", seg.name);
+    }
+    /* every rank takes part even when rank 0 failed: an empty name means no board */
+    bt_status_t gst = bt_bootstrap_allgather(comm->bs, names, BT_SHM_NAME_MAX);
+    if (gst != BT_OK) {
+        bt_shm_close(&seg);
+        free(names);
+        return gst;
+    }
+    if (comm->rank != 0 && names[0][0])
+        st = bt_shm_open(names[0], bytes, &seg);
+    gst = bt_bootstrap_barrier(comm->bs); /* all mapped: the name can go */
+    if (comm->rank == 0)
+        bt_shm_unlink(&seg);
+    free(names);
+    if (gst != BT_OK || st != BT_OK || !seg.ptr) {
+        bt_shm_close(&seg);
+        BT_INFO(BT_LOG_INIT, "comm %p: no arrival board; hang reports name direct peers only",
+                (void *)comm);
+        return gst;
+    }
+    comm->arrival_seg = malloc(sizeof(seg));
+    if (!comm->arrival_seg) {
+        bt_shm_close(&seg);
+        return BT_ERR_SYSTEM;
+    }
+    *comm->arrival_seg = seg;
+    comm->arrival = seg.ptr;
+    return BT_OK;
+}
+
+void bt_arrival_free(struct bt_comm *comm)
+{
+    if (!comm->arrival_seg)
+        return;
+    bt_shm_close(comm->arrival_seg);
+    free(comm->arrival_seg);
+    comm->arrival_seg = NULL;
+    comm->arrival = NULL;
+}
+
+void bt_arrival_start(struct bt_comm *comm, uint64_t seq)
+{
+    if (comm->arrival)
+        atomic_store_explicit(&comm->arrival[comm->rank].started, seq, memory_order_relaxed);
+}
+
+void bt_arrival_done(struct bt_comm *comm, uint64_t seq)
+{
+    if (comm->arrival)
+        atomic_store_explicit(&comm->arrival[comm->rank].done, seq, memory_order_relaxed);
+}
+
+int bt_arrival_report(struct bt_comm *comm, uint64_t seq)
+{
+    if (!comm->arrival)
+        return 0;
+    char list[512] = "";
+    size_t len = 0;
+    int n = 0;
+    for (int r = 0; r < comm->nranks; r++) {
+        uint64_t s = atomic_load_explicit(&comm->arrival[r].started, memory_order_relaxed);
+        if (s >= seq)
+            continue;
+        n++;
+        if (len < sizeof(list) - 48)
+            len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d (last started #%llu)",
+                                    n > 1 ? ", " : "", r, (unsigned long long)s);
+    }
+    if (n)
+        BT_REPORT("hang report: %d rank(s) have not arrived at collective #%llu: %s", n,
+                (unsigned long long)seq, list);
+    else
+        BT_REPORT("hang report: every rank has arrived at collective #%llu", (unsigned long long)seq);
+    return n;
+}

@@ -1,0 +1,30 @@
+/*
+ * The arrival board of a communicator whose ranks share one host: one 128-byte line per
+ * rank in a shared-memory segment, holding the number of the last collective the rank
+ * started and finished. A hang report reads it to name the ranks that have not arrived at
+ * the collective this rank is stuck in. Without shared memory (ranks on several hosts,
+ * SHM_DISABLE) there is no board and reports name only the peers this rank waits for.
+ */
+#ifndef BT_CORE_ARRIVAL_H
+#define BT_CORE_ARRIVAL_H
+
+#include <stdint.h>
+
+#include "util/status.h"
+
+struct bt_comm;
+
+/* Collective over the comm's ranks, at init; no board (and BT_OK) when shared memory
+ * cannot join every rank. */
+bt_status_t bt_arrival_init(struct bt_comm *comm);
+void bt_arrival_free(struct bt_comm *comm);
+
+/* This rank began / finished the communicator's collective number `seq` (collectives only:
+ * every rank calls the same sequence of them, unlike send/recv). */
+void bt_arrival_start(struct bt_comm *comm, uint64_t seq);
+void bt_arrival_done(struct bt_comm *comm, uint64_t seq);
+
+/* Print (WARN) the ranks that have not started operation `seq` yet; returns how many. */
+int bt_arrival_report(struct bt_comm *comm, uint64_t seq);
+
+#endif

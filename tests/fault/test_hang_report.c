@@ -1,0 +1,86 @@
+/*
+ * A rank that never calls the collective (HANG_REPORT=1, TIMEOUT=4): ranks 0 and 1 enter an
+ * AllReduce that rank 2 skips. After a second without progress each waiting rank prints a
+ * hang report naming the peer it waits for and, from the arrival board, rank 2 as not
+ * arrived at collective #2; at the timeout the AllReduce fails. Each rank's stderr goes to
+ * a file the parent reads afterwards.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "nccl.h"
+
+struct arg {
+    ncclUniqueId id;
+    char dir[64];
+};
+
+static int rank_main(int rank, int nranks, void *argp)
+{
+    struct arg *a = argp;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/rank%d.log", a->dir, rank);
+    FILE *f = fopen(path, "w");
+    BT_TEST_CHECK(f != NULL, "cannot open %s", path);
+    fflush(stderr);
+    BT_TEST_CHECK(dup2(fileno(f), 2) == 2, "dup2");
+    fclose(f);
+    setenv("BATON_HANG_REPORT", "1", 1);
+    setenv("BATON_TIMEOUT", "4", 1);
+    ncclComm_t comm;
+    BT_TEST_OK(ncclCommInitRank(&comm, nranks, a->id, rank));
+    int32_t in[1024], out[1024];
+    memset(in, 0, sizeof(in));
+    BT_TEST_OK(ncclAllReduce(in, out, 1024, ncclInt32, ncclSum, comm, NULL)); /* #1: everyone */
+    if (rank == 2) {
+        sleep(6); /* skips #2 until the others gave up */
+    } else {
+        ncclResult_t r = ncclAllReduce(in, out, 1024, ncclInt32, ncclSum, comm, NULL);
+        BT_TEST_CHECK(r != ncclSuccess, "rank %d: the AllReduce without rank 2 succeeded", rank);
+    }
+    ncclCommAbort(comm);
+    return 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    BT_TEST_CHECK(f != NULL, "cannot open %s", path);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+int main(void)
+{
+    /* before the first library call: the log level is read once per process, and the ranks
+     * inherit the parent's (the timeout's own lines need WARN; reports print anyway) */
+    setenv("BATON_DEBUG", "WARN", 1);
+    struct arg a;
+    snprintf(a.dir, sizeof(a.dir), "/tmp/baton-hang-XXXXXX");
+    BT_TEST_CHECK(mkdtemp(a.dir) != NULL, "mkdtemp");
+    BT_TEST_OK(ncclGetUniqueId(&a.id));
+    BT_TEST_CHECK(bt_test_run_ranks(3, rank_main, &a, 60) == 0, "ranks failed");
+    for (int r = 0; r < 2; r++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s/rank%d.log", a.dir, r);
+        const char *log = slurp(path);
+        BT_TEST_CHECK(strstr(log, "(hang report)") != NULL, "rank %d printed no hang report:\n%s",
+                      r, log);
+        BT_TEST_CHECK(strstr(log, "have not arrived at collective #2: 2 (last started #1)") != NULL,
+                      "rank %d's report does not name rank 2 as missing:\n%s", r, log);
+        BT_TEST_CHECK(strstr(log, "timed out") != NULL, "rank %d did not time out:\n%s", r, log);
+        unlink(path);
+    }
+    char path[128];
+    snprintf(path, sizeof(path), "%s/rank2.log", a.dir);
+    unlink(path);
+    rmdir(a.dir);
+    printf("hang report: ok\n");
+    return 0;
+}
