@@ -101,8 +101,9 @@ int bt_arrival_report(struct bt_comm *comm, uint64_t seq)
     }
     if (n)
         BT_REPORT("hang report: %d rank(s) have not arrived at collective #%llu: %s", n,
-                (unsigned long long)seq, list);
+                  (unsigned long long)seq, list);
     else
-        BT_REPORT("hang report: every rank has arrived at collective #%llu", (unsigned long long)seq);
+        BT_REPORT("hang report: every rank has arrived at collective #%llu",
+                  (unsigned long long)seq);
     return n;
 }

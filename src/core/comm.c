@@ -264,6 +264,7 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
         goto fail;
     }
     BT_CHECK_GOTO(bt_arrival_init(comm), st, fail);
+    bt_proxy_dump_signal_init(); /* the dump signal also makes waiting launches report */
     comm->init_done = 1;
     if (comm->rank == 0)
         BT_INFO(BT_LOG_INIT, "Baton %s, NCCL 2.28.9 interface: comm %p %d ranks, %s, %d channels%s",

@@ -594,6 +594,17 @@ static void hang_report(const struct bt_work *w)
     bt_arrival_report(w->owner, w->seq);
 }
 
+/* PROXY_DUMP_SIGNAL arrived since this thread last looked: report where it waits. */
+static int dump_signalled(void)
+{
+    static __thread unsigned seen;
+    unsigned g = bt_proxy_dump_generation();
+    if (g == seen)
+        return 0;
+    seen = g;
+    return 1;
+}
+
 /* Wait for every posted proxy op; the first failure is the result. */
 static bt_status_t wait_net_ops(void)
 {
@@ -747,7 +758,8 @@ static bt_status_t launch(struct bt_op *ops, int nops)
                                       .poll = ls.ndrive ? drive_proxies : NULL,
                                       .block = ls.ndrive ? drive_block : NULL,
                                       .hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull,
-                                      .hang = hang_report};
+                                      .hang = hang_report,
+                                      .report_now = dump_signalled};
         for (int i = 0; i < nops; i++)
             if (ops[i].comm->oversubscribed)
                 wait.spin = 0;

@@ -17,9 +17,10 @@
 #include "util/param.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct bt_proxy *registry;  /* registry_lock */
-static int signal_installed;       /* registry_lock */
-static _Atomic int dump_requested; /* set by the signal handler */
+static struct bt_proxy *registry;        /* registry_lock */
+static int signal_installed;             /* registry_lock */
+static _Atomic int dump_requested;       /* set by the signal handler */
+static _Atomic unsigned dump_generation; /* signals so far: launches waiting report too */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the dump flag must be lock-free to be signal-safe");
 
 void bt_proxy_registry_add(struct bt_proxy *proxy)
@@ -46,6 +47,12 @@ static void proxy_dump_handler(int sig)
 {
     (void)sig;
     atomic_store_explicit(&dump_requested, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dump_generation, 1, memory_order_relaxed);
+}
+
+unsigned bt_proxy_dump_generation(void)
+{
+    return atomic_load_explicit(&dump_generation, memory_order_relaxed);
 }
 
 void bt_proxy_dump_signal_init(void)

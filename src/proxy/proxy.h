@@ -161,6 +161,14 @@ bt_status_t bt_proxy_error(struct bt_proxy *proxy);
  */
 void bt_proxy_dump(struct bt_proxy *proxy, FILE *out);
 
+/* Install the PROXY_DUMP_SIGNAL handler once per process (no-op when the param is 0).
+ * caller: any thread (proxy creation, communicator init). */
+void bt_proxy_dump_signal_init(void);
+
+/* How many PROXY_DUMP_SIGNAL signals arrived so far: a waiting launch that sees it change
+ * prints its own hang report (exec/host). caller: any thread. */
+unsigned bt_proxy_dump_generation(void);
+
 /* bt_proxy_dump of every live proxy of the process. caller: any thread. */
 void bt_proxy_dump_all(FILE *out);
 

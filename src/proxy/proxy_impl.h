@@ -63,8 +63,6 @@ struct bt_proxy {
 /* dump.c */
 void bt_proxy_registry_add(struct bt_proxy *proxy);
 void bt_proxy_registry_remove(struct bt_proxy *proxy);
-/* Install the PROXY_DUMP_SIGNAL handler once per process (no-op when the param is 0). */
-void bt_proxy_dump_signal_init(void);
 /* At the start of a round: print every live proxy if the signal came. caller: progress. */
 void bt_proxy_dump_poll(void);
 

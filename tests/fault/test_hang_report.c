@@ -2,9 +2,12 @@
  * A rank that never calls the collective (HANG_REPORT=1, TIMEOUT=4): ranks 0 and 1 enter an
  * AllReduce that rank 2 skips. After a second without progress each waiting rank prints a
  * hang report naming the peer it waits for and, from the arrival board, rank 2 as not
- * arrived at collective #2; at the timeout the AllReduce fails. Each rank's stderr goes to
- * a file the parent reads afterwards.
+ * arrived at collective #2; at the timeout the AllReduce fails. Rank 0 also gets the dump
+ * signal (PROXY_DUMP_SIGNAL=10) while it waits, and reports at once. Each rank's stderr goes
+ * to a file the parent reads afterwards.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,14 @@ struct arg {
     ncclUniqueId id;
     char dir[64];
 };
+
+static void *signal_soon(void *unused)
+{
+    (void)unused;
+    usleep(300 * 1000);
+    kill(getpid(), SIGUSR1);
+    return NULL;
+}
 
 static int rank_main(int rank, int nranks, void *argp)
 {
@@ -38,8 +49,13 @@ static int rank_main(int rank, int nranks, void *argp)
     if (rank == 2) {
         sleep(6); /* skips #2 until the others gave up */
     } else {
+        pthread_t t;
+        if (rank == 0)
+            BT_TEST_CHECK(pthread_create(&t, NULL, signal_soon, NULL) == 0, "pthread_create");
         ncclResult_t r = ncclAllReduce(in, out, 1024, ncclInt32, ncclSum, comm, NULL);
         BT_TEST_CHECK(r != ncclSuccess, "rank %d: the AllReduce without rank 2 succeeded", rank);
+        if (rank == 0)
+            pthread_join(t, NULL);
     }
     ncclCommAbort(comm);
     return 0;
@@ -61,6 +77,7 @@ int main(void)
     /* before the first library call: the log level is read once per process, and the ranks
      * inherit the parent's (the timeout's own lines need WARN; reports print anyway) */
     setenv("BATON_DEBUG", "WARN", 1);
+    setenv("BATON_PROXY_DUMP_SIGNAL", "10", 1);
     struct arg a;
     snprintf(a.dir, sizeof(a.dir), "/tmp/baton-hang-XXXXXX");
     BT_TEST_CHECK(mkdtemp(a.dir) != NULL, "mkdtemp");
@@ -75,6 +92,9 @@ int main(void)
         BT_TEST_CHECK(strstr(log, "have not arrived at collective #2: 2 (last started #1)") != NULL,
                       "rank %d's report does not name rank 2 as missing:\n%s", r, log);
         BT_TEST_CHECK(strstr(log, "timed out") != NULL, "rank %d did not time out:\n%s", r, log);
+        if (r == 0)
+            BT_TEST_CHECK(strstr(log, "(dump signal)") != NULL,
+                          "rank 0 did not report on the dump signal:\n%s", log);
         unlink(path);
     }
     char path[128];

@@ -362,11 +362,14 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
             uint64_t now = bt_time_ns();
             if (stalled_since == 0)
                 stalled_since = now;
-            if (wait->hang_ns && !hang_reported && now - stalled_since > wait->hang_ns) {
-                hang_reported = 1;
-                char why[64];
-                snprintf(why, sizeof(why), "has made no progress for %.0f s (hang report)",
-                         (double)(now - stalled_since) / 1e9);
+            int signalled = wait->report_now && wait->report_now();
+            if (signalled ||
+                (wait->hang_ns && !hang_reported && now - stalled_since > wait->hang_ns)) {
+                hang_reported |= !signalled;
+                char why[80];
+                snprintf(why, sizeof(why), "has made no progress for %.0f s (%s)",
+                         (double)(now - stalled_since) / 1e9,
+                         signalled ? "dump signal" : "hang report");
                 for (int i = 0; i < nlanes; i++) {
                     if (!lanes[i]->head)
                         continue;

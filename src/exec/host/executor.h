@@ -31,6 +31,9 @@ struct bt_wait_policy {
      * then call hang(w) for each stuck work (NULL: none) to add what the caller knows. */
     uint64_t hang_ns;
     void (*hang)(const struct bt_work *w);
+    /* Checked with the abort flags: nonzero asks for the same report now (the dump signal,
+     * PROXY_DUMP_SIGNAL). NULL: never. */
+    int (*report_now)(void);
 };
 
 /* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works
