@@ -1,7 +1,9 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "core/comm.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,12 @@ static uint64_t ipc_namespace(void)
     return stat("/proc/self/ns/ipc", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+static uint64_t pid_namespace(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 /* CPUs this process may run on. */
 static int online_cpus(void)
 {
@@ -195,6 +203,7 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     me->peer.is_host = comm->cuda_dev < 0;
     me->peer.host_hash = host_hash();
     me->peer.shm_ns = ipc_namespace();
+    me->peer.pid_ns = pid_namespace();
     int64_t maxch = bt_param_max_nchannels();
     me->nchannels =
         (int)clamp_sz(maxch > 0 ? (size_t)maxch : BT_HOST_NCHANNELS, 1, BT_MAX_CHANNELS);
@@ -295,6 +304,16 @@ void bt_comm_abort_signal(struct bt_comm *comm)
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
+}
+
+int bt_comm_peer_gone(const struct bt_comm *comm, int peer)
+{
+    const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
+    /* a pid only names the peer on this host, inside this PID namespace */
+    if (peer == comm->rank || p->host_hash != me->host_hash || p->pid_ns != me->pid_ns ||
+        !me->pid_ns || p->pid <= 0)
+        return 0;
+    return kill(p->pid, 0) != 0 && errno == ESRCH;
 }
 
 void bt_comm_set_async_error(struct bt_comm *comm, bt_status_t st)

@@ -29,6 +29,7 @@ struct bt_peer_info {
     int is_host;
     uint64_t host_hash; /* same value <=> same host (hostname + boot id) */
     uint64_t shm_ns;    /* IPC namespace inode: shm works only inside one namespace */
+    uint64_t pid_ns;    /* PID namespace inode: `pid` means the same process only inside it */
 };
 
 /* Connectors to one peer, connected on first use: Send/Recv, and the one-shot AllReduce
@@ -133,6 +134,10 @@ bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p);
 
 /* Join the rendezvous, exchange peer info, build channels. caller: any thread. */
 bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id);
+
+/* 1 if rank `peer` is on this host (same PID namespace) and its process no longer exists.
+ * 0 when it lives or cannot be told from here (another host: sockets report that). */
+int bt_comm_peer_gone(const struct bt_comm *comm, int peer);
 
 /* Free everything the communicator holds (after abort or destroy). Accepts NULL. */
 void bt_comm_free(struct bt_comm *comm);

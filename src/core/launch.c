@@ -594,6 +594,19 @@ static void hang_report(const struct bt_work *w)
     bt_arrival_report(w->owner, w->seq);
 }
 
+/* A local peer's process is gone: say so (once per launch is enough: it fails now). */
+static int peer_gone(const struct bt_work *w, int peer)
+{
+    const struct bt_comm *comm = w->owner;
+    if (!bt_comm_peer_gone(comm, peer))
+        return 0;
+    BT_WARN("%s #%llu: rank %d (pid %d on this host) is gone: exited or killed while this rank "
+            "(%d) waited for it",
+            w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv" : "collective",
+            (unsigned long long)w->seq, peer, comm->peers[peer].pid, comm->rank);
+    return 1;
+}
+
 /* PROXY_DUMP_SIGNAL arrived since this thread last looked: report where it waits. */
 static int dump_signalled(void)
 {
@@ -759,7 +772,8 @@ static bt_status_t launch(struct bt_op *ops, int nops)
                                       .block = ls.ndrive ? drive_block : NULL,
                                       .hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull,
                                       .hang = hang_report,
-                                      .report_now = dump_signalled};
+                                      .report_now = dump_signalled,
+                                      .peer_gone = peer_gone};
         for (int i = 0; i < nops; i++)
             if (ops[i].comm->oversubscribed)
                 wait.spin = 0;

@@ -285,12 +285,29 @@ static void report_blocked(const struct bt_work *w, const char *why, int is_repo
                    (unsigned long long)p.send[i]->step, (unsigned long long)p.send[i]->cached);
 }
 
+/* Whether any peer that work w's current step waits on is gone (wait->peer_gone). */
+static int waits_on_gone_peer(const struct bt_work *w, const struct bt_wait_policy *wait)
+{
+    if (w->step == 0 && w->after && w->after->remaining > 0)
+        return 0;
+    struct bt_prim p;
+    bt_algo_prim(w, w->step, &p);
+    size_t nbytes = p.nelem * w->esize;
+    for (int i = 0; i < p.nrecv; i++)
+        if (!recv_ready(p.recv[i], w->proto, nbytes) && wait->peer_gone(w, p.recv[i]->peer))
+            return 1;
+    for (int i = 0; i < p.nsend; i++)
+        if (!send_ready(p.send[i]) && wait->peer_gone(w, p.send[i]->peer))
+            return 1;
+    return 0;
+}
+
 bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
                          const struct bt_wait_policy *wait, struct bt_work **failed_p)
 {
     const uint64_t spin = wait->spin;
     const uint64_t yields = wait->yields;
-    uint64_t idle = 0, deadline = 0, stalled_since = 0;
+    uint64_t idle = 0, deadline = 0, stalled_since = 0, liveness_at = 0;
     int hang_reported = 0;
 
     for (;;) {
@@ -362,6 +379,17 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
             uint64_t now = bt_time_ns();
             if (stalled_since == 0)
                 stalled_since = now;
+            if (wait->peer_gone && now - liveness_at > 50000000ull) {
+                liveness_at = now;
+                for (int i = 0; i < nlanes; i++) {
+                    struct bt_work *h = lanes[i]->head;
+                    if (h && waits_on_gone_peer(h, wait)) {
+                        if (failed_p)
+                            *failed_p = h;
+                        return BT_ERR_REMOTE;
+                    }
+                }
+            }
             int signalled = wait->report_now && wait->report_now();
             if (signalled ||
                 (wait->hang_ns && !hang_reported && now - stalled_since > wait->hang_ns)) {

@@ -34,6 +34,10 @@ struct bt_wait_policy {
     /* Checked with the abort flags: nonzero asks for the same report now (the dump signal,
      * PROXY_DUMP_SIGNAL). NULL: never. */
     int (*report_now)(void);
+    /* Asked every ~50 ms of a stall for each peer a stuck work waits on: nonzero when that
+     * peer's process is gone (it has logged why); the launch then fails at once with
+     * BT_ERR_REMOTE instead of waiting out the timeout. NULL: never. */
+    int (*peer_gone)(const struct bt_work *w, int peer);
 };
 
 /* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works
