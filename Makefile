@@ -38,7 +38,7 @@ tsan:
 	cd build-tsan && ctest --output-on-failure -L 'threads|tsan'
 
 format:
-	clang-format -i --style=file $$(git ls-files 'src/*.[ch]' 'src/*.cu' 'include/*.h' 'tools/*.c' 'tests/*.[ch]')
+	clang-format -i --style=file $$(git ls-files --cached --others --exclude-standard 'src/*.[ch]' 'src/*.cu' 'include/*.h' 'tools/*.c' 'tests/*.[ch]')
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -41,7 +41,7 @@ static void rank_main(int rank, const ncclUniqueId *id, int coll, int ready_fd)
     if (write(ready_fd, &c, 1) != 1)
         _exit(11);
     for (int it = 0; it < 1000000; it++) {
-        ncclResult_t r = coll == 0   ? ncclAllReduce(in, out, COUNT, ncclFloat32, ncclSum, comm, NULL)
+        ncclResult_t r = coll == 0 ? ncclAllReduce(in, out, COUNT, ncclFloat32, ncclSum, comm, NULL)
                          : coll == 1 ? ncclAllGather(in, out, COUNT, ncclFloat32, comm, NULL)
                                      : ncclBroadcast(in, out, COUNT, ncclFloat32, 0, comm, NULL);
         if (r != ncclSuccess) {
