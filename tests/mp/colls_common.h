@@ -131,9 +131,21 @@ struct colls_suite {
     unsigned big_sizes;
     size_t simple_slot; /* bytes of one Simple slot under `env` (BUFFSIZE / 8) */
     int timeout_s;      /* per rank count */
+    /* Soak instead of the matrix: random cases (collective, dtype, op, size class from
+     * soak_sizes, in/out of place) for soak_s seconds per rank count, or soak_cases cases
+     * when BT_SOAK_CASES is set; rank 0's clock decides, shared by an AllReduce per case. */
+    int soak_s;
+    unsigned soak_sizes;
 };
 
 /* ---- inputs ------------------------------------------------------------------------- */
+
+static double ct_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static inline uint64_t ct_mix(uint64_t x)
 {
@@ -818,6 +830,34 @@ static void ct_run(struct ct_rank *x, int coll, int dt, int op, int size_class, 
     }
 }
 
+/* The soak: the same random cases on every rank (the generator is seeded alike), until rank
+ * 0's time or case budget runs out. */
+static void ct_soak(struct ct_rank *x)
+{
+    const struct colls_suite *s = x->s;
+    const char *env = getenv("BT_SOAK_CASES");
+    long budget = env ? atol(env) : 0;
+    double t0 = ct_now();
+    uint64_t rng = 0x5eed;
+    for (long k = 0;; k++) {
+        int32_t go = x->rank == 0 ? (budget > 0 ? k < budget : ct_now() - t0 < s->soak_s) : 0;
+        int32_t all = 0;
+        BT_TEST_OK(ncclAllReduce(&go, &all, 1, ncclInt32, ncclMax, x->comm, NULL));
+        if (!all)
+            break;
+        rng = ct_mix(rng);
+        int coll = (int)(rng % CT_NCOLLS);
+        int dt = (int)((rng >> 8) % 12);
+        int op = ct_coll_reduces(coll) ? (int)((rng >> 16) % CT_NOPS) : 0;
+        int sz;
+        do {
+            rng = ct_mix(rng);
+            sz = (int)(rng % CT_NSIZES);
+        } while (!(s->soak_sizes & (1u << sz)));
+        ct_run(x, coll, dt, op, sz, 1u << ((rng >> 24) & 1));
+    }
+}
+
 static int ct_rank_main(int rank, int nranks, void *argp)
 {
     const struct ct_arg *arg = argp;
@@ -844,7 +884,9 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     BT_TEST_CHECK(cnt == nranks && me == rank, "count %d rank %d, want %d %d", cnt, me, nranks,
                   rank);
 
-    for (int coll = 0; coll < CT_NCOLLS; coll++) {
+    if (s->soak_s > 0)
+        ct_soak(&x);
+    for (int coll = 0; coll < CT_NCOLLS && s->soak_s == 0; coll++) {
         if (!(s->colls & (1u << coll)))
             continue;
         for (int dt = 0; dt < 12; dt++) {
@@ -861,7 +903,7 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     }
     /* The subset: both variants below 3 MiB; at 3 MiB (the slow part to check on 2 cores)
      * one, alternating out-of-place and in-place along the list. */
-    for (int k = 0; k < s->nbig; k++)
+    for (int k = 0; k < s->nbig && s->soak_s == 0; k++)
         for (int sz = 0; sz < CT_NSIZES; sz++)
             if (s->big_sizes & (1u << sz))
                 ct_run(&x, s->big[k].coll, s->big[k].dtype, s->big[k].op, sz,
@@ -878,13 +920,6 @@ static int ct_rank_main(int rank, int nranks, void *argp)
         fprintf(stderr, "[%s] nranks=%d rank=%d: %ld cases, %ld elements checked, %ld failed\n",
                 s->name, nranks, rank, x.ncases, x.nchecked, x.nfailed);
     return x.nfailed ? 1 : 0;
-}
-
-static double ct_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* The whole test: environment, codec self-test, then every rank count. */
