@@ -8,7 +8,6 @@
  * Every rank sees the same gathered records, so all of them fail (or pass) together, and
  * nothing has run yet: the communicator stays usable.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,54 +105,24 @@ static bt_status_t check_comm(struct bt_comm *comm, const struct bt_op *ops, int
     return st;
 }
 
-struct check_job {
-    struct bt_comm *comm;
+struct check_ctx {
     const struct bt_op *ops;
     int nops;
-    bt_status_t st;
-    pthread_t thread;
 };
 
-static void *check_main(void *arg)
+static bt_status_t check_one(struct bt_comm *comm, void *ctx)
 {
-    struct check_job *j = arg;
-    j->st = check_comm(j->comm, j->ops, j->nops);
-    return NULL;
+    const struct check_ctx *c = ctx;
+    return check_comm(comm, c->ops, c->nops);
+}
+
+static int wants_check(const struct bt_op *op)
+{
+    return op->comm->check_coll && is_coll(op);
 }
 
 bt_status_t bt_check_colls(const struct bt_op *ops, int nops)
 {
-    struct check_job jobs[16];
-    int n = 0;
-    for (int i = 0; i < nops; i++) {
-        struct bt_comm *c = ops[i].comm;
-        if (!c->check_coll || !is_coll(&ops[i]))
-            continue;
-        int seen = 0;
-        for (int k = 0; k < n; k++)
-            seen |= jobs[k].comm == c;
-        if (seen)
-            continue;
-        if (n == (int)(sizeof(jobs) / sizeof(jobs[0]))) {
-            BT_WARN("CHECK_COLL: more than %d communicators in one group; not checked", n);
-            break;
-        }
-        jobs[n++] = (struct check_job){.comm = c, .ops = ops, .nops = nops};
-    }
-    if (n == 1) /* the common case: no thread */
-        return check_comm(jobs[0].comm, ops, nops);
-    /* One thread drives several ranks (ncclCommInitAll): their allgathers must overlap. */
-    int started = 0;
-    bt_status_t st = BT_OK;
-    for (; started < n; started++)
-        if (pthread_create(&jobs[started].thread, NULL, check_main, &jobs[started]) != 0) {
-            st = BT_ERR_SYSTEM;
-            break;
-        }
-    for (int k = 0; k < started; k++) {
-        pthread_join(jobs[k].thread, NULL);
-        if (st == BT_OK)
-            st = jobs[k].st;
-    }
-    return st;
+    struct check_ctx ctx = {ops, nops};
+    return bt_for_each_comm(ops, nops, wants_check, check_one, &ctx);
 }

@@ -61,6 +61,15 @@ void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
 /* Run a set of ops now (the launch). */
 bt_status_t bt_launch(struct bt_op *ops, int nops);
 
+/*
+ * Run fn(comm, ctx) once for each distinct communicator among ops[] that want() selects:
+ * directly when there is one, else one thread each, concurrently - fn's collective steps
+ * must meet each other when one thread drives several ranks (ncclCommInitAll). Returns the
+ * first error.
+ */
+bt_status_t bt_for_each_comm(const struct bt_op *ops, int nops, int (*want)(const struct bt_op *),
+                             bt_status_t (*fn)(struct bt_comm *comm, void *ctx), void *ctx);
+
 /* CHECK_COLL: compare the collectives of ops[] across the ranks of each communicator that
  * has the check on; BT_ERR_INVALID_USAGE (logged, naming both sides) at the first
  * difference, on every rank alike (core/check_coll.c). */

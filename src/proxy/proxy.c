@@ -429,6 +429,28 @@ static int proxy_cond_init_monotonic(pthread_cond_t *cond)
     return rc;
 }
 
+/* Stop the service thread once its queued calls have run, and join it. */
+static void proxy_stop_service(struct bt_proxy *p)
+{
+    pthread_mutex_lock(&p->svc_lock);
+    p->svc_stop = 1;
+    pthread_cond_signal(&p->svc_cond);
+    pthread_mutex_unlock(&p->svc_lock);
+    pthread_join(p->service_thread, NULL);
+}
+
+/* Free the proxy and every lock and condition but pool_cond (whose init can fail). */
+static void proxy_free(struct bt_proxy *p)
+{
+    pthread_cond_destroy(&p->done_cond);
+    pthread_cond_destroy(&p->svc_cond);
+    pthread_mutex_destroy(&p->svc_lock);
+    pthread_mutex_destroy(&p->pool_lock);
+    pthread_mutex_destroy(&p->active_lock);
+    pthread_mutex_destroy(&p->run_lock);
+    free(p);
+}
+
 bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, struct bt_proxy **proxy_p)
 {
     if (!proxy_p)
@@ -474,21 +496,11 @@ bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, struct b
     return BT_OK;
 
 err_join_service:
-    pthread_mutex_lock(&p->svc_lock);
-    p->svc_stop = 1;
-    pthread_cond_signal(&p->svc_cond);
-    pthread_mutex_unlock(&p->svc_lock);
-    pthread_join(p->service_thread, NULL);
+    proxy_stop_service(p);
 err_cond:
     pthread_cond_destroy(&p->pool_cond);
 err_free:
-    pthread_cond_destroy(&p->done_cond);
-    pthread_cond_destroy(&p->svc_cond);
-    pthread_mutex_destroy(&p->svc_lock);
-    pthread_mutex_destroy(&p->pool_lock);
-    pthread_mutex_destroy(&p->active_lock);
-    pthread_mutex_destroy(&p->run_lock);
-    free(p);
+    proxy_free(p);
     return BT_ERR_SYSTEM;
 }
 
@@ -505,18 +517,7 @@ void bt_proxy_destroy(struct bt_proxy *p)
     pthread_mutex_unlock(&p->pool_lock);
     pthread_join(p->progress_thread, NULL);
 
-    pthread_mutex_lock(&p->svc_lock);
-    p->svc_stop = 1;
-    pthread_cond_signal(&p->svc_cond);
-    pthread_mutex_unlock(&p->svc_lock);
-    pthread_join(p->service_thread, NULL);
-
+    proxy_stop_service(p);
     pthread_cond_destroy(&p->pool_cond);
-    pthread_cond_destroy(&p->done_cond);
-    pthread_cond_destroy(&p->svc_cond);
-    pthread_mutex_destroy(&p->svc_lock);
-    pthread_mutex_destroy(&p->pool_lock);
-    pthread_mutex_destroy(&p->active_lock);
-    pthread_mutex_destroy(&p->run_lock);
-    free(p);
+    proxy_free(p);
 }

@@ -12,7 +12,6 @@
  * its launch so that the next one, queued after it on the stream, sees all its output.
  */
 #include <cuda_runtime_api.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -359,58 +358,23 @@ static bt_status_t read_scalar(struct bt_op *op)
     return BT_OK;
 }
 
-/* Set up every communicator of the launch that has no GPU state yet. The setup is
- * collective, and one thread may drive several ranks of a communicator (ncclCommInitAll):
- * those must rendezvous concurrently, so with more than one each gets a thread. */
-struct setup_job {
-    struct bt_comm *comm;
-    pthread_t thread;
-    bt_status_t st;
-};
-
-static void *setup_main(void *arg)
+/* Set up every communicator of the launch that has no GPU state yet (collective: several
+ * ranks of one thread set up concurrently, bt_for_each_comm). */
+static bt_status_t setup_one(struct bt_comm *comm, void *unused)
 {
-    struct setup_job *j = arg;
-    cudaError_t e = cudaSetDevice(j->comm->cuda_dev);
-    j->st = e == cudaSuccess ? cuda_comm_setup(j->comm) : cuda_status(e, "cudaSetDevice");
-    return NULL;
+    (void)unused;
+    cudaError_t e = cudaSetDevice(comm->cuda_dev);
+    return e == cudaSuccess ? cuda_comm_setup(comm) : cuda_status(e, "cudaSetDevice");
+}
+
+static int needs_setup(const struct bt_op *op)
+{
+    return op->comm->cuda == NULL;
 }
 
 static bt_status_t setup_comms(struct bt_op *ops, int nops)
 {
-    struct setup_job *jobs = calloc((size_t)nops, sizeof(*jobs));
-    if (!jobs)
-        return BT_ERR_SYSTEM;
-    int n = 0;
-    for (int i = 0; i < nops; i++) {
-        if (ops[i].comm->cuda)
-            continue;
-        int seen = 0;
-        for (int k = 0; k < n; k++)
-            seen |= jobs[k].comm == ops[i].comm;
-        if (!seen)
-            jobs[n++].comm = ops[i].comm;
-    }
-    bt_status_t st = BT_OK;
-    if (n == 1) {
-        setup_main(&jobs[0]);
-        st = jobs[0].st;
-    } else if (n > 1) {
-        int started = 0;
-        for (; started < n; started++)
-            if (pthread_create(&jobs[started].thread, NULL, setup_main, &jobs[started]) != 0) {
-                BT_WARN("pthread_create for a GPU setup failed");
-                st = BT_ERR_SYSTEM;
-                break;
-            }
-        for (int k = 0; k < started; k++) {
-            pthread_join(jobs[k].thread, NULL);
-            if (st == BT_OK)
-                st = jobs[k].st;
-        }
-    }
-    free(jobs);
-    return st;
+    return bt_for_each_comm(ops, nops, needs_setup, setup_one, NULL);
 }
 
 static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)

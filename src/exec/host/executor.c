@@ -256,48 +256,56 @@ static const char *coll_name(int coll)
     return coll >= 0 && coll < BT_NUM_COLLS ? names[coll] : "?";
 }
 
-/* Say which connector a blocked work waits on ("timed out", or a hang report's "has made
- * no progress for N s"). */
-static void report_blocked(const struct bt_work *w, const char *why, int is_report)
-{
-    if (w->step == 0 && w->after && w->after->remaining > 0)
-        return; /* waits for a collective reported on its own lane */
-    struct bt_prim p;
-    bt_algo_prim(w, w->step, &p);
-    size_t nbytes = p.nelem * w->esize;
-    for (int i = 0; i < p.nrecv; i++)
-        if (!recv_ready(p.recv[i], w->proto, nbytes))
-            bt_log(is_report ? BT_LEVEL_REPORT : BT_LEVEL_WARN, BT_LOG_ALL, __FILE__, __LINE__,
-                   "%s #%llu (%llu x %zu bytes) %s at step %llu/%llu waiting for data from rank "
-                   "%d (%s channel %d, recv step %llu)",
-                   coll_name(w->coll), (unsigned long long)w->seq, (unsigned long long)w->count,
-                   w->esize, why, (unsigned long long)w->step, (unsigned long long)w->nsteps,
-                   p.recv[i]->peer, p.recv[i]->kind, p.recv[i]->channel,
-                   (unsigned long long)p.recv[i]->step);
-    for (int i = 0; i < p.nsend; i++)
-        if (!send_ready(p.send[i]))
-            bt_log(is_report ? BT_LEVEL_REPORT : BT_LEVEL_WARN, BT_LOG_ALL, __FILE__, __LINE__,
-                   "%s #%llu (%llu x %zu bytes) %s at step %llu/%llu waiting for rank %d to "
-                   "free a slot (%s channel %d, send step %llu, peer consumed %llu)",
-                   coll_name(w->coll), (unsigned long long)w->seq, (unsigned long long)w->count,
-                   w->esize, why, (unsigned long long)w->step, (unsigned long long)w->nsteps,
-                   p.send[i]->peer, p.send[i]->kind, p.send[i]->channel,
-                   (unsigned long long)p.send[i]->step, (unsigned long long)p.send[i]->cached);
-}
-
-/* Whether any peer that work w's current step waits on is gone (wait->peer_gone). */
-static int waits_on_gone_peer(const struct bt_work *w, const struct bt_wait_policy *wait)
+/* The connectors work w's current step waits on (receives without data, sends without a
+ * free slot); returns how many. None while it waits for the previous collective, which its
+ * own lane reports. */
+static int blocked_conns(const struct bt_work *w, struct bt_conn **out)
 {
     if (w->step == 0 && w->after && w->after->remaining > 0)
         return 0;
     struct bt_prim p;
     bt_algo_prim(w, w->step, &p);
     size_t nbytes = p.nelem * w->esize;
+    int n = 0;
     for (int i = 0; i < p.nrecv; i++)
-        if (!recv_ready(p.recv[i], w->proto, nbytes) && wait->peer_gone(w, p.recv[i]->peer))
-            return 1;
+        if (!recv_ready(p.recv[i], w->proto, nbytes))
+            out[n++] = p.recv[i];
     for (int i = 0; i < p.nsend; i++)
-        if (!send_ready(p.send[i]) && wait->peer_gone(w, p.send[i]->peer))
+        if (!send_ready(p.send[i]))
+            out[n++] = p.send[i];
+    return n;
+}
+
+/* Say which connector a blocked work waits on ("timed out", or a hang report's "has made
+ * no progress for N s"). */
+static void report_blocked(const struct bt_work *w, const char *why, int is_report)
+{
+    struct bt_conn *c[2 * BT_PRIM_MAX_PEERS];
+    int n = blocked_conns(w, c);
+    for (int i = 0; i < n; i++) {
+        char what[64], tail[48] = "";
+        if (c[i]->is_send) {
+            snprintf(what, sizeof(what), "waiting for rank %d to free a slot", c[i]->peer);
+            snprintf(tail, sizeof(tail), ", peer consumed %llu", (unsigned long long)c[i]->cached);
+        } else {
+            snprintf(what, sizeof(what), "waiting for data from rank %d", c[i]->peer);
+        }
+        bt_log(
+            is_report ? BT_LEVEL_REPORT : BT_LEVEL_WARN, BT_LOG_ALL, __FILE__, __LINE__,
+            "%s #%llu (%llu x %zu bytes) %s at step %llu/%llu %s (%s channel %d, %s step %llu%s)",
+            coll_name(w->coll), (unsigned long long)w->seq, (unsigned long long)w->count, w->esize,
+            why, (unsigned long long)w->step, (unsigned long long)w->nsteps, what, c[i]->kind,
+            c[i]->channel, c[i]->is_send ? "send" : "recv", (unsigned long long)c[i]->step, tail);
+    }
+}
+
+/* Whether any peer that work w's current step waits on is gone (wait->peer_gone). */
+static int waits_on_gone_peer(const struct bt_work *w, const struct bt_wait_policy *wait)
+{
+    struct bt_conn *c[2 * BT_PRIM_MAX_PEERS];
+    int n = blocked_conns(w, c);
+    for (int i = 0; i < n; i++)
+        if (wait->peer_gone(w, c[i]->peer))
             return 1;
     return 0;
 }
