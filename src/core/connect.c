@@ -26,6 +26,10 @@ static const char *kind_name(enum bt_link_kind k)
         return "tree-down";
     case BT_LINK_DIRECT:
         return "direct";
+    case BT_LINK_GPU_RING:
+        return "gpu-ring";
+    case BT_LINK_GPU_P2P:
+        return "gpu-p2p";
     default:
         return "p2p";
     }
@@ -48,6 +52,9 @@ void bt_conn_prepare(struct bt_comm *comm, struct bt_conn *conn, int peer, int i
     } else if (kind == BT_LINK_DIRECT) {
         conn->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->direct_slot;
         conn->sizes.slot_bytes[BT_PROTO_LL] = (uint32_t)comm->ll_slot;
+    } else if (kind == BT_LINK_GPU_RING || kind == BT_LINK_GPU_P2P) {
+        conn->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->simple_slot;
+        conn->sizes.slot_bytes[BT_PROTO_LL] = 0; /* Simple only through host connectors */
     } else {
         conn->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->simple_slot;
         conn->sizes.slot_bytes[BT_PROTO_LL] = (uint32_t)comm->ll_slot;

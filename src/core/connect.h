@@ -17,6 +17,10 @@ enum bt_link_kind {
     BT_LINK_TREE_DOWN = 3, /* parent -> child data */
     BT_LINK_P2P = 4,
     BT_LINK_DIRECT = 5, /* one-shot AllReduce, one per peer pair and direction */
+    /* GPU connectors through host connectors (exec/cuda over the network): apart from the
+     * host executor's, whose step counters they do not share */
+    BT_LINK_GPU_RING = 6,
+    BT_LINK_GPU_P2P = 7,
 };
 
 struct bt_conn_req {

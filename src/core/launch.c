@@ -264,6 +264,7 @@ static bt_status_t plan_coll(struct bt_op *op)
     struct bt_comm *comm = op->comm;
     struct bt_tune_in in = {
         .set = &comm->tune,
+        .def = &bt_tune_host_defaults,
         .coll = op->coll,
         .nranks = comm->nranks,
         .bytes = coll_bytes(op, comm->nranks),
@@ -273,6 +274,8 @@ static bt_status_t plan_coll(struct bt_op *op)
         .ll_payload = comm->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
         .direct_slot = comm->direct_slot,
         .direct_ok = (comm->local_ranks == comm->nranks && comm->shm_all) || comm->nranks == 2,
+        .direct_max_channels = 1, /* one connector pair per peer */
+        .tree_ok = 1,
         .shm_all = comm->shm_all,
     };
     struct bt_tune_out t;

@@ -407,3 +407,14 @@ bt_status_t bt_net_wait(void *op_v, int peer, int (*poll)(void), int (*block)(vo
     free(op);
     return st;
 }
+
+int bt_net_test(void *op_v, bt_status_t *st)
+{
+    struct net_op *op = op_v;
+    if (!atomic_load_explicit(&op->args.complete, memory_order_acquire))
+        return 0;
+    *st = op->args.status;
+    free(op->zc);
+    free(op);
+    return 1;
+}

@@ -53,6 +53,9 @@ struct bt_net_zc {
 bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps,
                         struct bt_net_zc *zc, void **op_p);
 bt_status_t bt_net_wait(void *op, int peer, int (*poll)(void), int (*block)(void));
+/* Without waiting: 1 when the op is complete (then freed, its result in *st), else 0.
+ * For ops whose steps a GPU kernel produces (exec/cuda), reaped at later launches. */
+int bt_net_test(void *op, bt_status_t *st);
 
 /* Release a connector's transport resources and mark it unconnected. Accepts NULL. */
 void bt_conn_free(struct bt_conn *conn);

@@ -32,12 +32,28 @@ static int list_allows(const char *list, const char *name)
  * Defaults measured on host memory (2-core development machine, see docs/TUNING.md):
  * LL wins while a collective is a few slots of latency-bound steps; Simple past that.
  * Tree beats ring for small AllReduce once the ring is long (latency 2 log n vs 2(n-1)).
+ * One-shot sends (n-1) x bytes per rank, the ring 2(n-1)/n x bytes over 2(n-1) hops:
+ * measured crossover for 2 ranks 32 KB; two ranks over the network: one-shot moves the
+ * ring's bytes in one exchange instead of two, better up to 256 KB.
  */
-#define BT_LL_DEFAULT_THRESHOLD 256
-#define BT_DIRECT_DEFAULT_THRESHOLD (32 * 1024)
-#define BT_NET_DIRECT_DEFAULT_THRESHOLD (256 * 1024) /* two ranks, over the network */
-#define BT_TREE_DEFAULT_THRESHOLD (64 * 1024)
-#define BT_BYTES_PER_CHANNEL (512 * 1024)
+const struct bt_tune_defaults bt_tune_host_defaults = {
+    .ll_threshold = 256,
+    .direct_threshold = 32 * 1024,
+    .net_direct_threshold = 256 * 1024,
+    .tree_threshold = 64 * 1024,
+    .bytes_per_channel = 512 * 1024,
+    .ll_bytes_per_channel = 0,
+    .direct_bytes_per_channel = 0,
+};
+
+/* Channels for `bytes` at `per` bytes each (0: one), within [1, max]. */
+static int channels_for(size_t bytes, size_t per, int max)
+{
+    int n = per ? (int)(bytes / per) : 1;
+    if (n > max)
+        n = max;
+    return n < 1 ? 1 : n;
+}
 
 void bt_tune_settings_from_env(struct bt_tune_settings *set)
 {
@@ -66,12 +82,13 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
 void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
 {
     const struct bt_tune_settings *env = in->set;
+    const struct bt_tune_defaults *def = in->def;
     int64_t ll_thr = env->ll_threshold;
     int64_t tree_thr = env->tree_threshold;
     if (ll_thr < 0)
-        ll_thr = BT_LL_DEFAULT_THRESHOLD;
+        ll_thr = def->ll_threshold;
     if (tree_thr < 0)
-        tree_thr = in->nranks >= 4 ? BT_TREE_DEFAULT_THRESHOLD : 0;
+        tree_thr = in->nranks >= 4 ? def->tree_threshold : 0;
     /* Over the network a receive lands in pieces, which LL's per-line flags cannot take. */
     int ll_ok = env->ll_ok && in->shm_all, simple_ok = env->simple_ok || !in->shm_all;
     int p2p = in->coll == BT_COLL_SEND || in->coll == BT_COLL_RECV;
@@ -84,17 +101,13 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
         int64_t direct_thr = env->direct_threshold;
         if (direct_thr < 0) {
-            /* One-shot sends (n-1) x bytes per rank; the ring 2(n-1)/n x bytes over 2(n-1)
-             * hops. Measured crossover for 2 ranks: 32 KB (docs/TUNING.md). */
-            direct_thr = BT_DIRECT_DEFAULT_THRESHOLD / (in->nranks - 1);
+            direct_thr = def->direct_threshold / (in->nranks - 1);
             if (direct_thr < 4096)
                 direct_thr = 4096;
-            /* Two ranks over the network: one-shot moves the ring's bytes in one exchange
-             * instead of two; measured better up to 256 KB (docs/TUNING.md). */
             if (!in->shm_all)
-                direct_thr = BT_NET_DIRECT_DEFAULT_THRESHOLD;
+                direct_thr = def->net_direct_threshold;
         }
-        int ring_ok = env->ring_ok, tree_ok = env->tree_ok;
+        int ring_ok = env->ring_ok, tree_ok = env->tree_ok && in->tree_ok;
         int direct_ok = env->direct_ok && in->direct_ok;
         int only_direct = direct_ok && !ring_ok && !tree_ok;
         if (direct_ok && (only_direct || in->bytes <= (size_t)direct_thr))
@@ -103,20 +116,20 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
             out->algo = BT_ALGO_TREE;
     }
 
-    size_t per_channel = BT_BYTES_PER_CHANNEL;
-    /* LL and one-shot works are latency-bound, and one-shot connectors are per peer, not
-     * per channel: one channel. */
-    int single = out->proto == BT_PROTO_LL || out->algo == BT_ALGO_DIRECT;
     /* Over the network one thread (the launching one, or the proxy) moves every channel's
      * bytes, so more channels add interleaving, not bandwidth: one unless MIN_NCHANNELS. */
-    int nch = single || !in->shm_all ? 1 : (int)(in->bytes / per_channel);
-    int lo = env->min_nchannels;
-    if (nch < lo && !single)
-        nch = lo;
-    if (nch > in->max_channels)
-        nch = in->max_channels;
-    if (nch < 1)
+    int nch;
+    if (out->algo == BT_ALGO_DIRECT)
+        nch = channels_for(in->bytes, def->direct_bytes_per_channel, in->direct_max_channels);
+    else if (out->proto == BT_PROTO_LL)
+        nch = channels_for(in->bytes, def->ll_bytes_per_channel, in->max_channels);
+    else if (!in->shm_all)
         nch = 1;
+    else
+        nch = channels_for(in->bytes, def->bytes_per_channel, in->max_channels);
+    /* MIN_NCHANNELS applies to the Simple ring (latency-bound works stay as they are) */
+    if (out->algo != BT_ALGO_DIRECT && out->proto != BT_PROTO_LL && nch < env->min_nchannels)
+        nch = env->min_nchannels < in->max_channels ? env->min_nchannels : in->max_channels;
     out->nchannels = nch;
 
     size_t slot = out->proto == BT_PROTO_LL     ? in->ll_payload

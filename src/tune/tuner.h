@@ -22,8 +22,24 @@ struct bt_tune_settings {
 
 void bt_tune_settings_from_env(struct bt_tune_settings *set);
 
+/* The defaults the settings fall back on, per executor: measured on host memory for the host
+ * executor (bt_tune_host_defaults, docs/TUNING.md), on the GPU machine for CUDA mode
+ * (exec/cuda/launch.c). Byte counts are the collective's size as nccl-tests counts it. */
+struct bt_tune_defaults {
+    int64_t ll_threshold;            /* LL up to this many bytes */
+    int64_t direct_threshold;        /* one-shot up to this for 2 ranks (divided by n - 1) */
+    int64_t net_direct_threshold;    /* one-shot for 2 ranks over the network */
+    int64_t tree_threshold;          /* tree up to this from 4 ranks (0: never by default) */
+    size_t bytes_per_channel;        /* Simple ring: a channel per this many bytes */
+    size_t ll_bytes_per_channel;     /* LL ring: likewise; 0: one channel */
+    size_t direct_bytes_per_channel; /* one-shot: likewise; 0: one channel */
+};
+
+extern const struct bt_tune_defaults bt_tune_host_defaults;
+
 struct bt_tune_in {
     const struct bt_tune_settings *set;
+    const struct bt_tune_defaults *def;
     int coll;
     int nranks;
     size_t bytes; /* the collective's size as nccl-tests counts it (per-rank buffer) */
@@ -32,6 +48,8 @@ struct bt_tune_in {
     size_t simple_slot, ll_payload; /* bytes one step carries per protocol */
     size_t direct_slot;             /* Simple bytes per step of the one-shot connectors */
     int direct_ok;                  /* every rank on this host and reachable through shm */
+    int direct_max_channels;        /* channels one-shot may use (its connectors per peer) */
+    int tree_ok;                    /* the executor runs trees */
     int shm_all;                    /* 0: some peer is behind the network (Simple only) */
 };
 

@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|quick|shm|variants|perf|done|all]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|sanitize|tune|net|quick|shm|variants|perf|done|all]
 # Writes logs and tables under $OUT. NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -25,13 +25,32 @@ NCCL_LIB=${NCCL_LIB:-$(python3 -c "import nvidia.nccl,os;print(os.path.join(list
 cat "$OUT/machine.txt"
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
-    # every test over P2P, then with the connectors in host shared memory (P2P_DISABLE=1)
-    for p2p in 0 1; do
+    # every test over P2P with the tuner's choices, then each protocol and algorithm forced,
+    # then with the connectors in host shared memory, then through the network (sockets)
+    variants=("BATON_X=1" "BATON_PROTO=LL" "BATON_PROTO=Simple" "BATON_ALGO=Ring"
+        "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_P2P_DISABLE=1"
+        "BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1")
+    for v in "${variants[@]}"; do
         for t in "$BUILD"/tests/gpu_test_*; do
-            echo "== $t (P2P_DISABLE=$p2p)"
+            log="$OUT/tests-$(echo "$v" | tr ' =' '_-').log"
+            echo "== $t ($v)"
             start=$SECONDS
-            BATON_P2P_DISABLE=$p2p timeout 900 "$t" >"$OUT/tests-p2p$p2p.log" 2>&1
-            echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$OUT/tests-p2p$p2p.log" | tr '\n' ' ')"
+            env $v timeout 900 "$t" >"$log" 2>&1
+            echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$log" | tr '\n' ' ')"
+        done
+    done
+fi
+
+if [ "$what" = sanitize ] || [ "$what" = all ]; then
+    # compute-sanitizer on small AllReduces (direct LL, ring LL, Simple) in both processes
+    CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    for tool in memcheck racecheck synccheck; do
+        for v in "BATON_X=1" "BATON_ALGO=Ring" "BATON_PROTO=Simple"; do
+            echo "== compute-sanitizer --tool $tool ($v)"
+            env $v BATON_TIMEOUT=120 timeout 300 "$CS" --tool $tool --target-processes all \
+                --error-exitcode 9 "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce \
+                -b 8 -e 256K -f 32 -c 1 -n 2 -w 1 >"$OUT/sanitize-$tool-${v%%=*}.log" 2>&1
+            echo "rc=$?: $(grep -E 'ERROR SUMMARY|Out of bounds' "$OUT/sanitize-$tool-${v%%=*}.log" | tr '\n' ' ')"
         done
     done
 fi
@@ -52,6 +71,51 @@ if [ "$what" = quick ]; then
         echo "== allreduce $lib"
         grep -E '^ +[0-9]+ |Out of bounds|Avg bus' "$OUT/perf-allreduce-$lib.txt" | cut -c1-120
     done
+fi
+
+if [ "$what" = tune ] || [ "$what" = all ]; then
+    # small and middle sizes: the tuner's choice against each algorithm x protocol, NCCL beside
+    for r in 1 2; do
+        for v in "BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Ring BATON_PROTO=LL" \
+            "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Ring BATON_PROTO=Simple" nccl; do
+            echo "#### round $r allreduce $v" >>"$OUT/tune.txt"
+            if [ "$v" = nccl ]; then
+                perf nccl allreduce -b 8 -e 32M -f 2 -c 0 -n 50 -w 10 >>"$OUT/tune.txt"
+            else
+                env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 8 -e 32M \
+                    -f 2 -c 0 -n 50 -w 10 >>"$OUT/tune.txt" 2>&1
+            fi
+        done
+    done
+    for coll in allgather reducescatter broadcast sendrecv; do
+        for v in "BATON_X=1" "BATON_PROTO=Simple" nccl; do
+            echo "#### $coll $v" >>"$OUT/tune.txt"
+            if [ "$v" = nccl ]; then
+                perf nccl $coll -b 8 -e 32M -f 4 -c 1 -n 50 -w 10 >>"$OUT/tune.txt"
+            else
+                env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" $coll -b 8 -e 32M \
+                    -f 4 -c 1 -n 50 -w 10 >>"$OUT/tune.txt" 2>&1
+            fi
+        done
+    done
+    grep -E '^####|^ +[0-9]+ |rror' "$OUT/tune.txt" | cut -c1-110
+fi
+
+if [ "$what" = net ] || [ "$what" = all ]; then
+    # forced NET (P2P and SHM off: sockets over loopback), default helpers and 2 x 2
+    for h in "1" "2"; do
+        for r in 1 2; do
+            for lib in baton nccl; do
+                echo "#### net helpers $h round $r allreduce $lib" >>"$OUT/perf-net.txt"
+                env BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
+                    NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo BATON_SOCKET_IFNAME=lo \
+                    NCCL_SOCKET_NTHREADS=$h NCCL_NSOCKS_PERTHREAD=$h BATON_SOCKET_NTHREADS=$h \
+                    BATON_NSOCKS_PERTHREAD=$h perf $lib allreduce -b 1M -e 64M -f 4 -c 1 -n 10 -w 3 \
+                    >>"$OUT/perf-net.txt"
+            done
+        done
+    done
+    grep -E '^####|^ +[0-9]+ |Out of|rror' "$OUT/perf-net.txt" | cut -c1-110
 fi
 
 if [ "$what" = shm ]; then

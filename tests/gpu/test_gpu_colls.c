@@ -15,6 +15,7 @@
  */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -297,13 +298,32 @@ static void finish(const struct tcase *c, ncclComm_t comm, struct rank_bufs *b)
         BT_TEST_OK(ncclRedOpDestroy(b->op, comm));
 }
 
-/* Capture one AllReduce into a graph and replay it three times. */
+/* Both P2P and shared memory off: the GPUs talk through the network. */
+static int net_forced(void)
+{
+    const char *p = getenv("BATON_P2P_DISABLE"), *s = getenv("BATON_SHM_DISABLE");
+    return p && s && atoi(p) == 1 && atoi(s) == 1;
+}
+
+/* Capture one AllReduce into a graph and replay it three times. Through the network
+ * capture is refused (documented limit): the call says so with ncclInvalidUsage. */
 static void graph_case(int rank, ncclComm_t comm, struct rank_bufs *b, size_t *wrong)
 {
     struct tcase c = {C_ALLREDUCE, ncclFloat32, O_SUM, 0, 0, 4096};
     prepare(&c, rank, b);
     cudaGraph_t g;
     cudaGraphExec_t ge;
+    if (net_forced()) {
+        CU(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
+        ncclResult_t r =
+            ncclAllReduce(b->send, b->recv, c.count, ncclFloat32, ncclSum, comm, b->stream);
+        cudaError_t e = cudaStreamEndCapture(b->stream, &g);
+        if (e == cudaSuccess)
+            CU(cudaGraphDestroy(g));
+        (void)cudaGetLastError();
+        BT_TEST_CHECK(r == ncclInvalidUsage, "captured AllReduce through the network gave %d", r);
+        return;
+    }
     CU(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
     issue(&c, rank, comm, b);
     CU(cudaStreamEndCapture(b->stream, &g));

@@ -16,22 +16,41 @@ struct bt_comm;
 
 struct bt_cuda_comm {
     int dev;
-    int nch;     /* channels (blocks) collectives may use */
-    int np2p;    /* connector pairs (blocks) per peer for send/recv */
-    size_t slot; /* bytes of each Simple slot */
+    int nch;        /* channels (blocks) collectives may use */
+    int np2p;       /* connector pairs (blocks) per peer for send/recv */
+    size_t slot;    /* bytes of each Simple slot */
+    size_t ll_slot; /* bytes of each LL slot (lines: half of it is payload) */
 
     /* device memory */
     struct bt_channel *dchan; /* [nch]: rings with device connectors */
     int *dorder;              /* [nch * nranks]: the rings' orders */
     struct bt_conn *dp2p;     /* [2 * nranks * np2p]: see bt_cuda_p2p_index */
+    /* One-shot AllReduce on channel c uses the send/recv connectors of part c with every
+     * peer: [np2p * nranks] pointers to them (NULL for this rank), and a scratch of one
+     * slot per channel for its partial results. */
+    struct bt_conn **dpeer_send, **dpeer_recv;
+    char *dscratch;
+    size_t scratch_bytes; /* per channel: the larger slot */
 
     /* transport/cuda/p2p.c: this rank's FIFOs and the peers' it mapped */
-    void *fifo_base;           /* one allocation: ring FIFOs, then one per peer (device address) */
-    void **peer_base;          /* [nranks]: the peer's allocation, mapped here (or NULL) */
-    int *peer_opened;          /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
-    int shm;                   /* FIFOs in host shared memory (P2P_DISABLE=1, or no peer access) */
-    struct bt_shm_seg shm_own; /* shm: our segment, registered with cudaHostRegister */
+    void *fifo_base;  /* one allocation: ring FIFOs, then one per peer (device address) */
+    void **peer_base; /* [nranks]: the peer's allocation, mapped here (or NULL) */
+    int *peer_opened; /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
+    int shm;          /* FIFOs in host shared memory (P2P_DISABLE=1, or no peer access) */
+    int net;          /* through host connectors (transport/cuda/host_conns.c): another host, or P2P
+                         and shared memory both disabled */
+    struct bt_shm_seg shm_own;   /* shm: our segment, registered with cudaHostRegister */
     struct bt_shm_seg *shm_peer; /* shm: [nranks] the peers' segments, mapped and registered */
+
+    /* net: the host connectors (their FIFOs registered with CUDA) and the proxy ops posted
+     * for kernels in flight, reaped at later launches */
+    struct bt_channel *hchan; /* [nch]: the comm's rings, connectors of link BT_LINK_GPU_RING */
+    struct bt_conn *hp2p;     /* [2 * nranks]: BT_LINK_GPU_P2P, indexed like dp2p (np2p = 1) */
+    struct bt_cuda_netop {
+        void *op;
+        int peer;
+    } * netops;
+    int nnetops, netops_cap;
 
     /* host-mapped (cudaHostAlloc): the kernels' abort flag and error report */
     int *abort_h, *error_h; /* error_h[0]: enum bt_cuda_kerr, [1..3]: peer, work, is_send */
@@ -50,5 +69,23 @@ static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int
 bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc);
 /* Unmap and free what bt_cuda_p2p_setup made. */
 void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc);
+
+/* A connector's device view of a FIFO at `fifo` (device address), stepping from 0. */
+struct bt_fifo_sizes;
+void bt_cuda_dconn_init(struct bt_conn *c, char *fifo, const struct bt_fifo_sizes *z, int peer,
+                        int is_send, int ch);
+
+/* GPU connectors through host connectors (transport/cuda/host_conns.c). geometry: the
+ * channels and parts this mode uses (every rank alike); connect: connect them (collective),
+ * register their FIFOs with CUDA and fill the staging channels (ring orders included) and
+ * send/recv connectors with device views; post: the proxy ops for a launch's works (NET
+ * connectors); reap: free the completed ops (wait: all of them), errors as the result. */
+void bt_cuda_hostconn_geometry(struct bt_comm *comm, struct bt_cuda_comm *cc);
+bt_status_t bt_cuda_hostconn_connect(struct bt_comm *comm, struct bt_cuda_comm *cc,
+                                     struct bt_channel *ch, int *order, struct bt_conn *p2p);
+struct bt_cuda_kargs;
+bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kargs *a);
+bt_status_t bt_cuda_hostconn_reap(struct bt_comm *comm, struct bt_cuda_comm *cc, int wait);
+void bt_cuda_hostconn_free(struct bt_comm *comm, struct bt_cuda_comm *cc);
 
 #endif

@@ -11,7 +11,10 @@
 #include "coll/work.h"
 
 #define BT_CUDA_MAX_WORKS 128 /* per launch (27 KB of parameters); more: several launches */
-#define BT_CUDA_THREADS 512   /* per block: one block per channel (or per p2p lane) */
+/* A launch with at most this many works passes only those (the parameters are copied at
+ * every launch, so a small collective should not carry 27 KB of them). */
+#define BT_CUDA_SMALL_WORKS 4
+#define BT_CUDA_THREADS 512 /* per block: one block per channel (or per p2p lane) */
 
 /* Kernel errors, written to the host-mapped error word (first one wins). */
 enum bt_cuda_kerr {
@@ -20,12 +23,17 @@ enum bt_cuda_kerr {
     BT_CUDA_KERR_TIMEOUT = 2, /* a wait saw no progress for TIMEOUT seconds */
 };
 
-struct bt_cuda_kargs {
+struct bt_cuda_khdr {
     int nworks;
-    volatile int *abort_flag;          /* host-mapped: ncclCommAbort sets it */
-    int *error;                        /* host-mapped: enum bt_cuda_kerr, plus details below */
-    int *error_info;                   /* [0] peer, [1] work index, [2] 1 = waiting to send */
-    uint64_t timeout_ns;               /* 0: none */
+    volatile int *abort_flag; /* host-mapped: ncclCommAbort sets it */
+    int *error;               /* host-mapped: enum bt_cuda_kerr, plus details below */
+    int *error_info;          /* [0] peer, [1] work index, [2] 1 = waiting to send */
+    uint64_t timeout_ns;      /* 0: none */
+};
+
+/* What the host fills; the kernel gets the header and the first nworks entries. */
+struct bt_cuda_kargs {
+    struct bt_cuda_khdr h;
     uint16_t block[BT_CUDA_MAX_WORKS]; /* the block that runs works[i]; in order per block */
     struct bt_work works[BT_CUDA_MAX_WORKS];
 };

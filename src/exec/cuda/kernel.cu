@@ -50,39 +50,103 @@ static __device__ __forceinline__ uint64_t globaltimer_ns(void)
     return t;
 }
 
-/* Spin until *p >= v. Returns 0, or an enum bt_cuda_kerr after abort or timeout (also
- * recorded in the host-mapped error word). caller: thread 0 of the block. */
-static __device__ int wait_ge(const uint64_t *p, uint64_t v, const struct bt_cuda_kargs &a,
-                              int peer, int widx, int is_send)
+/* Called every 1024 polls of a wait: the abort flag and the deadline (`start` is the first
+ * check's time). Returns 0, or an enum bt_cuda_kerr, also recorded in the host-mapped error
+ * word with the peer, the work and the direction that stalled. */
+static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uint64_t *start,
+                                               int peer, int widx, int is_send)
 {
-    uint64_t start = 0;
-    for (uint32_t spins = 1; ld_acquire_sys(p) < v; spins++) {
-        if ((spins & 1023) != 0)
-            continue;
-        int err = BT_CUDA_KERR_NONE;
-        if (a.abort_flag && *a.abort_flag)
-            err = BT_CUDA_KERR_ABORT;
-        uint64_t now = globaltimer_ns();
-        if (start == 0)
-            start = now;
-        else if (a.timeout_ns && now - start > a.timeout_ns)
-            err = BT_CUDA_KERR_TIMEOUT;
-        if (err) {
-            /* Plain stores: atomics on host memory need PCIe AtomicOps, which not every
-             * platform has. Blocks failing together may mix their details; the code is
-             * what matters and every writer writes a non-zero one. */
-            volatile int *e = a.error, *info = a.error_info;
-            if (*e == BT_CUDA_KERR_NONE) {
-                info[0] = peer;
-                info[1] = widx;
-                info[2] = is_send;
-                __threadfence_system();
-                *e = err;
-            }
-            return err;
+    int err = BT_CUDA_KERR_NONE;
+    if (h.abort_flag && *h.abort_flag)
+        err = BT_CUDA_KERR_ABORT;
+    uint64_t now = globaltimer_ns();
+    if (*start == 0)
+        *start = now;
+    else if (h.timeout_ns && now - *start > h.timeout_ns)
+        err = BT_CUDA_KERR_TIMEOUT;
+    if (err) {
+        /* Plain stores: atomics on host memory need PCIe AtomicOps, which not every
+         * platform has. Threads failing together may mix their details; the code is what
+         * matters and every writer writes a non-zero one. */
+        volatile int *e = h.error, *info = h.error_info;
+        if (*e == BT_CUDA_KERR_NONE) {
+            info[0] = peer;
+            info[1] = widx;
+            info[2] = is_send;
+            __threadfence_system();
+            *e = err;
         }
     }
+    return err;
+}
+
+/* Spin until *p >= v; *seen gets the value that satisfied it. Returns 0 or an enum
+ * bt_cuda_kerr (abort, timeout). caller: thread 0 of the block. */
+static __device__ int wait_ge(const uint64_t *p, uint64_t v, uint64_t *seen,
+                              const struct bt_cuda_khdr &h, int peer, int widx, int is_send)
+{
+    uint64_t start = 0, x;
+    for (uint32_t spins = 1; (x = ld_acquire_sys(p)) < v; spins++) {
+        if ((spins & 1023) != 0)
+            continue;
+        int err = stall_check(h, &start, peer, widx, is_send);
+        if (err)
+            return err;
+    }
+    *seen = x;
     return 0;
+}
+
+/* ---- LL lines -------------------------------------------------------------------------
+ * A 16-byte line {data lo, flag, data hi, flag} goes in one 16-byte store, so a reader that
+ * sees both flags equal to the step's sees the data with them: no fence, no tail. */
+
+static __device__ __forceinline__ void ll_store(union bt_ll_line *l, uint64_t v, uint32_t flag)
+{
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(l), "r"((uint32_t)v),
+                 "r"(flag), "r"((uint32_t)(v >> 32)), "r"(flag)
+                 : "memory");
+}
+
+/* Wait for the line to carry `flag`; its 8 bytes of payload, or an error in *err. */
+static __device__ __forceinline__ uint64_t ll_load(const union bt_ll_line *l, uint32_t flag,
+                                                   const struct bt_cuda_khdr &h, int peer, int widx,
+                                                   int *err)
+{
+    uint32_t d0, f0, d1, f1;
+    uint64_t start = 0;
+    for (uint32_t spins = 1;; spins++) {
+        asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+                     : "l"(l)
+                     : "memory");
+        if (f0 == flag && f1 == flag)
+            break;
+        if ((spins & 1023) == 0 && (*err = stall_check(h, &start, peer, widx, 0)) != 0)
+            return 0;
+    }
+    return (uint64_t)d0 | (uint64_t)d1 << 32;
+}
+
+/* Up to 8 bytes of a user buffer (any alignment; a short last piece reads only its bytes). */
+static __device__ __forceinline__ uint64_t ld_bytes(const char *p, int n)
+{
+    uint64_t v = 0;
+    if (n == 8 && ((uintptr_t)p & 7) == 0)
+        return *(const uint64_t *)p;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)(uint8_t)p[i] << (8 * i);
+    return v;
+}
+
+static __device__ __forceinline__ void st_bytes(char *p, uint64_t v, int n)
+{
+    if (n == 8 && ((uintptr_t)p & 7) == 0) {
+        *(uint64_t *)p = v;
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        p[i] = (char)(v >> (8 * i));
 }
 
 /* ---- arithmetic ---------------------------------------------------------------------- */
@@ -384,6 +448,74 @@ static __device__ void run_step_typed(const StepIO &io, const struct bt_redop &r
     }
 }
 
+/* One LL step: each thread takes lines (8 bytes of payload each), waits for each receive
+ * line's flag, folds acc, the received values and src * pre in that order (the Simple
+ * path's order), and writes the user's output and 16-byte lines to the send slots. A step
+ * with no data still moves one line. Returns 0 or an enum bt_cuda_kerr. */
+template <typename T>
+static __device__ int run_step_ll(const struct bt_prim &p, const struct bt_work *w,
+                                  const struct bt_cuda_khdr &h, int widx)
+{
+    typedef typename Num<T>::C C;
+    const int N = BT_LL_PAYLOAD / sizeof(T);
+    const size_t nbytes = p.nelem * sizeof(T);
+    const size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL_PAYLOAD) : 1;
+    const bool pre = p.src && p.pre_src && w->redop.pre_mul;
+    const bool post = p.post && w->redop.post_div;
+    const union bt_ll_line *rl[BT_PRIM_MAX_PEERS];
+    union bt_ll_line *sl[BT_PRIM_MAX_PEERS];
+    uint32_t rflag[BT_PRIM_MAX_PEERS], sflag[BT_PRIM_MAX_PEERS];
+    for (int i = 0; i < p.nrecv; i++) {
+        rl[i] = (const union bt_ll_line *)bt_conn_slot(p.recv[i], BT_PROTO_LL, p.recv[i]->step);
+        rflag[i] = (uint32_t)(p.recv[i]->step + 1);
+    }
+    for (int i = 0; i < p.nsend; i++) {
+        sl[i] = (union bt_ll_line *)bt_conn_slot(p.send[i], BT_PROTO_LL, p.send[i]->step);
+        sflag[i] = (uint32_t)(p.send[i]->step + 1);
+    }
+    for (size_t line = threadIdx.x; line < nlines; line += blockDim.x) {
+        size_t off = line * BT_LL_PAYLOAD;
+        int n = nbytes > off ? (int)bt_min_sz(BT_LL_PAYLOAD, nbytes - off) : 0;
+        uint64_t in[MAX_SRCS];
+        int nin = 0, err = 0;
+        if (p.acc)
+            in[nin++] = ld_bytes(p.acc + off, n);
+        for (int i = 0; i < p.nrecv; i++) {
+            in[nin++] = ll_load(&rl[i][line], rflag[i], h, p.recv[i]->peer, widx, &err);
+            if (err)
+                return err;
+        }
+        if (p.src)
+            in[nin++] = ld_bytes(p.src + off, n);
+        uint64_t out = in[0];
+        if (nin > 1 || pre || post) {
+            T t[N], x[N];
+            memcpy(t, &in[0], sizeof(t));
+            for (int e = 0; e < N; e++) {
+                C v = Num<T>::load(t[e]);
+                if (pre && nin == 1)
+                    v = Scale<C>::mul(v, w->redop);
+                for (int s = 1; s < nin; s++) {
+                    memcpy(x, &in[s], sizeof(x));
+                    C y = Num<T>::load(x[e]);
+                    if (pre && s == nin - 1)
+                        y = Scale<C>::mul(y, w->redop);
+                    v = fold<C>(v, y, w->redop.op);
+                }
+                if (post)
+                    v = Scale<C>::div(v, w->redop);
+                t[e] = Num<T>::store(v);
+            }
+            memcpy(&out, t, sizeof(out));
+        }
+        if (p.dst)
+            st_bytes(p.dst + off, out, n);
+        for (int i = 0; i < p.nsend; i++)
+            ll_store(&sl[i][line], out, sflag[i]);
+    }
+    return 0;
+}
+
 /* ---- the kernel ---------------------------------------------------------------------- */
 
 static __device__ __forceinline__ uint64_t *tail_of(struct bt_conn *c)
@@ -395,94 +527,143 @@ static __device__ __forceinline__ uint64_t *head_of(struct bt_conn *c)
     return (uint64_t *)&c->ctrl->head;
 }
 
-/* One kernel per dtype: each gets the registers its own arithmetic needs (the 16-element
- * packs of 1-byte types need many more than float's 4). Every work of a launch has T's
- * dtype; send/recv works are byte copies (uint8). */
-template <typename T>
-__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
-    bt_cuda_kernel(const __grid_constant__ struct bt_cuda_kargs args)
+/* What one launch carries: the header, then which block runs each work, then the works. W
+ * is the capacity: small launches pass a small struct (parameters are copied per launch). */
+template <int W> struct KArgs {
+    struct bt_cuda_khdr h;
+    uint16_t block[W];
+    struct bt_work works[W];
+};
+
+/* Thread 0, before a step: the receive connectors' data (Simple: tail; LL lines carry their
+ * own flags) and the send connectors' credit. Credit is cached in the device connector so
+ * the peer's head, read across NVLink, is read only when the window looks full. */
+static __device__ int step_wait(const struct bt_prim &p, bool ll, const struct bt_cuda_khdr &h,
+                                int widx)
 {
-    __shared__ int s_err;
-    if (threadIdx.x == 0)
-        s_err = 0;
-    for (int wi = 0; wi < args.nworks; wi++) {
+    uint64_t seen;
+    int err = 0;
+    for (int i = 0; i < p.nrecv && !ll && !err; i++)
+        err = wait_ge(tail_of(p.recv[i]), p.recv[i]->step + 1, &seen, h, p.recv[i]->peer, widx, 0);
+    for (int i = 0; i < p.nsend && !err; i++) {
+        struct bt_conn *c = p.send[i];
+        if (c->step < c->cached + BT_NSTEPS)
+            continue;
+        err = wait_ge(head_of(c), c->step + 1 - BT_NSTEPS, &seen, h, c->peer, widx, 1);
+        c->cached = seen;
+    }
+    return err;
+}
+
+/* Thread 0, after a step (behind a barrier, so every thread's data is written and every
+ * read is done): publish Simple data with its size (the proxy sends that many bytes when
+ * the FIFO is a network connector's) and tail, return the receive slots with head. */
+static __device__ void step_post(const struct bt_prim &p, bool ll, size_t bytes)
+{
+    for (int i = 0; i < p.nsend && !ll; i++)
+        ((volatile int32_t *)p.send[i]->ctrl->sizes)[p.send[i]->step % BT_NSTEPS] = (int32_t)bytes;
+    if (!ll && p.nsend > 0) /* every thread's data (seen through the barrier) before tail */
+        asm volatile("fence.acq_rel.sys;" ::: "memory");
+    for (int i = 0; i < p.nsend; i++) {
+        struct bt_conn *c = p.send[i];
+        if (!ll)
+            st_relaxed_sys(tail_of(c), c->step + 1);
+        c->step++;
+    }
+    for (int i = 0; i < p.nrecv; i++) {
+        struct bt_conn *c = p.recv[i];
+        st_relaxed_sys(head_of(c), c->step + 1);
+        c->step++;
+    }
+}
+
+/* The Simple step's sources and destinations: acc, receive slots, src * pre -> dst and the
+ * send slots. */
+static __device__ void simple_io(const struct bt_prim &p, const struct bt_work *w, StepIO *io)
+{
+    io->nsrc = io->ndst = 0;
+    io->pre = -1;
+    io->cg_mask = 0;
+    io->nelem = p.nelem;
+    if (p.acc)
+        io->src[io->nsrc++] = p.acc;
+    for (int i = 0; i < p.nrecv; i++) {
+        io->cg_mask |= 1 << io->nsrc;
+        io->src[io->nsrc++] = bt_conn_slot(p.recv[i], BT_PROTO_SIMPLE, p.recv[i]->step);
+    }
+    if (p.src) {
+        if (p.pre_src && w->redop.pre_mul)
+            io->pre = io->nsrc;
+        io->src[io->nsrc++] = p.src;
+    }
+    io->post = p.post && w->redop.post_div;
+    if (p.dst)
+        io->dst[io->ndst++] = p.dst;
+    for (int i = 0; i < p.nsend; i++)
+        io->dst[io->ndst++] = bt_conn_slot(p.send[i], BT_PROTO_SIMPLE, p.send[i]->step);
+}
+
+/* One kernel per dtype (and launch size): each gets the registers its own arithmetic
+ * needs (the 16-element packs of 1-byte types need many more than float's 4). Every work
+ * of a launch has T's dtype; send/recv works are byte copies (uint8). */
+template <typename T, int W>
+__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
+    bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
+{
+    for (int wi = 0; wi < args.h.nworks; wi++) {
         if (args.block[wi] != blockIdx.x)
             continue;
         const struct bt_work *w = &args.works[wi];
+        const bool ll = w->proto == BT_PROTO_LL;
         for (uint64_t k = 0; k < w->nsteps; k++) {
             struct bt_prim p;
             bt_algo_prim(w, k, &p);
-            if (threadIdx.x == 0) {
-                int err = 0;
-                for (int i = 0; i < p.nrecv && !err; i++)
-                    err = wait_ge(tail_of(p.recv[i]), p.recv[i]->step + 1, args, p.recv[i]->peer,
-                                  wi, 0);
-                for (int i = 0; i < p.nsend && !err; i++) {
-                    uint64_t s = p.send[i]->step;
-                    if (s >= BT_NSTEPS)
-                        err = wait_ge(head_of(p.send[i]), s + 1 - BT_NSTEPS, args, p.send[i]->peer,
-                                      wi, 1);
-                }
-                s_err = err;
-            }
-            __syncthreads();
-            if (s_err)
+            int err = threadIdx.x == 0 ? step_wait(p, ll, args.h, wi) : 0;
+            if (__syncthreads_or(err))
                 return;
-
-            StepIO io;
-            io.nsrc = io.ndst = 0;
-            io.pre = -1;
-            io.cg_mask = 0;
-            io.nelem = p.nelem;
-            if (p.acc)
-                io.src[io.nsrc++] = p.acc;
-            for (int i = 0; i < p.nrecv; i++) {
-                io.cg_mask |= 1 << io.nsrc;
-                io.src[io.nsrc++] = bt_conn_slot(p.recv[i], BT_PROTO_SIMPLE, p.recv[i]->step);
+            if (ll) {
+                err = run_step_ll<T>(p, w, args.h, wi);
+            } else {
+                StepIO io;
+                simple_io(p, w, &io);
+                if (io.nsrc > 0 && io.ndst > 0 && io.nelem > 0)
+                    run_step_typed<T>(io, w->redop);
             }
-            if (p.src) {
-                if (p.pre_src && w->redop.pre_mul)
-                    io.pre = io.nsrc;
-                io.src[io.nsrc++] = p.src;
-            }
-            io.post = p.post && w->redop.post_div;
-            if (p.dst)
-                io.dst[io.ndst++] = p.dst;
-            for (int i = 0; i < p.nsend; i++)
-                io.dst[io.ndst++] = bt_conn_slot(p.send[i], BT_PROTO_SIMPLE, p.send[i]->step);
-            if (io.nsrc > 0 && io.ndst > 0 && io.nelem > 0)
-                run_step_typed<T>(io, w->redop);
-            __syncthreads();
-
-            if (threadIdx.x == 0) {
-                /* every thread's data (seen through the barrier) before any flag */
-                asm volatile("fence.acq_rel.sys;" ::: "memory");
-                for (int i = 0; i < p.nsend; i++) {
-                    struct bt_conn *c = p.send[i];
-                    st_relaxed_sys(tail_of(c), c->step + 1);
-                    c->step++;
-                }
-                for (int i = 0; i < p.nrecv; i++) {
-                    struct bt_conn *c = p.recv[i];
-                    st_relaxed_sys(head_of(c), c->step + 1);
-                    c->step++;
-                }
-            }
+            if (__syncthreads_or(err))
+                return;
+            if (threadIdx.x == 0)
+                step_post(p, ll, p.nelem * sizeof(T));
             /* the next step's barrier orders thread 0's step updates before the reads */
         }
     }
 }
 
+/* The full-size launch passes the host's struct as it is (same layout); a small one
+ * copies its few works into a small struct. */
+static_assert(sizeof(KArgs<BT_CUDA_MAX_WORKS>) == sizeof(struct bt_cuda_kargs),
+              "KArgs<BT_CUDA_MAX_WORKS> must match struct bt_cuda_kargs");
+
 template <typename T>
-static int launch_typed(const struct bt_cuda_kargs *args, int nblocks, void *stream)
+static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream)
 {
-    bt_cuda_kernel<T><<<nblocks, BT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(*args);
+    int n = a->h.nworks;
+    if (n <= BT_CUDA_SMALL_WORKS) {
+        KArgs<BT_CUDA_SMALL_WORKS> k;
+        k.h = a->h;
+        memcpy(k.block, a->block, sizeof(k.block[0]) * (size_t)n);
+        memcpy(k.works, a->works, sizeof(k.works[0]) * (size_t)n);
+        bt_cuda_kernel<T, BT_CUDA_SMALL_WORKS>
+            <<<nblocks, BT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(k);
+    } else {
+        bt_cuda_kernel<T, BT_CUDA_MAX_WORKS><<<nblocks, BT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(
+            *(const KArgs<BT_CUDA_MAX_WORKS> *)a);
+    }
     return (int)cudaGetLastError();
 }
 
 extern "C" int bt_cuda_kernel_launch(const struct bt_cuda_kargs *args, int nblocks, void *stream)
 {
-    switch (args->nworks > 0 ? args->works[0].redop.dtype : BT_UINT8) {
+    switch (args->h.nworks > 0 ? args->works[0].redop.dtype : BT_UINT8) {
     case BT_INT8:
         return launch_typed<int8_t>(args, nblocks, stream);
     case BT_UINT8:

@@ -22,18 +22,19 @@
 #include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
 #include "exec/cuda/kargs.h"
+#include "tune/tuner.h"
 #include "util/log.h"
 #include "util/param.h"
 
 /* Channels: one block each. Measured on 2 x H200 (docs/TUNING.md), AllReduce busbw at 1 GB:
  * 16 channels 188 GB/s, 32 307, 48 325, 64 341 (NCCL 327-331); a block moves 5-12 GB/s. */
-#define BT_GPU_NCHANNELS 64                   /* default MAX_NCHANNELS */
-#define BT_GPU_MAX_CHANNELS 64                /* MAX_NCHANNELS may ask for up to this many */
-#define BT_GPU_SLOT (512 * 1024)              /* bytes per Simple slot: 4 MB FIFOs */
-#define BT_GPU_BYTES_PER_CHANNEL (256 * 1024) /* a channel per this much of a collective */
-#define BT_GPU_ALIGN 512                      /* channel shares start at this many bytes */
-#define BT_GPU_P2P_PARTS 32                   /* blocks per peer and direction for send/recv */
-#define BT_GPU_P2P_MIN_PART (256 * 1024)      /* bytes: smaller messages use fewer blocks */
+#define BT_GPU_NCHANNELS 64              /* default MAX_NCHANNELS */
+#define BT_GPU_MAX_CHANNELS 64           /* MAX_NCHANNELS may ask for up to this many */
+#define BT_GPU_SLOT (512 * 1024)         /* bytes per Simple slot: 4 MB FIFOs */
+#define BT_GPU_LL_SLOT (64 * 1024)       /* bytes per LL slot (32 KB of payload) */
+#define BT_GPU_ALIGN 512                 /* channel shares start at this many bytes */
+#define BT_GPU_P2P_PARTS 32              /* blocks per peer and direction for send/recv */
+#define BT_GPU_P2P_MIN_PART (256 * 1024) /* bytes: smaller messages use fewer blocks */
 
 static bt_status_t cuda_status(cudaError_t e, const char *what)
 {
@@ -88,6 +89,17 @@ bt_status_t bt_cuda_mem_free(void *ptr)
     return cuda_status(cudaFree(ptr), "ncclMemFree: cudaFree");
 }
 
+/* The tuner's defaults on GPUs (measured on 2 x H200, docs/TUNING.md). */
+static const struct bt_tune_defaults gpu_tune_defaults = {
+    .ll_threshold = 1 << 20,
+    .direct_threshold = 256 * 1024,
+    .net_direct_threshold = 0,
+    .tree_threshold = 0, /* no trees on GPUs yet */
+    .bytes_per_channel = 256 * 1024,
+    .ll_bytes_per_channel = 32 * 1024,
+    .direct_bytes_per_channel = 16 * 1024,
+};
+
 /* ---- per-communicator state ------------------------------------------------------- */
 
 static bt_status_t cuda_comm_setup(struct bt_comm *comm)
@@ -110,6 +122,9 @@ static bt_status_t cuda_comm_setup(struct bt_comm *comm)
     cc->slot = BT_GPU_SLOT;
     if (bt_param_env("BUFFSIZE"))
         cc->slot = ((size_t)bt_param_buffsize() / BT_NSTEPS + 4095) & ~(size_t)4095;
+    cc->ll_slot = BT_GPU_LL_SLOT;
+    if (bt_param_env("LL_BUFFSIZE"))
+        cc->ll_slot = ((size_t)bt_param_ll_buffsize() / BT_NSTEPS + 255) & ~(size_t)255;
     bt_status_t st = cuda_status(cudaHostAlloc((void **)&cc->abort_h, sizeof(int),
                                                cudaHostAllocMapped | cudaHostAllocPortable),
                                  "cudaHostAlloc (abort flag)");
@@ -176,30 +191,33 @@ void bt_cuda_comm_free(struct bt_comm *comm)
 static void kargs_init(struct bt_cuda_kargs *a, struct bt_comm *comm)
 {
     struct bt_cuda_comm *cc = comm->cuda;
-    a->nworks = 0;
-    a->abort_flag = cc->abort_d;
-    a->error = cc->error_d;
-    a->error_info = (int *)cc->error_d + 1;
-    a->timeout_ns = (uint64_t)bt_param_timeout() * 1000000000ull;
+    a->h.nworks = 0;
+    a->h.abort_flag = cc->abort_d;
+    a->h.error = cc->error_d;
+    a->h.error_info = (int *)cc->error_d + 1;
+    a->h.timeout_ns = (uint64_t)bt_param_timeout() * 1000000000ull;
 }
 
 static struct bt_work *kargs_add(struct bt_cuda_kargs *a, int block)
 {
-    struct bt_work *w = &a->works[a->nworks];
+    struct bt_work *w = &a->works[a->h.nworks];
     memset(w, 0, sizeof(*w));
-    a->block[a->nworks++] = (uint16_t)block;
+    a->block[a->h.nworks++] = (uint16_t)block;
     return w;
 }
 
-static bt_status_t kargs_launch(const struct bt_cuda_kargs *a, void *stream)
+/* Launch the kernel, then hand the network's share of its steps to the proxy (connectors
+ * through the network only: transport/cuda/host_conns.c). */
+static bt_status_t kargs_launch(struct bt_comm *comm, const struct bt_cuda_kargs *a, void *stream)
 {
     int nblocks = 0;
-    for (int i = 0; i < a->nworks; i++)
+    for (int i = 0; i < a->h.nworks; i++)
         if (a->block[i] + 1 > nblocks)
             nblocks = a->block[i] + 1;
     if (nblocks == 0)
         return BT_OK;
-    return cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream), "kernel launch");
+    BT_CHECK(cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream), "kernel launch"));
+    return bt_cuda_hostconn_post(comm, a);
 }
 
 /* The work fields every kind shares. */
@@ -227,35 +245,58 @@ static size_t coll_bytes(const struct bt_op *op, int nranks)
     return b;
 }
 
-/* One collective: the ring schedule over as many channels as its size wants. */
+/* One collective: the tuner's algorithm, protocol and channels (ring, or one-shot
+ * AllReduce over the send/recv connectors), one block per channel. */
 static bt_status_t launch_coll(struct bt_op *op)
 {
     struct bt_comm *comm = op->comm;
     struct bt_cuda_comm *cc = comm->cuda;
     size_t es = bt_dtype_size(op->dtype);
-    int nch = (int)(coll_bytes(op, comm->nranks) / BT_GPU_BYTES_PER_CHANNEL);
-    if (nch < 1)
-        nch = 1;
-    if (nch > cc->nch)
-        nch = cc->nch;
+    struct bt_tune_in in = {
+        .set = &comm->tune,
+        .def = &gpu_tune_defaults,
+        .coll = op->coll,
+        .nranks = comm->nranks,
+        .bytes = coll_bytes(op, comm->nranks),
+        .esize = es,
+        .max_channels = cc->nch,
+        .simple_slot = cc->slot,
+        .ll_payload = cc->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
+        .direct_slot = cc->slot,
+        .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
+        .direct_max_channels = cc->np2p,
+        .tree_ok = 0,
+        .shm_all = !cc->net, /* through the network: Simple, one channel */
+    };
+    struct bt_tune_out t;
+    bt_tune_coll(&in, &t);
+    BT_TRACE(BT_LOG_TUNING, "GPU coll %d count %zu bytes %zu: algo %d proto %d nch %d chunk %zu",
+             op->coll, op->count, in.bytes, t.algo, t.proto, t.nchannels, t.chunk);
     size_t align = BT_GPU_ALIGN / es;
-    size_t share = bt_div_up(bt_div_up(op->count, (size_t)nch), align) * align;
+    size_t share = bt_div_up(bt_div_up(op->count, (size_t)t.nchannels), align) * align;
 
     static __thread struct bt_cuda_kargs a;
     kargs_init(&a, comm);
-    for (int c = 0; c < nch; c++) {
+    for (int c = 0; c < t.nchannels; c++) {
         size_t off = (size_t)c * share;
         if (off >= op->count)
             break; /* every rank stops at the same channel */
         struct bt_work *w = kargs_add(&a, c);
         work_common(w, op, comm);
+        w->algo = (uint8_t)t.algo;
+        w->proto = (uint8_t)t.proto;
         w->chan_off = off;
         w->chan_count = bt_min_sz(share, op->count - off);
-        w->chunk = cc->slot / es;
-        w->chan = &cc->dchan[c]; /* device address: only the kernel dereferences it */
+        w->chunk = t.chunk;
+        w->chan = &cc->dchan[c]; /* device addresses: only the kernel dereferences them */
+        if (t.algo == BT_ALGO_DIRECT) {
+            w->peer_send = cc->dpeer_send + (size_t)c * comm->nranks;
+            w->peer_recv = cc->dpeer_recv + (size_t)c * comm->nranks;
+            w->scratch = cc->dscratch + (size_t)c * cc->scratch_bytes;
+        }
         w->nsteps = bt_algo_nsteps(w);
     }
-    return kargs_launch(&a, op->stream);
+    return kargs_launch(comm, &a, op->stream);
 }
 
 /* Send/recv ops[i0..i1) of one communicator: one block per (peer, direction). Self
@@ -300,9 +341,9 @@ static bt_status_t launch_p2p(struct bt_op *ops, int i0, int i1)
             size_t off = (size_t)k * share;
             if (off >= bytes)
                 break;
-            if (a.nworks == BT_CUDA_MAX_WORKS) {
+            if (a.h.nworks == BT_CUDA_MAX_WORKS) {
                 /* only with many ops per peer in one group: later ones wait for these */
-                BT_CHECK(kargs_launch(&a, stream));
+                BT_CHECK(kargs_launch(comm, &a, stream));
                 kargs_init(&a, comm);
             }
             int idx = bt_cuda_p2p_index(cc, op->peer, !is_send, k);
@@ -318,7 +359,7 @@ static bt_status_t launch_p2p(struct bt_op *ops, int i0, int i1)
             w->nsteps = bt_algo_nsteps(w);
         }
     }
-    return kargs_launch(&a, stream);
+    return kargs_launch(comm, &a, stream);
 }
 
 /* A one-rank collective: the output is the input (AllReduce, Broadcast, ...). */
@@ -377,6 +418,27 @@ static bt_status_t setup_comms(struct bt_op *ops, int nops)
     return bt_for_each_comm(ops, nops, needs_setup, setup_one, NULL);
 }
 
+/* Through the network the launch hands the proxy each kernel's steps as it queues the
+ * kernel; a graph would replay kernels without them. */
+static bt_status_t check_capture(const struct bt_op *ops, int i0, int nops)
+{
+    struct bt_comm *comm = ops[i0].comm;
+    if (!comm->cuda->net)
+        return BT_OK;
+    for (int i = i0; i < nops && ops[i].comm == comm; i++) {
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(ops[i].stream, &cs) == cudaSuccess &&
+            cs != cudaStreamCaptureStatusNone) {
+            BT_WARN("rank %d: CUDA graph capture of GPU operations through the network (a rank "
+                    "on another host, or P2P_DISABLE=1 with SHM_DISABLE=1) is not supported yet; "
+                    "run them outside the capture",
+                    comm->rank);
+            return BT_ERR_INVALID_USAGE;
+        }
+    }
+    return BT_OK;
+}
+
 static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)
 {
     struct bt_comm *comm = ops[i0].comm;
@@ -409,6 +471,15 @@ bt_status_t bt_cuda_launch(struct bt_op *ops, int nops)
     int prev = -1;
     cudaGetDevice(&prev);
     bt_status_t st = setup_comms(ops, nops);
+    /* a refused capture leaves the communicators as they are: nothing was queued */
+    for (int i = 0; i < nops && st == BT_OK; i++)
+        if (i == 0 || ops[i].comm != ops[i - 1].comm)
+            st = check_capture(ops, i, nops);
+    if (st != BT_OK) {
+        if (prev >= 0)
+            cudaSetDevice(prev);
+        return st;
+    }
     /* ops of one communicator are contiguous in group order per comm: take them in runs */
     for (int i = 0; i < nops && st == BT_OK;) {
         int j = i + 1;

@@ -9,8 +9,9 @@
  *
  * Layout of a rank's allocation: FIFO i at i * fifo_bytes; FIFOs 0..nch-1 receive ring
  * channel i from the ring's previous rank; FIFO nch + r * np2p + k receives part k of the
- * send/recv traffic from rank r (a large message is cut into np2p parts, one block each). Every
- * FIFO: the control block (tail, head, sizes), then BT_NSTEPS Simple slots.
+ * send/recv traffic from rank r (a large message is cut into np2p parts, one block each; the
+ * one-shot AllReduce's channel k uses part k with every peer). Every FIFO: the control
+ * block (tail, head, sizes), then BT_NSTEPS LL slots, then BT_NSTEPS Simple slots.
  *
  * Without peer access (P2P_DISABLE=1, or GPUs that cannot reach each other) the same
  * layout lives in host shared memory instead: each rank creates a segment, every rank maps
@@ -40,7 +41,7 @@ struct p2p_info {
     char bus[32]; /* PCI bus id: device indices differ between processes */
     int nch, np2p;
     uint64_t host_hash;
-    uint64_t slot;
+    uint64_t slot, ll_slot;
     void *base;
     cudaIpcMemHandle_t handle;
     char shm_name[BT_SHM_NAME_MAX];
@@ -56,99 +57,56 @@ struct p2p_info {
         }                                                                                          \
     } while (0)
 
-static size_t fifo_bytes(size_t slot)
+static struct bt_fifo_sizes fifo_sizes(const struct bt_cuda_comm *cc)
 {
-    size_t b = sizeof(struct bt_fifo_ctrl) + (size_t)BT_NSTEPS * slot;
-    return (b + 4095) & ~(size_t)4095;
+    struct bt_fifo_sizes z;
+    z.slot_bytes[BT_PROTO_LL] = (uint32_t)cc->ll_slot;
+    z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)cc->slot;
+    return z;
+}
+
+static size_t fifo_bytes(const struct bt_fifo_sizes *z)
+{
+    return (bt_fifo_bytes(z) + 4095) & ~(size_t)4095;
 }
 
 /* A connector's device view: the FIFO at `fifo` (ours or mapped), stepping from 0. */
-static void dconn_init(struct bt_conn *c, char *fifo, size_t slot, int peer, int is_send, int ch)
+void bt_cuda_dconn_init(struct bt_conn *c, char *fifo, const struct bt_fifo_sizes *z, int peer,
+                        int is_send, int ch)
 {
     memset(c, 0, sizeof(*c));
     c->peer = peer;
     c->is_send = is_send;
     c->connected = 1;
     c->ctrl = (struct bt_fifo_ctrl *)fifo;
-    c->buf[BT_PROTO_SIMPLE] = fifo + sizeof(struct bt_fifo_ctrl);
-    c->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)slot;
+    c->sizes = *z;
+    for (int p = 0; p < BT_NUM_PROTOS; p++)
+        c->buf[p] = fifo + bt_fifo_proto_offset(z, p);
     c->channel = ch;
 }
 
-bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
+/* The staging copies of what the kernels see, filled by one of the two ways of connecting
+ * and then copied to the device: channels (rings with device connectors), ring orders,
+ * send/recv connectors (bt_cuda_p2p_index). */
+struct stage {
+    struct bt_channel *ch;
+    int *order;
+    struct bt_conn *p2p;
+};
+
+/* GPU FIFOs in GPU memory mapped between the ranks, or in host shared memory registered
+ * with CUDA (cc->shm): every rank lays out its FIFOs alike (see the top of this file). */
+static bt_status_t map_fifos(struct bt_comm *comm, struct bt_cuda_comm *cc, struct p2p_info *all,
+                             struct stage *sg)
 {
     bt_status_t st = BT_OK;
     int n = comm->nranks, me = comm->rank;
-    struct p2p_info *all = calloc((size_t)n, sizeof(*all));
-    struct bt_channel *hch = calloc((size_t)cc->nch, sizeof(*hch));
-    int *order = calloc((size_t)cc->nch * (size_t)n, sizeof(int));
-    struct bt_conn *hp2p = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hp2p));
-    cc->peer_base = calloc((size_t)n, sizeof(void *));
-    cc->peer_opened = calloc((size_t)n, sizeof(int));
-    cc->shm_peer = calloc((size_t)n, sizeof(*cc->shm_peer));
-    if (!all || !hch || !order || !hp2p || !cc->peer_base || !cc->peer_opened || !cc->shm_peer) {
-        BT_WARN("out of memory setting up GPU connectors");
-        st = BT_ERR_SYSTEM;
-        goto fail;
-    }
-
-    /* Agree on the geometry first: every rank must lay out its FIFOs alike. */
     struct p2p_info *mine = &all[me];
-    mine->pid = (int)getpid();
-    mine->dev = cc->dev;
-    mine->nch = cc->nch;
-    mine->np2p = cc->np2p;
-    mine->slot = cc->slot;
-    mine->host_hash = comm->peers[me].host_hash;
-    mine->want_shm = bt_param_p2p_disable() != 0;
-    CUDA_TRY(cudaDeviceGetPCIBusId(mine->bus, (int)sizeof(mine->bus), cc->dev),
-             "cudaDeviceGetPCIBusId");
-    BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
-    for (int r = 0; r < n; r++) {
-        if (all[r].nch < cc->nch)
-            cc->nch = all[r].nch;
-        if (all[r].np2p != cc->np2p) {
-            BT_WARN("rank %d cuts send/recv into %d parts, this rank into %d", r, all[r].np2p,
-                    cc->np2p);
-            st = BT_ERR_INTERNAL;
-            goto fail;
-        }
-        if (all[r].slot < cc->slot)
-            cc->slot = (size_t)all[r].slot;
-        if (r != me && strcmp(all[r].bus, mine->bus) == 0 && all[r].host_hash == mine->host_hash) {
-            BT_WARN("ranks %d and %d use the same GPU (%s): their kernels would wait on each "
-                    "other; give each rank its own GPU",
-                    me, r, mine->bus);
-            st = BT_ERR_INVALID_USAGE;
-            goto fail;
-        }
-        if (all[r].host_hash != mine->host_hash) {
-            BT_WARN("rank %d is on another host: GPU buffers over the network are not supported "
-                    "yet (P2P only)",
-                    r);
-            st = BT_ERR_INVALID_USAGE;
-            goto fail;
-        }
-    }
-    /* Every rank decides alike: shared memory if any rank asks for it or two GPUs driven by
-     * one process cannot reach each other (device numbers only mean the same thing inside
-     * one process; between processes CUDA IPC itself says whether P2P works). */
-    for (int r = 0; r < n && !cc->shm; r++) {
-        cc->shm |= all[r].want_shm;
-        for (int q = 0; q < n && !cc->shm; q++) {
-            int can = 1;
-            if (all[r].pid == all[q].pid && all[r].dev != all[q].dev &&
-                cudaDeviceCanAccessPeer(&can, all[r].dev, all[q].dev) != cudaSuccess) {
-                (void)cudaGetLastError();
-                can = 0;
-            }
-            cc->shm |= !can;
-        }
-    }
-    size_t fb = fifo_bytes(cc->slot);
+    struct bt_fifo_sizes z = fifo_sizes(cc);
+    size_t fb = fifo_bytes(&z);
     size_t total = fb * (size_t)(cc->nch + n * cc->np2p);
     if (cc->shm) {
-        BT_CHECK_GOTO(bt_shm_create(total, &cc->shm_own), st, fail);
+        BT_CHECK(bt_shm_create(total, &cc->shm_own));
         CUDA_TRY(cudaHostRegister(cc->shm_own.ptr, total,
                                   cudaHostRegisterMapped | cudaHostRegisterPortable),
                  "cudaHostRegister of the shared-memory FIFOs");
@@ -162,7 +120,7 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         CUDA_TRY(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the FIFO memset");
     }
     mine->base = cc->fifo_base;
-    BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
+    BT_CHECK(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)));
 
     /* Map every peer's FIFOs. */
     for (int r = 0; r < n; r++) {
@@ -172,7 +130,7 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         }
         if (cc->shm) {
             struct bt_shm_seg *seg = &cc->shm_peer[r];
-            BT_CHECK_GOTO(bt_shm_open(all[r].shm_name, total, seg), st, fail);
+            BT_CHECK(bt_shm_open(all[r].shm_name, total, seg));
             CUDA_TRY(cudaHostRegister(seg->ptr, total,
                                       cudaHostRegisterMapped | cudaHostRegisterPortable),
                      "cudaHostRegister of a peer's shared-memory FIFOs");
@@ -180,7 +138,7 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
                      "cudaHostGetDevicePointer");
         } else if (all[r].pid == mine->pid) {
             /* one process: the peer's pointer works here once peer access is on (possible:
-             * otherwise the shared-memory path was chosen above) */
+             * otherwise the shared-memory path was chosen) */
             if (all[r].dev != cc->dev) {
                 cudaError_t e = cudaDeviceEnablePeerAccess(all[r].dev, 0);
                 if (e == cudaErrorPeerAccessAlreadyEnabled)
@@ -202,60 +160,169 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
                                      : "P2P/direct pointer");
     }
     if (cc->shm) { /* every rank has mapped every segment: the names can go */
-        BT_CHECK_GOTO(bt_bootstrap_barrier(comm->bs), st, fail);
+        BT_CHECK(bt_bootstrap_barrier(comm->bs));
         bt_shm_unlink(&cc->shm_own);
     }
 
-    /* Device channels: the host's ring order, connectors in GPU memory. */
-    CUDA_TRY(cudaMalloc((void **)&cc->dchan, sizeof(*hch) * (size_t)cc->nch), "cudaMalloc");
-    CUDA_TRY(cudaMalloc((void **)&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n),
-             "cudaMalloc");
-    size_t np2p_conns = 2 * (size_t)n * (size_t)cc->np2p;
-    CUDA_TRY(cudaMalloc((void **)&cc->dp2p, sizeof(*hp2p) * np2p_conns), "cudaMalloc");
     for (int c = 0; c < cc->nch; c++) {
-        struct bt_channel *x = &hch[c];
-        x->id = c;
+        struct bt_channel *x = &sg->ch[c];
         for (int i = 0; i < n; i++)
-            order[c * n + i] = i;
-        x->ring.order = cc->dorder + c * n;
+            sg->order[c * n + i] = i;
         x->ring.index = me;
         x->ring.next = (me + 1) % n;
         x->ring.prev = (me - 1 + n) % n;
         char *next = (char *)cc->peer_base[x->ring.next];
         char *own = (char *)cc->fifo_base;
-        dconn_init(&x->ring_send, next + (size_t)c * fb, cc->slot, x->ring.next, 1, c);
-        dconn_init(&x->ring_recv, own + (size_t)c * fb, cc->slot, x->ring.prev, 0, c);
+        bt_cuda_dconn_init(&x->ring_send, next + (size_t)c * fb, &z, x->ring.next, 1, c);
+        bt_cuda_dconn_init(&x->ring_recv, own + (size_t)c * fb, &z, x->ring.prev, 0, c);
     }
     for (int r = 0; r < n; r++) {
         for (int k = 0; k < cc->np2p; k++) {
             size_t theirs = (size_t)(cc->nch + me * cc->np2p + k) * fb;
             size_t own = (size_t)(cc->nch + r * cc->np2p + k) * fb;
-            dconn_init(&hp2p[bt_cuda_p2p_index(cc, r, 0, k)], (char *)cc->peer_base[r] + theirs,
-                       cc->slot, r, 1, k);
-            dconn_init(&hp2p[bt_cuda_p2p_index(cc, r, 1, k)], (char *)cc->fifo_base + own, cc->slot,
-                       r, 0, k);
+            bt_cuda_dconn_init(&sg->p2p[bt_cuda_p2p_index(cc, r, 0, k)],
+                               (char *)cc->peer_base[r] + theirs, &z, r, 1, k);
+            bt_cuda_dconn_init(&sg->p2p[bt_cuda_p2p_index(cc, r, 1, k)],
+                               (char *)cc->fifo_base + own, &z, r, 0, k);
         }
     }
-    CUDA_TRY(cudaMemcpy(cc->dchan, hch, sizeof(*hch) * (size_t)cc->nch, cudaMemcpyHostToDevice),
-             "cudaMemcpy of the channels");
-    CUDA_TRY(cudaMemcpy(cc->dorder, order, sizeof(int) * (size_t)cc->nch * (size_t)n,
-                        cudaMemcpyHostToDevice),
-             "cudaMemcpy of the ring orders");
-    CUDA_TRY(cudaMemcpy(cc->dp2p, hp2p, sizeof(*hp2p) * np2p_conns, cudaMemcpyHostToDevice),
-             "cudaMemcpy of the p2p connectors");
-    /* No rank may write into a peer's FIFOs before the peer has zeroed them (done above,
-     * before the second allgather) - and no kernel runs before this returns. */
+    /* No rank may write into a peer's FIFOs before the peer has zeroed them (done before
+     * the second allgather) - and no kernel runs before setup returns. */
     BT_INFO(BT_LOG_INIT, "GPU %d: %d channels, %zu-byte slots, %zu bytes of FIFOs in %s", cc->dev,
             cc->nch, cc->slot, total, cc->shm ? "host shared memory" : "GPU memory");
+    return BT_OK;
+fail:
+    return st;
+}
+
+bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
+{
+    bt_status_t st = BT_OK;
+    int n = comm->nranks, me = comm->rank;
+    struct p2p_info *all = calloc((size_t)n, sizeof(*all));
+    struct stage sg = {
+        .ch = calloc((size_t)cc->nch, sizeof(*sg.ch)),
+        .order = calloc((size_t)cc->nch * (size_t)n, sizeof(int)),
+        .p2p = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*sg.p2p)),
+    };
+    struct bt_conn **hpeer = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hpeer));
+    cc->peer_base = calloc((size_t)n, sizeof(void *));
+    cc->peer_opened = calloc((size_t)n, sizeof(int));
+    cc->shm_peer = calloc((size_t)n, sizeof(*cc->shm_peer));
+    if (!all || !sg.ch || !sg.order || !sg.p2p || !hpeer || !cc->peer_base || !cc->peer_opened ||
+        !cc->shm_peer) {
+        BT_WARN("out of memory setting up GPU connectors");
+        st = BT_ERR_SYSTEM;
+        goto fail;
+    }
+
+    /* Agree on the geometry first: every rank must lay out its FIFOs alike. */
+    struct p2p_info *mine = &all[me];
+    mine->pid = (int)getpid();
+    mine->dev = cc->dev;
+    mine->nch = cc->nch;
+    mine->np2p = cc->np2p;
+    mine->slot = cc->slot;
+    mine->ll_slot = cc->ll_slot;
+    mine->host_hash = comm->peers[me].host_hash;
+    mine->want_shm = bt_param_p2p_disable() != 0;
+    CUDA_TRY(cudaDeviceGetPCIBusId(mine->bus, (int)sizeof(mine->bus), cc->dev),
+             "cudaDeviceGetPCIBusId");
+    BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
+    int remote = 0;
+    for (int r = 0; r < n; r++) {
+        if (all[r].nch < cc->nch)
+            cc->nch = all[r].nch;
+        if (all[r].np2p != cc->np2p) {
+            BT_WARN("rank %d cuts send/recv into %d parts, this rank into %d", r, all[r].np2p,
+                    cc->np2p);
+            st = BT_ERR_INTERNAL;
+            goto fail;
+        }
+        if (all[r].slot < cc->slot)
+            cc->slot = (size_t)all[r].slot;
+        if (all[r].ll_slot < cc->ll_slot)
+            cc->ll_slot = (size_t)all[r].ll_slot;
+        if (r != me && strcmp(all[r].bus, mine->bus) == 0 && all[r].host_hash == mine->host_hash) {
+            BT_WARN("ranks %d and %d use the same GPU (%s): their kernels would wait on each "
+                    "other; give each rank its own GPU",
+                    me, r, mine->bus);
+            st = BT_ERR_INVALID_USAGE;
+            goto fail;
+        }
+        remote |= all[r].host_hash != mine->host_hash;
+    }
+    /* Every rank decides alike: through host connectors (the network) when a rank is on
+     * another host, or when P2P is off and shared memory too (SHM_DISABLE=1: comm->shm_all
+     * is the same on every rank); else shared memory if any rank asks for it or two GPUs
+     * driven by one process cannot reach each other (device numbers only mean the same
+     * thing inside one process; between processes CUDA IPC itself says whether P2P works). */
+    for (int r = 0; r < n; r++)
+        cc->shm |= all[r].want_shm;
+    cc->net = remote || (cc->shm && !comm->shm_all);
+    cc->shm = cc->shm && !cc->net;
+    for (int r = 0; r < n && !cc->shm && !cc->net; r++) {
+        for (int q = 0; q < n && !cc->shm; q++) {
+            int can = 1;
+            if (all[r].pid == all[q].pid && all[r].dev != all[q].dev &&
+                cudaDeviceCanAccessPeer(&can, all[r].dev, all[q].dev) != cudaSuccess) {
+                (void)cudaGetLastError();
+                can = 0;
+            }
+            cc->shm |= !can;
+        }
+    }
+    if (cc->net)
+        bt_cuda_hostconn_geometry(comm, cc);
+
+    CUDA_TRY(cudaMalloc((void **)&cc->dchan, sizeof(*sg.ch) * (size_t)cc->nch), "cudaMalloc");
+    CUDA_TRY(cudaMalloc((void **)&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n),
+             "cudaMalloc");
+    size_t np2p_conns = 2 * (size_t)n * (size_t)cc->np2p;
+    CUDA_TRY(cudaMalloc((void **)&cc->dp2p, sizeof(*sg.p2p) * np2p_conns), "cudaMalloc");
+    for (int c = 0; c < cc->nch; c++) {
+        sg.ch[c].id = c;
+        sg.ch[c].ring.order = cc->dorder + c * n;
+    }
+    if (cc->net)
+        st = bt_cuda_hostconn_connect(comm, cc, sg.ch, sg.order, sg.p2p);
+    else
+        st = map_fifos(comm, cc, all, &sg);
+    if (st != BT_OK)
+        goto fail;
+
+    /* one-shot on channel k: part k's connectors with every peer (device addresses) */
+    for (int r = 0; r < n; r++) {
+        for (int k = 0; k < cc->np2p && r != me; k++) {
+            hpeer[(size_t)k * n + r] = &cc->dp2p[bt_cuda_p2p_index(cc, r, 0, k)];
+            hpeer[(size_t)(cc->np2p + k) * n + r] = &cc->dp2p[bt_cuda_p2p_index(cc, r, 1, k)];
+        }
+    }
+    size_t npeer = 2 * (size_t)n * (size_t)cc->np2p;
+    CUDA_TRY(cudaMalloc((void **)&cc->dpeer_send, sizeof(*hpeer) * npeer), "cudaMalloc");
+    cc->dpeer_recv = cc->dpeer_send + (size_t)cc->np2p * n;
+    CUDA_TRY(cudaMemcpy(cc->dpeer_send, hpeer, sizeof(*hpeer) * npeer, cudaMemcpyHostToDevice),
+             "cudaMemcpy of the one-shot connector table");
+    cc->scratch_bytes = cc->slot > cc->ll_slot ? cc->slot : cc->ll_slot;
+    CUDA_TRY(cudaMalloc((void **)&cc->dscratch, cc->scratch_bytes * (size_t)cc->np2p),
+             "cudaMalloc of the one-shot scratch");
+    CUDA_TRY(cudaMemcpy(cc->dchan, sg.ch, sizeof(*sg.ch) * (size_t)cc->nch, cudaMemcpyHostToDevice),
+             "cudaMemcpy of the channels");
+    CUDA_TRY(cudaMemcpy(cc->dorder, sg.order, sizeof(int) * (size_t)cc->nch * (size_t)n,
+                        cudaMemcpyHostToDevice),
+             "cudaMemcpy of the ring orders");
+    CUDA_TRY(cudaMemcpy(cc->dp2p, sg.p2p, sizeof(*sg.p2p) * np2p_conns, cudaMemcpyHostToDevice),
+             "cudaMemcpy of the p2p connectors");
     goto out;
 
 fail:
     bt_cuda_p2p_free(comm, cc);
 out:
     free(all);
-    free(hch);
-    free(order);
-    free(hp2p);
+    free(sg.ch);
+    free(sg.order);
+    free(sg.p2p);
+    free(hpeer);
     return st;
 }
 
@@ -280,6 +347,7 @@ void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
     free(cc->peer_opened);
     cc->peer_base = NULL;
     cc->peer_opened = NULL;
+    bt_cuda_hostconn_free(comm, cc);
     if (cc->shm) {
         if (cc->shm_own.ptr) {
             cudaHostUnregister(cc->shm_own.ptr);
@@ -291,6 +359,10 @@ void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
     cudaFree(cc->dchan);
     cudaFree(cc->dorder);
     cudaFree(cc->dp2p);
+    cudaFree(cc->dpeer_send);
+    cudaFree(cc->dscratch);
+    cc->dpeer_send = cc->dpeer_recv = NULL;
+    cc->dscratch = NULL;
     cc->fifo_base = NULL;
     cc->dchan = NULL;
     cc->dorder = NULL;

@@ -1,0 +1,257 @@
+/*
+ * GPU connectors through host connectors: when a rank is on another host (or P2P and
+ * shared memory are both disabled), the kernels run the same Simple steps over FIFOs in
+ * host memory that the host transports own, and the CPU proxy moves them:
+ *
+ *   setup   connect the comm's rings (link BT_LINK_GPU_RING, channel c) and a send/recv
+ *           pair per peer (BT_LINK_GPU_P2P) with the host's connection machinery; register
+ *           each FIFO with cudaHostRegister; the kernels get device views of them
+ *   launch  per work, count the steps of each NET connector (the schedule walked on the
+ *           host, as the host launch does) and post them to the proxy: it isends a slot
+ *           once the kernel's tail passes it and returns credit in head; it irecvs into a
+ *           slot once the kernel's head frees it and publishes tail. The launch does not
+ *           wait: the ops are reaped at later launches and when the comm is freed.
+ *
+ * These connectors are the GPU's own (their own link keys): the host executor's connectors
+ * of the same comm keep their own step counters. Only Simple crosses (LL needs whole
+ * 16-byte stores, which a network receive does not make), one ring channel unless
+ * MIN_NCHANNELS asks for more, and one part per send/recv.
+ */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/algo.h"
+#include "core/comm.h"
+#include "core/connect.h"
+#include "exec/cuda/cuda_comm.h"
+#include "exec/cuda/kargs.h"
+#include "transport/transport.h"
+#include "util/array.h"
+#include "util/log.h"
+
+static size_t page_round(size_t b)
+{
+    return (b + 4095) & ~(size_t)4095;
+}
+
+void bt_cuda_hostconn_geometry(struct bt_comm *comm, struct bt_cuda_comm *cc)
+{
+    int nch = comm->tune.min_nchannels;
+    if (nch > comm->nchannels)
+        nch = comm->nchannels;
+    if (nch > cc->nch)
+        nch = cc->nch;
+    cc->nch = nch < 1 ? 1 : nch;
+    cc->np2p = 1;
+    cc->slot = comm->simple_slot; /* steps are the host connectors' slots */
+}
+
+/* The device view of a connected host connector: its FIFO registered with CUDA. */
+static bt_status_t dview(const struct bt_conn *h, struct bt_conn *d, int ch)
+{
+    size_t bytes = page_round(bt_fifo_bytes(&h->sizes));
+    void *dptr = NULL;
+    cudaError_t e =
+        cudaHostRegister(h->ctrl, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (e == cudaSuccess)
+        e = cudaHostGetDevicePointer(&dptr, h->ctrl, 0);
+    if (e != cudaSuccess) {
+        BT_WARN("cudaHostRegister of a %zu-byte %s FIFO with rank %d failed: %s", bytes,
+                h->tp ? h->tp->name : "host", h->peer, cudaGetErrorString(e));
+        return BT_ERR_CUDA;
+    }
+    bt_cuda_dconn_init(d, dptr, &h->sizes, h->peer, h->is_send, ch);
+    return BT_OK;
+}
+
+bt_status_t bt_cuda_hostconn_connect(struct bt_comm *comm, struct bt_cuda_comm *cc,
+                                     struct bt_channel *ch, int *order, struct bt_conn *p2p)
+{
+    int n = comm->nranks, me = comm->rank;
+    cc->hchan = calloc((size_t)cc->nch, sizeof(*cc->hchan));
+    cc->hp2p = calloc(2 * (size_t)n, sizeof(*cc->hp2p));
+    struct bt_conn_req *reqs = calloc(2 * (size_t)(cc->nch + n), sizeof(*reqs));
+    if (!cc->hchan || !cc->hp2p || !reqs) {
+        free(reqs);
+        BT_WARN("out of memory setting up GPU connectors over the network");
+        return BT_ERR_SYSTEM;
+    }
+    int nreq = 0;
+#define REQ(conn_, peer_, send_, kind_, ch_)                                                       \
+    do {                                                                                           \
+        bt_conn_prepare(comm, (conn_), (peer_), (send_), (kind_), (ch_));                          \
+        reqs[nreq].comm = comm;                                                                    \
+        reqs[nreq].conn = (conn_);                                                                 \
+        reqs[nreq++].key = (int)(kind_)*BT_MAX_CHANNELS + (ch_);                                   \
+    } while (0)
+    for (int c = 0; c < cc->nch; c++) {
+        struct bt_channel *h = &cc->hchan[c];
+        h->id = c;
+        h->ring = comm->channels[c].ring; /* the order array stays the comm's */
+        REQ(&h->ring_send, h->ring.next, 1, BT_LINK_GPU_RING, c);
+        REQ(&h->ring_recv, h->ring.prev, 0, BT_LINK_GPU_RING, c);
+    }
+    for (int r = 0; r < n; r++) {
+        if (r == me)
+            continue;
+        REQ(&cc->hp2p[bt_cuda_p2p_index(cc, r, 0, 0)], r, 1, BT_LINK_GPU_P2P, 0);
+        REQ(&cc->hp2p[bt_cuda_p2p_index(cc, r, 1, 0)], r, 0, BT_LINK_GPU_P2P, 0);
+    }
+#undef REQ
+    bt_status_t st = bt_connect_all(reqs, nreq);
+    free(reqs);
+    if (st != BT_OK)
+        return st;
+
+    for (int c = 0; c < cc->nch; c++) {
+        const struct bt_channel *h = &cc->hchan[c];
+        memcpy(order + (size_t)c * n, h->ring.order, sizeof(int) * (size_t)n);
+        int *dorder = ch[c].ring.order; /* set by the caller: device memory */
+        ch[c].ring = h->ring;
+        ch[c].ring.order = dorder;
+        BT_CHECK(dview(&h->ring_send, &ch[c].ring_send, c));
+        BT_CHECK(dview(&h->ring_recv, &ch[c].ring_recv, c));
+    }
+    for (int r = 0; r < n; r++) {
+        for (int d = 0; d < 2 && r != me; d++) {
+            int i = bt_cuda_p2p_index(cc, r, d, 0);
+            BT_CHECK(dview(&cc->hp2p[i], &p2p[i], 0));
+        }
+    }
+    BT_INFO(BT_LOG_INIT, "GPU %d: %d channel(s) through host connectors (%s), %u-byte slots",
+            cc->dev, cc->nch, cc->hchan[0].ring_send.tp ? cc->hchan[0].ring_send.tp->name : "?",
+            cc->hchan[0].ring_send.sizes.slot_bytes[BT_PROTO_SIMPLE]);
+    return BT_OK;
+}
+
+/* The host connector a device connector pointer of a work stands for. */
+static struct bt_conn *host_of(struct bt_cuda_comm *cc, const struct bt_conn *d)
+{
+    uintptr_t p = (uintptr_t)d;
+    uintptr_t c0 = (uintptr_t)cc->dchan, c1 = (uintptr_t)(cc->dchan + cc->nch);
+    if (p >= c0 && p < c1) {
+        size_t c = (p - c0) / sizeof(struct bt_channel);
+        const struct bt_channel *dc = &cc->dchan[c];
+        return d == &dc->ring_send ? &cc->hchan[c].ring_send : &cc->hchan[c].ring_recv;
+    }
+    return &cc->hp2p[d - cc->dp2p];
+}
+
+bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kargs *a)
+{
+    struct bt_cuda_comm *cc = comm->cuda;
+    if (!cc->net)
+        return BT_OK;
+    BT_CHECK(bt_cuda_hostconn_reap(comm, cc, 0));
+    for (int i = 0; i < a->h.nworks; i++) {
+        struct bt_work w = a->works[i];
+        /* walk the schedule over the host's channel: same peers, host connectors */
+        int c = w.chan ? (int)(w.chan - cc->dchan) : -1;
+        if (c >= 0)
+            w.chan = &cc->hchan[c];
+        if (w.p2p_conn)
+            w.p2p_conn = host_of(cc, w.p2p_conn);
+        struct {
+            struct bt_conn *c;
+            uint64_t n;
+        } t[2 * BT_PRIM_MAX_PEERS];
+        int nt = 0;
+        for (uint64_t k = 0; k < w.nsteps; k++) {
+            struct bt_prim p;
+            bt_algo_prim(&w, k, &p);
+            struct bt_conn *cs[2 * BT_PRIM_MAX_PEERS];
+            int ncs = 0;
+            for (int j = 0; j < p.nrecv; j++)
+                cs[ncs++] = p.recv[j];
+            for (int j = 0; j < p.nsend; j++)
+                cs[ncs++] = p.send[j];
+            for (int j = 0; j < ncs; j++) {
+                if (cs[j]->tp != &bt_transport_net)
+                    continue; /* shared memory: the kernels meet in the FIFO */
+                int e = 0;
+                while (e < nt && t[e].c != cs[j])
+                    e++;
+                if (e == nt) {
+                    if (nt == (int)(sizeof(t) / sizeof(t[0])))
+                        return BT_ERR_INTERNAL;
+                    t[nt].c = cs[j];
+                    t[nt++].n = 0;
+                }
+                t[e].n++;
+            }
+        }
+        for (int e = 0; e < nt; e++) {
+            if (bt_array_grow((void **)&cc->netops, &cc->netops_cap, cc->nnetops + 1,
+                              sizeof(*cc->netops)) != 0)
+                return BT_ERR_SYSTEM;
+            BT_CHECK(bt_net_post(comm, t[e].c, t[e].n, NULL, &cc->netops[cc->nnetops].op));
+            cc->netops[cc->nnetops++].peer = t[e].c->peer;
+        }
+    }
+    return BT_OK;
+}
+
+bt_status_t bt_cuda_hostconn_reap(struct bt_comm *comm, struct bt_cuda_comm *cc, int wait)
+{
+    bt_status_t st = BT_OK;
+    int keep = 0;
+    for (int i = 0; i < cc->nnetops; i++) {
+        struct bt_cuda_netop *o = &cc->netops[i];
+        bt_status_t s = BT_OK;
+        if (wait) {
+            /* frees the op unless it ran past TIMEOUT with the proxy still holding it */
+            s = bt_net_wait(o->op, o->peer, NULL, NULL);
+            if (s != BT_OK && !comm->abort_flag)
+                cc->netops[keep++] = *o;
+        } else if (!bt_net_test(o->op, &s)) {
+            cc->netops[keep++] = *o; /* in flight */
+            continue;
+        }
+        if (s != BT_OK && st == BT_OK) {
+            BT_WARN("rank %d: network transfer with rank %d for a GPU operation failed (error %d)",
+                    comm->rank, o->peer, (int)s);
+            st = s;
+        }
+    }
+    cc->nnetops = keep;
+    return st;
+}
+
+static void hconn_free(struct bt_conn *h)
+{
+    if (h->ctrl && h->connected && cudaHostUnregister(h->ctrl) != cudaSuccess)
+        (void)cudaGetLastError(); /* not registered: setup failed before it */
+    bt_conn_free(h);
+}
+
+/* caller: after the comm's kernels have finished (bt_cuda_comm_free synchronizes) */
+void bt_cuda_hostconn_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
+{
+    /* The proxy must be done with the FIFOs. Once the kernels are over, only the last
+     * sends may still be in flight; after a kernel error nothing will move them, so the
+     * proxy is told to drop them (the comm is going away). */
+    if (cc->nnetops > 0 && cc->error_h && cc->error_h[0] != BT_CUDA_KERR_NONE)
+        __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
+    (void)bt_cuda_hostconn_reap(comm, cc, 1);
+    if (cc->nnetops > 0) {
+        BT_WARN("rank %d: %d network transfers of GPU operations did not finish; their FIFOs "
+                "are left allocated",
+                comm->rank, cc->nnetops);
+        cc->hchan = NULL;
+        cc->hp2p = NULL;
+    }
+    free(cc->netops);
+    cc->netops = NULL;
+    cc->nnetops = cc->netops_cap = 0;
+    for (int c = 0; cc->hchan && c < cc->nch; c++) {
+        hconn_free(&cc->hchan[c].ring_send);
+        hconn_free(&cc->hchan[c].ring_recv);
+    }
+    for (int i = 0; cc->hp2p && i < 2 * comm->nranks; i++)
+        hconn_free(&cc->hp2p[i]);
+    free(cc->hchan);
+    free(cc->hp2p);
+    cc->hchan = NULL;
+    cc->hp2p = NULL;
+}
