@@ -27,15 +27,17 @@ cat "$OUT/machine.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
     # every test over P2P with the tuner's choices, then each protocol and algorithm forced,
     # then with the connectors in host shared memory, then through the network (sockets)
+    # (TEST_VARIANTS="A=1 B=2;C=3" runs only those)
     variants=("BATON_X=1" "BATON_PROTO=LL" "BATON_PROTO=Simple" "BATON_ALGO=Ring"
         "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_P2P_DISABLE=1"
         "BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1")
+    [ -n "${TEST_VARIANTS:-}" ] && IFS=';' read -r -a variants <<<"$TEST_VARIANTS"
     for v in "${variants[@]}"; do
         for t in "$BUILD"/tests/gpu_test_*; do
             log="$OUT/tests-$(echo "$v" | tr ' =' '_-').log"
             echo "== $t ($v)"
             start=$SECONDS
-            env $v timeout 900 "$t" >"$log" 2>&1
+            env $v timeout "${TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
             echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$log" | tr '\n' ' ')"
         done
     done
