@@ -13,6 +13,9 @@ what=${1:-all}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export BATON_TIMEOUT=${BATON_TIMEOUT:-60}
+# Baton's library from this build (binaries carried from another machine keep that one's
+# absolute RUNPATH); NCCL runs put NVIDIA's directory first instead.
+export LD_LIBRARY_PATH="$(realpath "$BUILD")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 NCCL_LIB=${NCCL_LIB:-$(python3 -c "import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))" 2>/dev/null)}
 
 {

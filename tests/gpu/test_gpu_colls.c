@@ -174,6 +174,9 @@ static void prepare(const struct tcase *c, int rank, struct rank_bufs *b)
         encode(c->dtype, input(rank, i), h + i * es);
     CU(cudaMemcpy(b->send, h, nin * es, cudaMemcpyHostToDevice));
     free(h);
+    /* The memset and the copy run on the legacy stream, which the collective's non-blocking
+     * stream does not wait for (a pageable copy may return before its last DMA lands). */
+    CU(cudaDeviceSynchronize());
     b->op = ncclSum;
     if (c->op == O_PROD)
         b->op = ncclProd;
@@ -330,6 +333,7 @@ static void graph_case(int rank, ncclComm_t comm, struct rank_bufs *b, size_t *w
     CU(cudaGraphInstantiate(&ge, g, 0));
     for (int rep = 0; rep < 3; rep++) {
         CU(cudaMemset(b->recv, 0xEE, c.count * 4));
+        CU(cudaDeviceSynchronize()); /* the legacy stream's memset before the graph */
         CU(cudaGraphLaunch(ge, b->stream));
         CU(cudaStreamSynchronize(b->stream));
         *wrong += verify(&c, rank, b);
@@ -352,6 +356,7 @@ static void memalloc_case(int rank, ncclComm_t comm, cudaStream_t stream, size_t
     for (size_t i = 0; i < n; i++)
         h[i] = (float)input(rank, i);
     CU(cudaMemcpy(buf, h, sizeof(h), cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* the legacy stream's copy before the collective's stream */
     BT_TEST_OK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, stream));
     CU(cudaStreamSynchronize(stream));
     CU(cudaMemcpy(h, buf, sizeof(h), cudaMemcpyDeviceToHost));
