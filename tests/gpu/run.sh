@@ -80,7 +80,7 @@ fi
 
 if [ "$what" = tune ] || [ "$what" = all ]; then
     # small and middle sizes: the tuner's choice against each algorithm x protocol, NCCL beside
-    for r in 1 2; do
+    for r in $(seq "${TUNE_ROUNDS:-2}"); do
         for v in "BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Ring BATON_PROTO=LL" \
             "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Ring BATON_PROTO=Simple" nccl; do
             echo "#### round $r allreduce $v" >>"$OUT/tune.txt"
