@@ -127,9 +127,14 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
         nch = 1;
     else
         nch = channels_for(in->bytes, def->bytes_per_channel, in->max_channels);
-    /* MIN_NCHANNELS applies to the Simple ring (latency-bound works stay as they are) */
-    if (out->algo != BT_ALGO_DIRECT && out->proto != BT_PROTO_LL && nch < env->min_nchannels)
-        nch = env->min_nchannels < in->max_channels ? env->min_nchannels : in->max_channels;
+    /* MIN_NCHANNELS applies where the defaults spread by size (on the host: the Simple
+     * ring; its LL and one-shot works stay on one channel) */
+    size_t per = out->algo == BT_ALGO_DIRECT ? def->direct_bytes_per_channel
+                 : out->proto == BT_PROTO_LL ? def->ll_bytes_per_channel
+                                             : def->bytes_per_channel;
+    int max = out->algo == BT_ALGO_DIRECT ? in->direct_max_channels : in->max_channels;
+    if (per != 0 && nch < env->min_nchannels)
+        nch = env->min_nchannels < max ? env->min_nchannels : max;
     out->nchannels = nch;
 
     size_t slot = out->proto == BT_PROTO_LL     ? in->ll_payload

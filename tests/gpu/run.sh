@@ -3,7 +3,7 @@
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
 #   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|sanitize|tune|net|quick|shm|variants|perf|done|all]
-# Writes logs and tables under $OUT. NCCL_NVLS_ENABLE=0 stays set (multicast is off on
+# Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -79,10 +79,15 @@ if [ "$what" = quick ]; then
 fi
 
 if [ "$what" = tune ] || [ "$what" = all ]; then
-    # small and middle sizes: the tuner's choice against each algorithm x protocol, NCCL beside
+    # small and middle sizes: the tuner's choice against each algorithm x protocol (and more
+    # channels), NCCL beside; then the other collectives with and without LL
     for r in $(seq "${TUNE_ROUNDS:-2}"); do
         for v in "BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Ring BATON_PROTO=LL" \
-            "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Ring BATON_PROTO=Simple" nccl; do
+            "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Ring BATON_PROTO=Simple" \
+            "BATON_ALGO=Direct BATON_PROTO=LL BATON_MIN_NCHANNELS=16" \
+            "BATON_ALGO=Ring BATON_PROTO=LL BATON_MIN_NCHANNELS=16" \
+            "BATON_ALGO=Direct BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" \
+            "BATON_ALGO=Ring BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" nccl; do
             echo "#### round $r allreduce $v" >>"$OUT/tune.txt"
             if [ "$v" = nccl ]; then
                 perf nccl allreduce -b 8 -e 32M -f 2 -c 0 -n 50 -w 10 >>"$OUT/tune.txt"
@@ -92,8 +97,9 @@ if [ "$what" = tune ] || [ "$what" = all ]; then
             fi
         done
     done
-    for coll in allgather reducescatter broadcast sendrecv; do
-        for v in "BATON_X=1" "BATON_PROTO=Simple" nccl; do
+    for coll in ${TUNE_COLLS:-allgather reducescatter broadcast sendrecv}; do
+        for v in "BATON_X=1" "BATON_PROTO=Simple" "BATON_MIN_NCHANNELS=16" \
+            "BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" nccl; do
             echo "#### $coll $v" >>"$OUT/tune.txt"
             if [ "$v" = nccl ]; then
                 perf nccl $coll -b 8 -e 32M -f 4 -c 1 -n 50 -w 10 >>"$OUT/tune.txt"

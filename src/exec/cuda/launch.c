@@ -335,7 +335,10 @@ static bt_status_t launch_p2p(struct bt_op *ops, int i0, int i1)
          * byte copy on its own block and connector (the uint8 kernel runs every send/recv). */
         int is_send = op->coll == BT_COLL_SEND;
         size_t bytes = op->count * bt_dtype_size(op->dtype);
-        int parts = (int)bt_min_sz((size_t)cc->np2p, bt_div_up(bytes, BT_GPU_P2P_MIN_PART));
+        size_t want = bt_div_up(bytes, BT_GPU_P2P_MIN_PART);
+        if (want < (size_t)comm->tune.min_nchannels) /* MIN_NCHANNELS, as many as fit */
+            want = bt_min_sz((size_t)comm->tune.min_nchannels, bt_div_up(bytes, BT_GPU_ALIGN));
+        int parts = (int)bt_min_sz((size_t)cc->np2p, want);
         size_t share = bt_div_up(bt_div_up(bytes, (size_t)parts), BT_GPU_ALIGN) * BT_GPU_ALIGN;
         for (int k = 0; k < parts; k++) {
             size_t off = (size_t)k * share;

@@ -1,0 +1,13 @@
+#!/bin/bash
+# Copy what the GPU machine runs (binaries, the library, the gpu tests) out of a build into
+# a small folder to carry there (the whole build folder may exceed what a call carries):
+#   tests/gpu/stage.sh build build-gpu  ->  then on the GPU machine: BUILD=build-gpu tests/gpu/run.sh
+set -euo pipefail
+src=${1:-build}
+dst=${2:-build-gpu}
+rm -rf "$dst"
+mkdir -p "$dst/bin" "$dst/lib" "$dst/tests"
+cp -a "$src"/bin/. "$dst/bin/"
+cp -a "$src"/lib/. "$dst/lib/"
+cp -a "$src"/tests/gpu_test_* "$dst/tests/"
+du -sh "$dst"
