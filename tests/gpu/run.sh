@@ -118,11 +118,13 @@ if [ "$what" = net ] || [ "$what" = all ]; then
         for r in 1 2; do
             for lib in baton nccl; do
                 echo "#### net helpers $h round $r allreduce $lib" >>"$OUT/perf-net.txt"
-                env BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
-                    NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo BATON_SOCKET_IFNAME=lo \
-                    NCCL_SOCKET_NTHREADS=$h NCCL_NSOCKS_PERTHREAD=$h BATON_SOCKET_NTHREADS=$h \
-                    BATON_NSOCKS_PERTHREAD=$h perf $lib allreduce -b 1M -e 64M -f 4 -c 1 -n 10 -w 3 \
-                    >>"$OUT/perf-net.txt"
+                (
+                    export BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 \
+                        NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo \
+                        BATON_SOCKET_IFNAME=lo NCCL_SOCKET_NTHREADS=$h NCCL_NSOCKS_PERTHREAD=$h \
+                        BATON_SOCKET_NTHREADS=$h BATON_NSOCKS_PERTHREAD=$h
+                    perf $lib allreduce -b 1M -e 64M -f 4 -c 1 -n 10 -w 3
+                ) >>"$OUT/perf-net.txt"
             done
         done
     done
@@ -153,11 +155,11 @@ if [ "$what" = variants ]; then
 fi
 
 if [ "$what" = perf ] || [ "$what" = all ]; then
-    # every collective, 8 B..1 GB, checked (-c 1); one file with a header per run
+    # every collective, 8 B..512 MB, checked (-c 1); one file with a header per run
     for coll in allreduce allgather reducescatter broadcast reduce sendrecv alltoall; do
         for lib in baton nccl; do
             echo "#### $coll $lib" >>"$OUT/perf-sweep.txt"
-            perf $lib $coll -b 8 -e 1G -f 4 -c 1 -n 20 -w 5 >>"$OUT/perf-sweep.txt"
+            perf $lib $coll -b 8 -e 512M -f 4 -c 1 -n 20 -w 5 >>"$OUT/perf-sweep.txt"
         done
     done
     grep -E '^####|Out of bounds|Avg bus' "$OUT/perf-sweep.txt"
@@ -165,7 +167,7 @@ fi
 
 if [ "$what" = perf ] || [ "$what" = all ] || [ "$what" = done ]; then
     # the done-means sizes, three alternating rounds each
-    for r in 1 2 3; do
+    for r in $(seq "${DONE_ROUNDS:-3}"); do
         for lib in baton nccl; do
             echo "#### round $r allreduce $lib" >>"$OUT/perf-done.txt"
             perf $lib allreduce -b 256M -e 1G -f 4 -c 0 -n 20 -w 5 >>"$OUT/perf-done.txt"

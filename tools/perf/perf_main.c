@@ -323,10 +323,17 @@ static int perf_bench(struct perf_ctx *ctx, const struct perf_sizes *s, size_t b
             ctx->samples[it] = perf_now() - ti;
         }
     }
+    double enqueue = (perf_now() - t0) / a->iters;
     if (ctx->mem->sync(ctx->stream) != 0) {
         return -1;
     }
     double sec = (perf_now() - t0) / a->iters;
+    /* BATON_PERF_ENQUEUE=1: how long the host took to queue one call (equal to the time
+     * per call when the host, not the device, is the limit) */
+    if (getenv("BATON_PERF_ENQUEUE") && ctx->rank == 0 && !each) {
+        printf("# enqueue %zu bytes%s: %.2f us per call\n", bytes, in_place ? " in place" : "",
+               enqueue * 1e6);
+    }
 
     /* Combine over ranks: -a 1 mean (nccl-tests' default), 2 min, 3 max, 0 rank 0's. */
     double v[4] = {sec, 0, 0, 0};

@@ -89,15 +89,18 @@ bt_status_t bt_cuda_mem_free(void *ptr)
     return cuda_status(cudaFree(ptr), "ncclMemFree: cudaFree");
 }
 
-/* The tuner's defaults on GPUs (measured on 2 x H200, docs/TUNING.md). */
+/* The tuner's defaults on GPUs, from AllReduce sweeps on 2 x H200 (docs/TUNING.md): one-shot
+ * with LL lines up to 512 KB and with Simple slots up to 1 MB, a channel per 2 KB (the
+ * one-shot's time at 16-128 KB fell 20-25% from 1 channel to 16); LL rings a channel per
+ * 8 KB; Simple rings a channel per 64 KB (2 MB: 27 us on 32 channels, 35 us on 8). */
 static const struct bt_tune_defaults gpu_tune_defaults = {
-    .ll_threshold = 1 << 20,
-    .direct_threshold = 256 * 1024,
+    .ll_threshold = 512 * 1024,
+    .direct_threshold = 1024 * 1024,
     .net_direct_threshold = 0,
     .tree_threshold = 0, /* no trees on GPUs yet */
-    .bytes_per_channel = 256 * 1024,
-    .ll_bytes_per_channel = 32 * 1024,
-    .direct_bytes_per_channel = 16 * 1024,
+    .bytes_per_channel = 64 * 1024,
+    .ll_bytes_per_channel = 8 * 1024,
+    .direct_bytes_per_channel = 2 * 1024,
 };
 
 /* ---- per-communicator state ------------------------------------------------------- */
