@@ -33,6 +33,7 @@ struct bt_tune_defaults {
     size_t bytes_per_channel;        /* Simple ring: a channel per this many bytes */
     size_t ll_bytes_per_channel;     /* LL ring: likewise; 0: one channel */
     size_t direct_bytes_per_channel; /* one-shot: likewise; 0: one channel */
+    size_t net_bytes_per_channel;    /* through the network: likewise; 0: one channel */
 };
 
 extern const struct bt_tune_defaults bt_tune_host_defaults;

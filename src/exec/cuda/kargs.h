@@ -11,10 +11,7 @@
 #include "coll/work.h"
 
 #define BT_CUDA_MAX_WORKS 128 /* per launch (27 KB of parameters); more: several launches */
-/* A launch with at most this many works passes only those (the parameters are copied at
- * every launch, so a small collective should not carry 27 KB of them). */
-#define BT_CUDA_SMALL_WORKS 4
-#define BT_CUDA_THREADS 512 /* per block: one block per channel (or per p2p lane) */
+#define BT_CUDA_THREADS 512   /* per block: one block per channel (or per p2p lane) */
 
 /* Kernel errors, written to the host-mapped error word (first one wins). */
 enum bt_cuda_kerr {

@@ -28,13 +28,14 @@
 
 /* Channels: one block each. Measured on 2 x H200 (docs/TUNING.md), AllReduce busbw at 1 GB:
  * 16 channels 188 GB/s, 32 307, 48 325, 64 341 (NCCL 327-331); a block moves 5-12 GB/s. */
-#define BT_GPU_NCHANNELS 64              /* default MAX_NCHANNELS */
-#define BT_GPU_MAX_CHANNELS 64           /* MAX_NCHANNELS may ask for up to this many */
-#define BT_GPU_SLOT (512 * 1024)         /* bytes per Simple slot: 4 MB FIFOs */
-#define BT_GPU_LL_SLOT (64 * 1024)       /* bytes per LL slot (32 KB of payload) */
-#define BT_GPU_ALIGN 512                 /* channel shares start at this many bytes */
-#define BT_GPU_P2P_PARTS 32              /* blocks per peer and direction for send/recv */
-#define BT_GPU_P2P_MIN_PART (256 * 1024) /* bytes: smaller messages use fewer blocks */
+#define BT_GPU_NCHANNELS 64            /* default MAX_NCHANNELS */
+#define BT_GPU_MAX_CHANNELS 64         /* MAX_NCHANNELS may ask for up to this many */
+#define BT_GPU_SLOT (512 * 1024)       /* bytes per Simple slot: 4 MB FIFOs */
+#define BT_GPU_LL_SLOT (64 * 1024)     /* bytes per LL slot (32 KB of payload) */
+#define BT_GPU_ALIGN 512               /* channel shares start at this many bytes */
+#define BT_GPU_P2P_PARTS 32            /* blocks per peer and direction for send/recv */
+#define BT_GPU_P2P_MIN_PART (8 * 1024) /* bytes: smaller messages use fewer blocks */
+#define BT_GPU_P2P_LL_MAX (64 * 1024)  /* send/recv up to this size in LL lines */
 
 static bt_status_t cuda_status(cudaError_t e, const char *what)
 {
@@ -92,15 +93,17 @@ bt_status_t bt_cuda_mem_free(void *ptr)
 /* The tuner's defaults on GPUs, from AllReduce sweeps on 2 x H200 (docs/TUNING.md): one-shot
  * with LL lines up to 512 KB and with Simple slots up to 1 MB, a channel per 2 KB (the
  * one-shot's time at 16-128 KB fell 20-25% from 1 channel to 16); LL rings a channel per
- * 8 KB; Simple rings a channel per 64 KB (2 MB: 27 us on 32 channels, 35 us on 8). */
+ * 16 KB; Simple rings a channel per 128 KB; through the network a channel per 1 MB (each
+ * channel is a block reading and writing host memory, the limit there). */
 static const struct bt_tune_defaults gpu_tune_defaults = {
     .ll_threshold = 512 * 1024,
     .direct_threshold = 1024 * 1024,
     .net_direct_threshold = 0,
     .tree_threshold = 0, /* no trees on GPUs yet */
-    .bytes_per_channel = 64 * 1024,
-    .ll_bytes_per_channel = 8 * 1024,
+    .bytes_per_channel = 128 * 1024,
+    .ll_bytes_per_channel = 16 * 1024,
     .direct_bytes_per_channel = 2 * 1024,
+    .net_bytes_per_channel = 1024 * 1024,
 };
 
 /* ---- per-communicator state ------------------------------------------------------- */
@@ -342,6 +345,10 @@ static bt_status_t launch_p2p(struct bt_op *ops, int i0, int i1)
         if (want < (size_t)comm->tune.min_nchannels) /* MIN_NCHANNELS, as many as fit */
             want = bt_min_sz((size_t)comm->tune.min_nchannels, bt_div_up(bytes, BT_GPU_ALIGN));
         int parts = (int)bt_min_sz((size_t)cc->np2p, want);
+        /* small messages in LL lines (no fence, no tail) unless PROTO says otherwise; both
+         * ends decide from the size and rank 0's settings */
+        const struct bt_tune_settings *ts = &comm->tune;
+        int ll = !cc->net && ts->ll_ok && (!ts->simple_ok || bytes <= BT_GPU_P2P_LL_MAX);
         size_t share = bt_div_up(bt_div_up(bytes, (size_t)parts), BT_GPU_ALIGN) * BT_GPU_ALIGN;
         for (int k = 0; k < parts; k++) {
             size_t off = (size_t)k * share;
@@ -361,6 +368,10 @@ static bt_status_t launch_p2p(struct bt_op *ops, int i0, int i1)
             w->chan_off = off;
             w->chan_count = bt_min_sz(share, bytes - off);
             w->chunk = cc->slot;
+            if (ll) {
+                w->proto = BT_PROTO_LL;
+                w->chunk = cc->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD;
+            }
             w->p2p_conn = &cc->dp2p[idx];
             w->nsteps = bt_algo_nsteps(w);
         }
