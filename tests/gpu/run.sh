@@ -115,7 +115,7 @@ fi
 if [ "$what" = net ] || [ "$what" = all ]; then
     # forced NET (P2P and SHM off: sockets over loopback), default helpers and 2 x 2
     for h in "1" "2"; do
-        for r in 1 2; do
+        for r in $(seq "${NET_ROUNDS:-2}"); do
             for lib in baton nccl; do
                 echo "#### net helpers $h round $r allreduce $lib" >>"$OUT/perf-net.txt"
                 (
