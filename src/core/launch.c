@@ -646,6 +646,8 @@ static int op_is_gpu(const struct bt_op *op)
 
 static int gpu_ops_last(struct bt_op *ops, int nops)
 {
+    if (nops == 1) /* the common call outside a group: one pointer query, no allocation */
+        return op_is_gpu(&ops[0]);
     int ngpu = 0;
     for (int i = 0; i < nops; i++)
         ngpu += op_is_gpu(&ops[i]);
