@@ -63,6 +63,7 @@ struct perf_args {
     int check;
     int root;
     int blocking;          /* -z 1: wait for each operation before issuing the next */
+    int cudagraph;         /* -G N: capture N calls into a CUDA graph, replay it (GPU only) */
     int average;           /* -a: 0 rank 0, 1 avg, 2 min, 3 max of the ranks' times */
     int percentiles;       /* -p */
     const char *json_path; /* -J */
@@ -97,6 +98,12 @@ struct perf_mem_ops {
     int (*memset)(void *ptr, int v, size_t bytes);
     /* Wait until every operation issued on `stream` has completed. */
     int (*sync)(void *stream);
+    /* CUDA graphs (-G): begin capturing `stream`; end it, returning an instantiated graph;
+     * launch one; free one. NULL where the memory has no graphs. */
+    int (*capture_begin)(void *stream);
+    int (*capture_end)(void *stream, void **graph_p);
+    int (*graph_launch)(void *graph, void *stream);
+    void (*graph_free)(void *graph);
     /* The CPU may read and write these buffers directly (fill and check in place). */
     int host_accessible;
 };

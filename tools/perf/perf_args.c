@@ -212,7 +212,9 @@ void perf_usage(FILE *f)
            "  -z, --blocking 0|1     wait for each collective before issuing the next (default 0)\n"
            "  -a, --average 0..3     time reported: 0 rank 0, 1 mean, 2 min, 3 max over ranks\n"
            "  -t, --nthreads 1       -g, --ngpus 1: only one rank per process is supported\n"
-           "  -m 1, -G 0, -C 0, -T S, -y 0: accepted for nccl-tests compatibility\n"
+           "  -G, --cudagraph N      GPU memory: capture N calls in a CUDA graph, replay it -n\n"
+           "                         times; the time per call (default 0: no graph)\n"
+           "  -m 1, -C 0, -T S, -y 0: accepted for nccl-tests compatibility\n"
            "  -p, --percentiles      add per-iteration P50/P99/P999 columns (us, worst rank)\n"
            "  -J, --json FILE        also write every row as JSON to FILE\n"
            "      --params           print the library's parameters (Baton only) and exit\n"
@@ -382,6 +384,11 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
             }
             break;
         case 'G':
+            if (perf_parse_int("-G", optarg, 0, 1 << 20, &v) != 0) {
+                return 1;
+            }
+            a->cudagraph = (int)v;
+            break;
         case 'C':
         case 'y':
             if (strcmp(optarg, "0") != 0) {

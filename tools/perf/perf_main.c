@@ -295,6 +295,45 @@ static int perf_cmp_double(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
+static int perf_finish(struct perf_ctx *ctx, const struct perf_sizes *s, double sec, size_t bytes,
+                       int in_place, struct perf_result *res);
+
+/* -G N: N calls captured into one CUDA graph, launched `iters` times; the time per call. */
+static int perf_bench_graph(struct perf_ctx *ctx, const struct perf_sizes *s, size_t bytes,
+                            int in_place, struct perf_result *res)
+{
+    const struct perf_args *a = &ctx->a;
+    void *graph = NULL;
+    if (ctx->mem->capture_begin(ctx->stream) != 0) {
+        return -1;
+    }
+    int rc = 0;
+    for (int k = 0; k < a->cudagraph && rc == 0; k++) {
+        rc = perf_run_once(ctx, s, in_place);
+    }
+    if (ctx->mem->capture_end(ctx->stream, &graph) != 0 || rc != 0) {
+        ctx->mem->graph_free(graph);
+        return -1;
+    }
+    /* one replay untimed (first launch uploads the graph), then the timed ones */
+    if (ctx->mem->graph_launch(graph, ctx->stream) != 0 || ctx->mem->sync(ctx->stream) != 0 ||
+        perf_barrier(ctx) != 0) {
+        ctx->mem->graph_free(graph);
+        return -1;
+    }
+    double t0 = perf_now();
+    for (int it = 0; it < a->iters && rc == 0; it++) {
+        rc = ctx->mem->graph_launch(graph, ctx->stream);
+    }
+    if (rc != 0 || ctx->mem->sync(ctx->stream) != 0) {
+        ctx->mem->graph_free(graph);
+        return -1;
+    }
+    double sec = (perf_now() - t0) / ((double)a->iters * a->cudagraph);
+    ctx->mem->graph_free(graph);
+    return perf_finish(ctx, s, sec, bytes, in_place, res);
+}
+
 static int perf_bench(struct perf_ctx *ctx, const struct perf_sizes *s, size_t bytes, int in_place,
                       struct perf_result *res)
 {
@@ -310,6 +349,9 @@ static int perf_bench(struct perf_ctx *ctx, const struct perf_sizes *s, size_t b
         return -1;
     }
 
+    if (a->cudagraph > 0 && ctx->mem->capture_begin) {
+        return perf_bench_graph(ctx, s, bytes, in_place, res);
+    }
     double t0 = perf_now();
     for (int it = 0; it < a->iters; it++) {
         double ti = each ? perf_now() : 0;
@@ -335,6 +377,14 @@ static int perf_bench(struct perf_ctx *ctx, const struct perf_sizes *s, size_t b
                enqueue * 1e6);
     }
 
+    return perf_finish(ctx, s, sec, bytes, in_place, res);
+}
+
+/* The time per call `sec` combined over ranks, bandwidths, and the check (-c 1). */
+static int perf_finish(struct perf_ctx *ctx, const struct perf_sizes *s, double sec, size_t bytes,
+                       int in_place, struct perf_result *res)
+{
+    const struct perf_args *a = &ctx->a;
     /* Combine over ranks: -a 1 mean (nccl-tests' default), 2 min, 3 max, 0 rank 0's. */
     double v[4] = {sec, 0, 0, 0};
     if (a->average != 0) {
@@ -347,7 +397,7 @@ static int perf_bench(struct perf_ctx *ctx, const struct perf_sizes *s, size_t b
         }
     }
     sec = v[0];
-    if (a->percentiles) {
+    if (a->percentiles && a->cudagraph == 0) {
         /* The worst rank's percentiles: a collective is as slow as its slowest rank. */
         qsort(ctx->samples, (size_t)a->iters, sizeof(double), perf_cmp_double);
         v[0] = perf_percentile(ctx->samples, (size_t)a->iters, 50);
@@ -466,8 +516,8 @@ static void perf_print_preamble(struct perf_ctx *ctx)
         printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(bytes)", a->min_bytes,
                a->max_bytes, a->step_bytes);
     }
-    printf(" warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n", a->warmup,
-           a->iters, a->check);
+    printf(" warmup iters: %d iters: %d agg iters: 1 validation: %d graph: %d\n", a->warmup,
+           a->iters, a->check, a->cudagraph);
     printf("#\n");
     ncclGetVersion(&version);
     const char *path = "?";

@@ -57,8 +57,43 @@ static int perf_cuda_sync(void *stream)
     return perf_cuda_ok(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
 }
 
+static int perf_cuda_capture_begin(void *stream)
+{
+    return perf_cuda_ok(
+        cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture");
+}
+
+static int perf_cuda_capture_end(void *stream, void **graph_p)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    if (perf_cuda_ok(cudaStreamEndCapture((cudaStream_t)stream, &g), "cudaStreamEndCapture") != 0)
+        return -1;
+    int rc = perf_cuda_ok(cudaGraphInstantiate(&ge, g, 0), "cudaGraphInstantiate");
+    cudaGraphDestroy(g);
+    *graph_p = ge;
+    return rc;
+}
+
+static int perf_cuda_graph_launch(void *graph, void *stream)
+{
+    return perf_cuda_ok(cudaGraphLaunch((cudaGraphExec_t)graph, (cudaStream_t)stream),
+                        "cudaGraphLaunch");
+}
+
+static void perf_cuda_graph_free(void *graph)
+{
+    if (graph)
+        cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 const struct perf_mem_ops perf_mem_cuda = {
     .name = "cuda",
+    .capture_begin = perf_cuda_capture_begin,
+    .capture_end = perf_cuda_capture_end,
+    .graph_launch = perf_cuda_graph_launch,
+    .graph_free = perf_cuda_graph_free,
     .alloc = perf_cuda_alloc,
     .free = perf_cuda_free,
     .to_host = perf_cuda_to_host,
