@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|sanitize|tune|net|quick|shm|variants|perf|done|all]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|graph|net|quick|shm|variants|perf|done|all]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -36,13 +36,25 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
         "BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1")
     [ -n "${TEST_VARIANTS:-}" ] && IFS=';' read -r -a variants <<<"$TEST_VARIANTS"
     for v in "${variants[@]}"; do
-        for t in "$BUILD"/tests/gpu_test_*; do
+        for t in "$BUILD"/tests/gpu_test_gpu_colls; do
             log="$OUT/tests-$(echo "$v" | tr ' =' '_-').log"
             echo "== $t ($v)"
             start=$SECONDS
             env $v timeout "${TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
             echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$log" | tr '\n' ' ')"
         done
+    done
+fi
+
+if [ "$what" = tests ] || [ "$what" = all ] || [ "$what" = more ]; then
+    # the other gpu tests once each: 10^4 random AllReduces, a rank killed mid-AllReduce
+    for t in "$BUILD"/tests/gpu_test_*; do
+        [ "$(basename "$t")" = gpu_test_gpu_colls ] && continue
+        log="$OUT/$(basename "$t").log"
+        echo "== $t"
+        start=$SECONDS
+        timeout "${TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
+        echo "rc=$? in $((SECONDS - start)) s: $(tail -n 4 "$log" | tr '\n' ' ')"
     done
 fi
 
@@ -110,6 +122,17 @@ if [ "$what" = tune ] || [ "$what" = all ]; then
         done
     done
     grep -E '^####|^ +[0-9]+ |rror' "$OUT/tune.txt" | cut -c1-110
+fi
+
+if [ "$what" = graph ] || [ "$what" = all ]; then
+    # AllReduce inside CUDA graphs (-G 20: 20 calls per graph), Baton and NCCL alternating
+    for r in 1 2; do
+        for lib in baton nccl; do
+            echo "#### graph round $r allreduce $lib" >>"$OUT/perf-graph.txt"
+            perf $lib allreduce -b 8 -e 1M -f 4 -c 1 -n 20 -w 5 -G 20 >>"$OUT/perf-graph.txt"
+        done
+    done
+    grep -E '^####|^ +[0-9]+ |Out of|rror' "$OUT/perf-graph.txt" | cut -c1-110
 fi
 
 if [ "$what" = net ] || [ "$what" = all ]; then

@@ -1,0 +1,336 @@
+/*
+ * 10^4 AllReduces of random sizes, dtypes, ops and alignments on two GPUs (two processes),
+ * every element checked against a host reference: the tuner's one-shot LL, LL ring and
+ * Simple paths and their channel splits all get odd shapes. Sizes are log-uniform from 1
+ * element to 256 K (most are small, where the paths change most often); buffers start 0..7
+ * elements past a 512-byte boundary; half the calls are in place.
+ *
+ * Float bound: with two ranks every element is one fold of two inputs, done in float (half
+ * and bfloat16 fold in float and round once), so the result must equal the reference
+ * rounded once from the exact sum: bit for bit. Integers wrap and are exact.
+ * BT_RANDOM_CASES overrides the count (default 10000), BT_RANDOM_SEED the seed.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "nccl.h"
+
+#define NR 2
+#define MAX_COUNT (256u << 10) /* elements: up to 2 MB, past every path's threshold */
+
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        BT_TEST_CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
+    } while (0)
+
+/* xorshift64*: the same sequence in both ranks (the case) and a per-rank one (the data) */
+static uint64_t next64(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1Dull;
+}
+
+struct rcase {
+    ncclDataType_t t;
+    ncclRedOp_t op;
+    size_t count, off;
+    int inplace;
+};
+
+static const ncclDataType_t dtypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,
+                                        ncclInt64,   ncclUint64,  ncclFloat16, ncclFloat32,
+                                        ncclFloat64, ncclBfloat16};
+
+static size_t esize(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+        return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+        return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+        return 4;
+    default:
+        return 8;
+    }
+}
+
+static struct rcase pick(uint64_t *s)
+{
+    struct rcase c;
+    c.t = dtypes[next64(s) % (sizeof(dtypes) / sizeof(dtypes[0]))];
+    static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin};
+    c.op = ops[next64(s) % 4];
+    double l = (double)(next64(s) % 1000000) / 1e6 * log2((double)MAX_COUNT);
+    c.count = (size_t)exp2(l);
+    if (c.count < 1)
+        c.count = 1;
+    c.off = next64(s) % 8;
+    c.inplace = (int)(next64(s) % 2);
+    return c;
+}
+
+static float bf16_to_f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t f_to_bf16(float f) /* round to nearest even (inputs are finite) */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static float h_to_f(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(m | 1024), e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static uint16_t f_to_h(float f) /* exact for the values used: small integers and halves */
+{
+    uint16_t s = f < 0 ? 0x8000 : 0;
+    f = fabsf(f);
+    if (f == 0)
+        return s;
+    int e;
+    float m = frexpf(f, &e); /* f = m * 2^e, m in [0.5, 1) */
+    int he = e + 14;
+    uint16_t mant = (uint16_t)(m * 2048.0f) & 1023;
+    return (uint16_t)(s | (he << 10) | mant);
+}
+
+/* Element i of rank r's input, as the dtype's bits (small values: products stay exact). */
+static void input(const struct rcase *c, int r, size_t i, void *dst)
+{
+    uint64_t s = (i + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(r + 1) * 0xC2B2AE3D27D4EB4Full;
+    int v = (int)(next64(&s) % 7) - 3; /* -3..3 */
+    switch (c->t) {
+    case ncclInt8:
+    case ncclUint8: {
+        int8_t x = (int8_t)v;
+        memcpy(dst, &x, 1);
+        break;
+    }
+    case ncclInt32:
+    case ncclUint32: {
+        int32_t x = v * 1000;
+        memcpy(dst, &x, 4);
+        break;
+    }
+    case ncclInt64:
+    case ncclUint64: {
+        int64_t x = (int64_t)v * 100000;
+        memcpy(dst, &x, 8);
+        break;
+    }
+    case ncclFloat16: {
+        uint16_t x = f_to_h((float)v * 0.5f);
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case ncclBfloat16: {
+        uint16_t x = f_to_bf16((float)v * 0.5f);
+        memcpy(dst, &x, 2);
+        break;
+    }
+    case ncclFloat32: {
+        float x = (float)v * 0.1f;
+        memcpy(dst, &x, 4);
+        break;
+    }
+    default: {
+        double x = (double)v * 0.1;
+        memcpy(dst, &x, 8);
+        break;
+    }
+    }
+}
+
+/* fold(a, b) as the library's reference: the dtype's arithmetic, rounded once. */
+#define FOLD(a, b, op)                                                                             \
+    ((op) == ncclSum    ? (a) + (b)                                                                \
+     : (op) == ncclProd ? (a) * (b)                                                                \
+     : (op) == ncclMax  ? ((a) > (b) ? (a) : (b))                                                  \
+                        : ((a) < (b) ? (a) : (b)))
+
+static void reference(const struct rcase *c, const void *a, const void *b, void *out)
+{
+    switch (c->t) {
+    case ncclInt8: {
+        int8_t x, y;
+        memcpy(&x, a, 1);
+        memcpy(&y, b, 1);
+        int8_t z = c->op == ncclSum    ? (int8_t)(uint8_t)((uint8_t)x + (uint8_t)y)
+                   : c->op == ncclProd ? (int8_t)(uint8_t)((uint8_t)x * (uint8_t)y)
+                                       : FOLD(x, y, c->op);
+        memcpy(out, &z, 1);
+        break;
+    }
+    case ncclUint8: {
+        uint8_t x, y;
+        memcpy(&x, a, 1);
+        memcpy(&y, b, 1);
+        uint8_t z = (uint8_t)FOLD(x, y, c->op);
+        memcpy(out, &z, 1);
+        break;
+    }
+    case ncclInt32: {
+        int32_t x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        int32_t z = c->op == ncclSum    ? (int32_t)((uint32_t)x + (uint32_t)y)
+                    : c->op == ncclProd ? (int32_t)((uint32_t)x * (uint32_t)y)
+                                        : FOLD(x, y, c->op);
+        memcpy(out, &z, 4);
+        break;
+    }
+    case ncclUint32: {
+        uint32_t x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        uint32_t z = FOLD(x, y, c->op);
+        memcpy(out, &z, 4);
+        break;
+    }
+    case ncclInt64: {
+        int64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        int64_t z = c->op == ncclSum    ? (int64_t)((uint64_t)x + (uint64_t)y)
+                    : c->op == ncclProd ? (int64_t)((uint64_t)x * (uint64_t)y)
+                                        : FOLD(x, y, c->op);
+        memcpy(out, &z, 8);
+        break;
+    }
+    case ncclUint64: {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        uint64_t z = FOLD(x, y, c->op);
+        memcpy(out, &z, 8);
+        break;
+    }
+    case ncclFloat16:
+    case ncclBfloat16: {
+        uint16_t x, y;
+        memcpy(&x, a, 2);
+        memcpy(&y, b, 2);
+        int bf = c->t == ncclBfloat16;
+        float fx = bf ? bf16_to_f(x) : h_to_f(x), fy = bf ? bf16_to_f(y) : h_to_f(y);
+        float fz = FOLD(fx, fy, c->op);
+        uint16_t z = bf ? f_to_bf16(fz) : f_to_h(fz);
+        memcpy(out, &z, 2);
+        break;
+    }
+    case ncclFloat32: {
+        float x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        float z = FOLD(x, y, c->op);
+        memcpy(out, &z, 4);
+        break;
+    }
+    default: {
+        double x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        double z = FOLD(x, y, c->op);
+        memcpy(out, &z, 8);
+        break;
+    }
+    }
+}
+
+static int rank_main(int rank, int nranks, void *arg)
+{
+    const ncclUniqueId *id = arg;
+    CU(cudaSetDevice(rank));
+    ncclComm_t comm;
+    BT_TEST_OK(ncclCommInitRank(&comm, nranks, *id, rank));
+    cudaStream_t stream;
+    CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const char *e = getenv("BT_RANDOM_CASES"), *sd = getenv("BT_RANDOM_SEED");
+    long ncases = e ? atol(e) : 10000;
+    uint64_t seed = sd ? strtoull(sd, NULL, 0) : 0x5eedBA70u;
+    size_t cap = (size_t)MAX_COUNT * 8 + 4096;
+    char *dsend, *drecv;
+    CU(cudaMalloc((void **)&dsend, cap));
+    CU(cudaMalloc((void **)&drecv, cap));
+    char *hin = malloc(cap), *hpeer = malloc(cap), *hout = malloc(cap), *want = malloc(8);
+    BT_TEST_CHECK(hin && hpeer && hout, "out of memory");
+    size_t wrong = 0, bytes_total = 0;
+    uint64_t s = seed;
+    for (long k = 0; k < ncases; k++) {
+        struct rcase c = pick(&s);
+        size_t es = esize(c.t), n = c.count;
+        for (size_t i = 0; i < n; i++) {
+            input(&c, rank, i, hin + i * es);
+            input(&c, 1 - rank, i, hpeer + i * es);
+        }
+        char *recv = drecv + c.off * es;
+        char *send = c.inplace ? recv : dsend + c.off * es;
+        CU(cudaMemcpy(send, hin, n * es, cudaMemcpyHostToDevice));
+        if (!c.inplace)
+            CU(cudaMemset(recv, 0xEE, n * es));
+        CU(cudaDeviceSynchronize()); /* the legacy stream's copy before the collective's */
+        BT_TEST_OK(ncclAllReduce(send, recv, n, c.t, c.op, comm, stream));
+        CU(cudaStreamSynchronize(stream));
+        CU(cudaMemcpy(hout, recv, n * es, cudaMemcpyDeviceToHost));
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            /* rank order: rank 0's input first */
+            const char *a = rank == 0 ? hin + i * es : hpeer + i * es;
+            const char *b = rank == 0 ? hpeer + i * es : hin + i * es;
+            reference(&c, a, b, want);
+            if (memcmp(want, hout + i * es, es) != 0 && bad++ < 2)
+                fprintf(stderr,
+                        "rank %d case %ld: dtype %d op %d count %zu off %zu%s: element %zu wrong\n",
+                        rank, k, (int)c.t, (int)c.op, n, c.off, c.inplace ? " in place" : "", i);
+        }
+        wrong += bad;
+        bytes_total += n * es;
+    }
+    ncclResult_t async;
+    BT_TEST_OK(ncclCommGetAsyncError(comm, &async));
+    BT_TEST_CHECK(async == ncclSuccess, "async error %d", (int)async);
+    BT_TEST_OK(ncclCommDestroy(comm));
+    CU(cudaFree(dsend));
+    CU(cudaFree(drecv));
+    CU(cudaStreamDestroy(stream));
+    free(hin);
+    free(hpeer);
+    free(hout);
+    free(want);
+    BT_TEST_CHECK(wrong == 0, "rank %d: %zu wrong elements over %ld AllReduces", rank, wrong,
+                  ncases);
+    printf("rank %d: %ld random AllReduces (%zu bytes), every element exact\n", rank, ncases,
+           bytes_total);
+    return 0;
+}
+
+int main(void)
+{
+    ncclUniqueId id;
+    BT_TEST_OK(ncclGetUniqueId(&id));
+    BT_TEST_OK(bt_test_run_ranks(NR, rank_main, &id, 850));
+    printf("test_gpu_random: ok\n");
+    return 0;
+}
