@@ -106,7 +106,7 @@ static float h_to_f(uint16_t h)
 
 static uint16_t f_to_h(float f) /* exact for the values used: small integers and halves */
 {
-    uint16_t s = f < 0 ? 0x8000 : 0;
+    uint16_t s = signbit(f) ? 0x8000 : 0; /* -0 too: 0 x -1.5 is -0 */
     f = fabsf(f);
     if (f == 0)
         return s;
