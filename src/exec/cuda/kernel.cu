@@ -603,6 +603,99 @@ static __device__ void simple_io(const struct bt_prim &p, const struct bt_work *
         io->dst[io->ndst++] = bt_conn_slot(p.send[i], BT_PROTO_SIMPLE, p.send[i]->step);
 }
 
+/* One-shot AllReduce in LL lines, each chunk in one pass instead of the schedule's 2n - 1
+ * steps (coll/direct.h): every thread takes lines, sends its own (pre-multiplied) 8 bytes to
+ * every peer, then folds the n contributions in rank order (its own at its rank), rounding
+ * to T after each fold as the step-by-step schedule does, so the results are the same bits.
+ * Connector state is read once per chunk into shared memory. Returns 0 or an enum
+ * bt_cuda_kerr. */
+#define DIRECT_FAST_MAX_RANKS 16
+
+template <typename T>
+static __device__ int run_direct_ll(const struct bt_work *w, const struct bt_cuda_khdr &h, int widx)
+{
+    typedef typename Num<T>::C C;
+    const int N = BT_LL_PAYLOAD / sizeof(T);
+    const int n = w->nranks, me = w->rank;
+    __shared__ union bt_ll_line *s_send[DIRECT_FAST_MAX_RANKS], *s_recv[DIRECT_FAST_MAX_RANKS];
+    __shared__ uint32_t s_sflag[DIRECT_FAST_MAX_RANKS], s_rflag[DIRECT_FAST_MAX_RANKS];
+    const uint64_t nloops = bt_ring_nloops(w);
+    for (uint64_t l = 0; l < nloops; l++) {
+        int err = 0;
+        if (threadIdx.x < (unsigned)n && (int)threadIdx.x != me) {
+            int r = threadIdx.x;
+            struct bt_conn *sc = w->peer_send[r], *rc = w->peer_recv[r];
+            s_send[r] = (union bt_ll_line *)bt_conn_slot(sc, BT_PROTO_LL, sc->step);
+            s_sflag[r] = (uint32_t)(sc->step + 1);
+            s_recv[r] = (union bt_ll_line *)bt_conn_slot(rc, BT_PROTO_LL, rc->step);
+            s_rflag[r] = (uint32_t)(rc->step + 1);
+            if (sc->step >= sc->cached + BT_NSTEPS) { /* credit: the peer read step - 8 */
+                uint64_t seen;
+                err = wait_ge((const uint64_t *)&sc->ctrl->head, sc->step + 1 - BT_NSTEPS, &seen, h,
+                              r, widx, 1);
+                sc->cached = seen;
+            }
+        }
+        if (__syncthreads_or(err))
+            return err;
+        size_t off = w->chan_off + (size_t)l * w->chunk;
+        size_t nelem = bt_min_sz(w->chunk, w->chan_off + w->chan_count - off);
+        size_t nbytes = nelem * sizeof(T);
+        size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL_PAYLOAD) : 1;
+        const char *src = w->sendbuf + off * sizeof(T);
+        char *dst = w->recvbuf + off * sizeof(T);
+        for (size_t line = threadIdx.x; line < nlines && !err; line += blockDim.x) {
+            size_t o = line * BT_LL_PAYLOAD;
+            int nb = nbytes > o ? (int)bt_min_sz(BT_LL_PAYLOAD, nbytes - o) : 0;
+            uint64_t own = ld_bytes(src + o, nb);
+            T t[N], x[N];
+            if (w->redop.pre_mul) {
+                memcpy(t, &own, sizeof(t));
+                for (int e = 0; e < N; e++)
+                    t[e] = Num<T>::store(Scale<C>::mul(Num<T>::load(t[e]), w->redop));
+                memcpy(&own, t, sizeof(t));
+            }
+            for (int r = 0; r < n; r++)
+                if (r != me)
+                    ll_store(&s_send[r][line], own, s_sflag[r]);
+            uint64_t acc = 0;
+            for (int r = 0; r < n && !err; r++) {
+                uint64_t v =
+                    r == me ? own : ll_load(&s_recv[r][line], s_rflag[r], h, r, widx, &err);
+                if (r == 0) {
+                    acc = v;
+                    continue;
+                }
+                memcpy(t, &acc, sizeof(t));
+                memcpy(x, &v, sizeof(x));
+                for (int e = 0; e < N; e++)
+                    t[e] =
+                        Num<T>::store(fold<C>(Num<T>::load(t[e]), Num<T>::load(x[e]), w->redop.op));
+                memcpy(&acc, t, sizeof(t));
+            }
+            if (w->redop.post_div) {
+                memcpy(t, &acc, sizeof(t));
+                for (int e = 0; e < N; e++)
+                    t[e] = Num<T>::store(Scale<C>::div(Num<T>::load(t[e]), w->redop));
+                memcpy(&acc, t, sizeof(t));
+            }
+            if (!err)
+                st_bytes(dst + o, acc, nb);
+        }
+        if (__syncthreads_or(err))
+            return err;
+        /* every thread is done reading its lines: return the slots, move the steps */
+        if (threadIdx.x < (unsigned)n && (int)threadIdx.x != me) {
+            struct bt_conn *sc = w->peer_send[threadIdx.x], *rc = w->peer_recv[threadIdx.x];
+            sc->step++;
+            st_relaxed_sys((uint64_t *)&rc->ctrl->head, rc->step + 1);
+            rc->step++;
+        }
+        __syncthreads(); /* the next chunk reads the steps */
+    }
+    return 0;
+}
+
 /* One kernel per dtype (and launch size): each gets the registers its own arithmetic
  * needs (the 16-element packs of 1-byte types need many more than float's 4). Every work
  * of a launch has T's dtype; send/recv works are byte copies (uint8). */
@@ -615,6 +708,12 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
             continue;
         const struct bt_work *w = &args.works[wi];
         const bool ll = w->proto == BT_PROTO_LL;
+        if (ll && w->algo == BT_ALGO_DIRECT && w->coll == BT_COLL_ALLREDUCE &&
+            w->nranks <= DIRECT_FAST_MAX_RANKS) {
+            if (run_direct_ll<T>(w, args.h, wi))
+                return;
+            continue;
+        }
         for (uint64_t k = 0; k < w->nsteps; k++) {
             struct bt_prim p;
             bt_algo_prim(w, k, &p);
