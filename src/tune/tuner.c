@@ -46,6 +46,22 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
     .direct_bytes_per_channel = 0,
 };
 
+/* The CUDA executor's defaults, from AllReduce sweeps on 2 x H200 (docs/TUNING.md): one-shot
+ * with LL lines up to 512 KB and with Simple slots up to 1 MB, a channel per 2 KB (the
+ * one-shot's time at 16-128 KB fell 20-25% from 1 channel to 16); LL rings a channel per
+ * 16 KB; Simple rings a channel per 128 KB; through the network a channel per 1 MB (each
+ * channel is a block reading and writing host memory, the limit there). */
+const struct bt_tune_defaults bt_tune_gpu_defaults = {
+    .ll_threshold = 512 * 1024,
+    .direct_threshold = 1024 * 1024,
+    .net_direct_threshold = 0,
+    .tree_threshold = 0, /* no trees on GPUs yet */
+    .bytes_per_channel = 128 * 1024,
+    .ll_bytes_per_channel = 16 * 1024,
+    .direct_bytes_per_channel = 2 * 1024,
+    .net_bytes_per_channel = 1024 * 1024,
+};
+
 /* Channels for `bytes` at `per` bytes each (0: one), within [1, max]. */
 static int channels_for(size_t bytes, size_t per, int max)
 {
@@ -116,19 +132,20 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
             out->algo = BT_ALGO_TREE;
     }
 
-    /* Over the network one thread (the launching one, or the proxy) moves every channel's
-     * bytes, so more channels add interleaving, not bandwidth: one unless MIN_NCHANNELS. */
+    /* On the host over the network one thread (the launching one, or the proxy) moves every
+     * channel's bytes, so more channels add interleaving, not bandwidth: one unless
+     * MIN_NCHANNELS (GPUs: each channel is also a block copying through host memory). */
     int nch;
     if (out->algo == BT_ALGO_DIRECT)
         nch = channels_for(in->bytes, def->direct_bytes_per_channel, in->direct_max_channels);
     else if (out->proto == BT_PROTO_LL)
         nch = channels_for(in->bytes, def->ll_bytes_per_channel, in->max_channels);
     else if (!in->shm_all)
-        nch = 1;
+        nch = channels_for(in->bytes, def->net_bytes_per_channel, in->max_channels);
     else
         nch = channels_for(in->bytes, def->bytes_per_channel, in->max_channels);
     /* MIN_NCHANNELS applies where the defaults spread by size (on the host: the Simple
-     * ring; its LL and one-shot works stay on one channel) */
+     * ring, also over the network; its LL and one-shot works stay on one channel) */
     size_t per = out->algo == BT_ALGO_DIRECT ? def->direct_bytes_per_channel
                  : out->proto == BT_PROTO_LL ? def->ll_bytes_per_channel
                                              : def->bytes_per_channel;

@@ -23,8 +23,9 @@ struct bt_tune_settings {
 void bt_tune_settings_from_env(struct bt_tune_settings *set);
 
 /* The defaults the settings fall back on, per executor: measured on host memory for the host
- * executor (bt_tune_host_defaults, docs/TUNING.md), on the GPU machine for CUDA mode
- * (exec/cuda/launch.c). Byte counts are the collective's size as nccl-tests counts it. */
+ * executor (bt_tune_host_defaults), on the GPU machine for CUDA mode (bt_tune_gpu_defaults);
+ * the measurements are in docs/TUNING.md. Byte counts are the collective's size as nccl-tests
+ * counts it. */
 struct bt_tune_defaults {
     int64_t ll_threshold;            /* LL up to this many bytes */
     int64_t direct_threshold;        /* one-shot up to this for 2 ranks (divided by n - 1) */
@@ -37,6 +38,7 @@ struct bt_tune_defaults {
 };
 
 extern const struct bt_tune_defaults bt_tune_host_defaults;
+extern const struct bt_tune_defaults bt_tune_gpu_defaults; /* the CUDA executor's */
 
 struct bt_tune_in {
     const struct bt_tune_settings *set;

@@ -90,22 +90,6 @@ bt_status_t bt_cuda_mem_free(void *ptr)
     return cuda_status(cudaFree(ptr), "ncclMemFree: cudaFree");
 }
 
-/* The tuner's defaults on GPUs, from AllReduce sweeps on 2 x H200 (docs/TUNING.md): one-shot
- * with LL lines up to 512 KB and with Simple slots up to 1 MB, a channel per 2 KB (the
- * one-shot's time at 16-128 KB fell 20-25% from 1 channel to 16); LL rings a channel per
- * 16 KB; Simple rings a channel per 128 KB; through the network a channel per 1 MB (each
- * channel is a block reading and writing host memory, the limit there). */
-static const struct bt_tune_defaults gpu_tune_defaults = {
-    .ll_threshold = 512 * 1024,
-    .direct_threshold = 1024 * 1024,
-    .net_direct_threshold = 0,
-    .tree_threshold = 0, /* no trees on GPUs yet */
-    .bytes_per_channel = 128 * 1024,
-    .ll_bytes_per_channel = 16 * 1024,
-    .direct_bytes_per_channel = 2 * 1024,
-    .net_bytes_per_channel = 1024 * 1024,
-};
-
 /* ---- per-communicator state ------------------------------------------------------- */
 
 static bt_status_t cuda_comm_setup(struct bt_comm *comm)
@@ -260,7 +244,7 @@ static bt_status_t launch_coll(struct bt_op *op)
     size_t es = bt_dtype_size(op->dtype);
     struct bt_tune_in in = {
         .set = &comm->tune,
-        .def = &gpu_tune_defaults,
+        .def = &bt_tune_gpu_defaults,
         .coll = op->coll,
         .nranks = comm->nranks,
         .bytes = coll_bytes(op, comm->nranks),

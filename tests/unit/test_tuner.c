@@ -1,0 +1,165 @@
+/*
+ * The tuner's choices (tune/tuner.c) with the host's and the GPU's defaults: algorithm,
+ * protocol, channels and chunk by size and rank count; PROTO / ALGO / *_THRESHOLD /
+ * MIN_NCHANNELS overrides; the network forcing Simple; the clamps. Every rank must decide
+ * alike from the same inputs, so these are the schedules' contract.
+ */
+#include <string.h>
+
+#include "harness.h"
+#include "tune/tuner.h"
+
+#define KB 1024
+#define MB (1024 * 1024)
+
+static struct bt_tune_settings env_defaults(void)
+{
+    struct bt_tune_settings s;
+    memset(&s, 0, sizeof(s));
+    s.ll_threshold = s.tree_threshold = s.direct_threshold = -1;
+    s.min_nchannels = 1;
+    s.ll_ok = s.simple_ok = s.ring_ok = s.tree_ok = s.direct_ok = 1;
+    return s;
+}
+
+struct want {
+    int algo, proto, nch;
+};
+
+static struct bt_tune_out tune(const struct bt_tune_settings *set,
+                               const struct bt_tune_defaults *def, int coll, int nranks,
+                               size_t bytes, int gpu, int shm_all)
+{
+    struct bt_tune_in in = {
+        .set = set,
+        .def = def,
+        .coll = coll,
+        .nranks = nranks,
+        .bytes = bytes,
+        .esize = 4,
+        .max_channels = gpu ? 64 : 2,
+        .simple_slot = gpu ? 512 * KB : 128 * KB,
+        .ll_payload = gpu ? 32 * KB : 8 * KB,
+        .direct_slot = gpu ? 512 * KB : 64 * KB,
+        .direct_ok = 1,
+        .direct_max_channels = gpu ? 32 : 1,
+        .tree_ok = !gpu,
+        .shm_all = shm_all,
+    };
+    struct bt_tune_out out;
+    bt_tune_coll(&in, &out);
+    BT_TEST_CHECK(out.nchannels >= 1 && out.nchannels <= in.max_channels,
+                  "channels %d outside 1..%d", out.nchannels, in.max_channels);
+    size_t slot = out.proto == BT_PROTO_LL     ? in.ll_payload
+                  : out.algo == BT_ALGO_DIRECT ? in.direct_slot
+                                               : in.simple_slot;
+    BT_TEST_CHECK(out.chunk == slot / in.esize, "chunk %zu, expected %zu", out.chunk,
+                  slot / in.esize);
+    return out;
+}
+
+static void expect(const char *what, struct bt_tune_out o, struct want w)
+{
+    BT_TEST_CHECK(o.algo == w.algo && o.proto == w.proto && o.nchannels == w.nch,
+                  "%s: algo %d proto %d nch %d, expected algo %d proto %d nch %d", what, o.algo,
+                  o.proto, o.nchannels, w.algo, w.proto, w.nch);
+}
+
+enum { RING = BT_ALGO_RING, TREE = BT_ALGO_TREE, DIRECT = BT_ALGO_DIRECT };
+enum { LL = BT_PROTO_LL, SIMPLE = BT_PROTO_SIMPLE };
+
+static void host_defaults(void)
+{
+    struct bt_tune_settings s = env_defaults();
+    const struct bt_tune_defaults *d = &bt_tune_host_defaults;
+    const int AR = BT_COLL_ALLREDUCE;
+    expect("host AR 2r 8 B", tune(&s, d, AR, 2, 8, 0, 1), (struct want){DIRECT, LL, 1});
+    expect("host AR 2r 4 KB", tune(&s, d, AR, 2, 4 * KB, 0, 1), (struct want){DIRECT, SIMPLE, 1});
+    expect("host AR 2r 32 KB", tune(&s, d, AR, 2, 32 * KB, 0, 1), (struct want){DIRECT, SIMPLE, 1});
+    expect("host AR 2r 33 KB", tune(&s, d, AR, 2, 33 * KB, 0, 1), (struct want){RING, SIMPLE, 1});
+    expect("host AR 2r 4 MB", tune(&s, d, AR, 2, 4 * MB, 0, 1), (struct want){RING, SIMPLE, 2});
+    /* one-shot's threshold divides by n - 1 (4 KB floor); trees from 4 ranks up to 64 KB */
+    expect("host AR 5r 8 KB", tune(&s, d, AR, 5, 8 * KB, 0, 1), (struct want){DIRECT, SIMPLE, 1});
+    expect("host AR 5r 9 KB", tune(&s, d, AR, 5, 9 * KB, 0, 1), (struct want){TREE, SIMPLE, 1});
+    expect("host AR 5r 1 MB", tune(&s, d, AR, 5, 1 * MB, 0, 1), (struct want){RING, SIMPLE, 2});
+    expect("host AG 4r 128 B", tune(&s, d, BT_COLL_ALLGATHER, 4, 128, 0, 1),
+           (struct want){RING, LL, 1});
+    /* the network: Simple only, one channel; two ranks one-shot up to 256 KB */
+    expect("host net AR 2r 8 B", tune(&s, d, AR, 2, 8, 0, 0), (struct want){DIRECT, SIMPLE, 1});
+    expect("host net AR 2r 257 KB", tune(&s, d, AR, 2, 257 * KB, 0, 0),
+           (struct want){RING, SIMPLE, 1});
+    expect("host net AG 4r 8 B", tune(&s, d, BT_COLL_ALLGATHER, 4, 8, 0, 0),
+           (struct want){RING, SIMPLE, 1});
+    expect("host send", tune(&s, d, BT_COLL_SEND, 2, 8, 0, 1), (struct want){RING, SIMPLE, 1});
+}
+
+static void gpu_defaults(void)
+{
+    struct bt_tune_settings s = env_defaults();
+    const struct bt_tune_defaults *d = &bt_tune_gpu_defaults;
+    const int AR = BT_COLL_ALLREDUCE;
+    expect("gpu AR 8 B", tune(&s, d, AR, 2, 8, 1, 1), (struct want){DIRECT, LL, 1});
+    expect("gpu AR 16 KB", tune(&s, d, AR, 2, 16 * KB, 1, 1), (struct want){DIRECT, LL, 8});
+    expect("gpu AR 512 KB", tune(&s, d, AR, 2, 512 * KB, 1, 1), (struct want){DIRECT, LL, 32});
+    expect("gpu AR 1 MB", tune(&s, d, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, SIMPLE, 32});
+    expect("gpu AR 2 MB", tune(&s, d, AR, 2, 2 * MB, 1, 1), (struct want){RING, SIMPLE, 16});
+    expect("gpu AR 1 GB", tune(&s, d, AR, 2, 1024 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
+    /* no trees on GPUs, even when asked */
+    struct bt_tune_settings t = s;
+    t.ring_ok = t.direct_ok = 0;
+    expect("gpu ALGO=Tree", tune(&t, d, AR, 8, 1 * MB, 1, 1), (struct want){RING, SIMPLE, 8});
+    expect("gpu AG 64 KB", tune(&s, d, BT_COLL_ALLGATHER, 2, 64 * KB, 1, 1),
+           (struct want){RING, LL, 4});
+    /* through the network: Simple, a channel per MB */
+    expect("gpu net AR 64 MB", tune(&s, d, AR, 2, 64 * MB, 1, 0), (struct want){RING, SIMPLE, 64});
+    expect("gpu net AR 4 MB", tune(&s, d, AR, 2, 4 * MB, 1, 0), (struct want){RING, SIMPLE, 4});
+}
+
+static void overrides(void)
+{
+    const struct bt_tune_defaults *h = &bt_tune_host_defaults, *g = &bt_tune_gpu_defaults;
+    const int AR = BT_COLL_ALLREDUCE;
+    struct bt_tune_settings s = env_defaults();
+    s.simple_ok = 0; /* PROTO=LL */
+    expect("PROTO=LL host 4 MB", tune(&s, h, AR, 4, 4 * MB, 0, 1), (struct want){RING, LL, 1});
+    expect("PROTO=LL net stays Simple", tune(&s, h, AR, 4, 8, 0, 0),
+           (struct want){DIRECT, SIMPLE, 1});
+    s = env_defaults();
+    s.ll_ok = 0; /* PROTO=Simple */
+    expect("PROTO=Simple gpu 8 B", tune(&s, g, AR, 2, 8, 1, 1), (struct want){DIRECT, SIMPLE, 1});
+    s = env_defaults();
+    s.ring_ok = s.tree_ok = 0; /* ALGO=Direct */
+    expect("ALGO=Direct 1 GB", tune(&s, g, AR, 2, 1024 * MB, 1, 1),
+           (struct want){DIRECT, SIMPLE, 32});
+    s = env_defaults();
+    s.direct_ok = s.tree_ok = 0; /* ALGO=Ring */
+    expect("ALGO=Ring gpu 8 B", tune(&s, g, AR, 2, 8, 1, 1), (struct want){RING, LL, 1});
+    s = env_defaults();
+    s.ll_threshold = 0;
+    s.direct_threshold = 0;
+    expect("thresholds 0", tune(&s, h, AR, 2, 8, 0, 1), (struct want){RING, SIMPLE, 1});
+    s = env_defaults();
+    s.ll_threshold = 4 * MB;
+    expect("LL_THRESHOLD 4 MB gpu AG", tune(&s, g, BT_COLL_ALLGATHER, 2, 4 * MB, 1, 1),
+           (struct want){RING, LL, 64});
+    s = env_defaults();
+    s.min_nchannels = 16;
+    /* GPU: MIN_NCHANNELS spreads everything; host: the Simple ring only (and the clamp) */
+    expect("MIN 16 gpu direct LL", tune(&s, g, AR, 2, 8, 1, 1), (struct want){DIRECT, LL, 16});
+    expect("MIN 16 gpu ring LL", tune(&s, g, BT_COLL_ALLGATHER, 2, 8, 1, 1),
+           (struct want){RING, LL, 16});
+    expect("MIN 16 host LL", tune(&s, h, BT_COLL_ALLGATHER, 2, 8, 0, 1),
+           (struct want){RING, LL, 1});
+    expect("MIN 16 host Simple", tune(&s, h, BT_COLL_ALLGATHER, 2, 64 * KB, 0, 1),
+           (struct want){RING, SIMPLE, 2});
+    expect("MIN 16 host net", tune(&s, h, AR, 4, 1 * MB, 0, 0), (struct want){RING, SIMPLE, 2});
+}
+
+int main(void)
+{
+    host_defaults();
+    gpu_defaults();
+    overrides();
+    printf("test_tuner: ok\n");
+    return 0;
+}
