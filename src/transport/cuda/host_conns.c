@@ -35,9 +35,10 @@ static size_t page_round(size_t b)
     return (b + 4095) & ~(size_t)4095;
 }
 
-/* Channels through the network: each is a block that reads and writes host memory (one
- * block moved about 3.3 GB/s on H200 over sockets, NCCL's channels 9-11 GB/s together). */
-#define BT_GPU_NET_NCHANNELS 4
+/* Channels through the network: each is a ring of its own connections, so more channels
+ * keep more sockets and proxy steps in flight (2 x H200 over loopback sockets, AllReduce
+ * 64 MB: 1 channel 2.4-3.6 GB/s, 4 channels 8.3-10.7, 8 channels 12.5-15.9; NCCL 7.5-11). */
+#define BT_GPU_NET_NCHANNELS 8
 
 void bt_cuda_hostconn_geometry(struct bt_comm *comm, struct bt_cuda_comm *cc)
 {
