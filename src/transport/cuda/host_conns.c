@@ -37,7 +37,7 @@ static size_t page_round(size_t b)
 
 /* Channels through the network: each is a ring of its own connections, so more channels
  * keep more sockets and proxy steps in flight (2 x H200 over loopback sockets, AllReduce
- * 64 MB: 1 channel 2.4-3.6 GB/s, 4 channels 8.3-10.7, 8 channels 12.5-15.9; NCCL 7.5-11). */
+ * 64 MB: 1 channel 2.4-4.3 GB/s, 4 channels 8.3-10.7, 8 channels 12.5-15.9; NCCL 7.5-11). */
 #define BT_GPU_NET_NCHANNELS 8
 
 void bt_cuda_hostconn_geometry(struct bt_comm *comm, struct bt_cuda_comm *cc)
