@@ -14,11 +14,24 @@
 struct bt_arrival_line {
     BT_ALIGNED(BT_CACHELINE) _Atomic uint64_t started;
     _Atomic uint64_t done;
+    _Atomic int32_t gone; /* 1 + the rank whose death made this rank fail, or 0 */
 };
+
+/* Every rank on this host, in this IPC namespace: the board can be shared (whether or not
+ * the shared-memory transport is allowed: SHM_DISABLE concerns data, this is 128 bytes a
+ * rank). */
+static int board_possible(const struct bt_comm *comm)
+{
+    const struct bt_peer_info *me = &comm->peers[comm->rank];
+    for (int r = 0; r < comm->nranks; r++)
+        if (comm->peers[r].host_hash != me->host_hash || comm->peers[r].shm_ns != me->shm_ns)
+            return 0;
+    return 1;
+}
 
 bt_status_t bt_arrival_init(struct bt_comm *comm)
 {
-    if (!comm->shm_all || comm->local_ranks != comm->nranks || comm->nranks < 2)
+    if (comm->nranks < 2 || !board_possible(comm))
         return BT_OK;
     size_t bytes = sizeof(struct bt_arrival_line) * (size_t)comm->nranks;
     char(*names)[BT_SHM_NAME_MAX] = calloc((size_t)comm->nranks, BT_SHM_NAME_MAX);
@@ -106,4 +119,19 @@ int bt_arrival_report(struct bt_comm *comm, uint64_t seq)
         BT_REPORT("hang report: every rank has arrived at collective #%llu",
                   (unsigned long long)seq);
     return n;
+}
+
+void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
+{
+    if (!comm->arrival || gone_rank < 0)
+        return;
+    int32_t none = 0;
+    atomic_compare_exchange_strong(&comm->arrival[comm->rank].gone, &none, gone_rank + 1);
+}
+
+int bt_arrival_cause(const struct bt_comm *comm, int rank)
+{
+    if (!comm->arrival || rank < 0 || rank >= comm->nranks)
+        return -1;
+    return atomic_load_explicit(&comm->arrival[rank].gone, memory_order_relaxed) - 1;
 }

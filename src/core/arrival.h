@@ -1,9 +1,12 @@
 /*
  * The arrival board of a communicator whose ranks share one host: one 128-byte line per
  * rank in a shared-memory segment, holding the number of the last collective the rank
- * started and finished. A hang report reads it to name the ranks that have not arrived at
- * the collective this rank is stuck in. Without shared memory (ranks on several hosts,
- * SHM_DISABLE) there is no board and reports name only the peers this rank waits for.
+ * started and finished, and which dead rank made it fail. A hang report reads it to name
+ * the ranks that have not arrived at the collective this rank is stuck in; a rank that
+ * fails because its neighbour failed reads the neighbour's cause, so every survivor names
+ * the rank that died, not only the first link of the chain. Without a shared host (ranks
+ * on several hosts, or IPC namespaces apart) there is no board: reports name only the peers
+ * this rank waits for.
  */
 #ifndef BT_CORE_ARRIVAL_H
 #define BT_CORE_ARRIVAL_H
@@ -26,5 +29,10 @@ void bt_arrival_done(struct bt_comm *comm, uint64_t seq);
 
 /* Print (WARN) the ranks that have not started operation `seq` yet; returns how many. */
 int bt_arrival_report(struct bt_comm *comm, uint64_t seq);
+
+/* This rank fails because rank `gone_rank` died (the first cause sticks); the cause rank
+ * `rank` recorded, or -1 (none, or no board). */
+void bt_arrival_failed(struct bt_comm *comm, int gone_rank);
+int bt_arrival_cause(const struct bt_comm *comm, int rank);
 
 #endif

@@ -49,6 +49,7 @@ struct launch_scratch {
 
 struct net_posted {
     void *op;
+    struct bt_comm *comm;
     int peer;
 };
 static __thread struct launch_scratch ls;
@@ -574,6 +575,7 @@ static bt_status_t post_net_ops(void)
                 break;
             }
             np->peer = t[posted].c->peer;
+            np->comm = comm;
             ls.nnetops++;
         }
         for (int f = posted; f < nt; f++)
@@ -597,17 +599,34 @@ static void hang_report(const struct bt_work *w)
     bt_arrival_report(w->owner, w->seq);
 }
 
-/* A local peer's process is gone: say so (once per launch is enough: it fails now). */
-static int peer_gone(const struct bt_work *w, int peer)
+/* If a local peer's process is gone, say so, naming the rank whose death started the chain
+ * when the peer itself failed because of one (the arrival board keeps the cause); once per
+ * launch is enough: it fails now. */
+static int report_gone(struct bt_comm *comm, int peer, const char *what, uint64_t seq)
 {
-    const struct bt_comm *comm = w->owner;
     if (!bt_comm_peer_gone(comm, peer))
         return 0;
-    BT_WARN("%s #%llu: rank %d (pid %d on this host) is gone: exited or killed while this rank "
-            "(%d) waited for it",
-            w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv" : "collective",
-            (unsigned long long)w->seq, peer, comm->peers[peer].pid, comm->rank);
+    int cause = bt_arrival_cause(comm, peer);
+    if (cause >= 0 && cause != peer) {
+        BT_WARN("%s #%llu: rank %d (pid %d on this host) left after failing because rank %d is "
+                "gone (exited or killed); this rank (%d) waited for rank %d",
+                what, (unsigned long long)seq, peer, comm->peers[peer].pid, cause, comm->rank,
+                peer);
+    } else {
+        cause = peer;
+        BT_WARN("%s #%llu: rank %d (pid %d on this host) is gone: exited or killed while this "
+                "rank (%d) waited for it",
+                what, (unsigned long long)seq, peer, comm->peers[peer].pid, comm->rank);
+    }
+    bt_arrival_failed(comm, cause);
     return 1;
+}
+
+static int peer_gone(const struct bt_work *w, int peer)
+{
+    return report_gone(
+        w->owner, peer,
+        w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv" : "collective", w->seq);
 }
 
 /* PROXY_DUMP_SIGNAL arrived since this thread last looked: report where it waits. */
@@ -626,7 +645,22 @@ static bt_status_t wait_net_ops(void)
 {
     bt_status_t st = BT_OK;
     for (int i = 0; i < ls.nnetops; i++) {
-        bt_status_t s = bt_net_wait(ls.netops[i].op, ls.netops[i].peer, drive_proxies, drive_block);
+        const struct net_posted *np = &ls.netops[i];
+        bt_status_t s = bt_net_wait(np->op, np->peer, drive_proxies, drive_block);
+        if (s != BT_OK && st == BT_OK &&
+            !report_gone(np->comm, np->peer, "network transfer", np->comm->ncolls)) {
+            int cause = bt_arrival_cause(np->comm, np->peer);
+            if (cause >= 0) {
+                BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed "
+                        "first, because rank %d is gone (exited or killed)",
+                        np->comm->rank, np->peer, np->peer, cause);
+                bt_arrival_failed(np->comm, cause);
+            } else {
+                BT_WARN("rank %d: the network connection with rank %d failed (closed or reset by "
+                        "the peer, or timed out: is rank %d still running?)",
+                        np->comm->rank, np->peer, np->peer);
+            }
+        }
         if (st == BT_OK)
             st = s;
     }

@@ -1,12 +1,15 @@
 /*
- * kill -9 of one rank in the middle of a stream of collectives (3 ranks, shared memory,
- * TIMEOUT=30): the survivors notice that a process they wait on is gone (pid check every
- * ~50 ms of a stall) and fail at once with an error that says so, instead of waiting out
- * the timeout. Repeated for AllReduce, AllGather and Broadcast, killing rank 2 at a random
- * moment after the stream started. The parent reaps every rank as it ends (a zombie would
- * still look alive, as it would under a launcher that does not reap), and each survivor
- * must be done within 5 s of the kill. A survivor may name rank 2, or a survivor that
- * failed first and left: the error chain follows the ring.
+ * kill -9 of one rank in the middle of a stream of collectives, as a matrix: 2, 4 and 8
+ * ranks x shared memory and the network (SHM_DISABLE=1: sockets through the proxy) x
+ * AllReduce, AllGather, ReduceScatter, Broadcast; the victim and the moment are random
+ * (seeded per case, printed). TIMEOUT=30, so only detection can make the deadline: the
+ * survivors notice that a process they wait on is gone (pid check every ~50 ms of a stall,
+ * or the socket's EOF) and fail with an error that says so. The parent reaps every rank as
+ * it ends (a zombie would still look alive, as under a launcher that does not reap), and
+ * every survivor must be done within 5 s of the kill (x BT_TEST_SLOW) and name the victim:
+ * a survivor that fails because its neighbour failed first reads the neighbour's cause on
+ * the arrival board.
+ * BT_PEER_DEATH_CASES=N runs the first N cases only.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -20,8 +23,11 @@
 #include "harness.h"
 #include "nccl.h"
 
-#define NR 3
-#define COUNT (256 * 1024)
+#define MAX_NR 8
+#define COUNT (64 * 1024)
+
+enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCESCATTER, C_BCAST, C_N };
+static const char *names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast"};
 
 static double now_s(void)
 {
@@ -30,26 +36,43 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* A rank: run collectives until one fails. Exit 0 when the failure names a gone rank. */
-static void rank_main(int rank, const ncclUniqueId *id, int coll, int ready_fd)
+/* A rank: run collectives until one fails. Exit 0 when the failure names the victim. */
+static void rank_main(int rank, int nr, const ncclUniqueId *id, int coll, int victim, int ready_fd)
 {
     ncclComm_t comm;
-    if (ncclCommInitRank(&comm, NR, *id, rank) != ncclSuccess)
+    if (ncclCommInitRank(&comm, nr, *id, rank) != ncclSuccess)
         _exit(10);
-    float *in = calloc(COUNT * NR, sizeof(float)), *out = calloc(COUNT * NR, sizeof(float));
+    float *in = calloc((size_t)COUNT * nr, sizeof(float));
+    float *out = calloc((size_t)COUNT * nr, sizeof(float));
     char c = 1;
     if (write(ready_fd, &c, 1) != 1)
         _exit(11);
     for (int it = 0; it < 1000000; it++) {
-        ncclResult_t r = coll == 0 ? ncclAllReduce(in, out, COUNT, ncclFloat32, ncclSum, comm, NULL)
-                         : coll == 1 ? ncclAllGather(in, out, COUNT, ncclFloat32, comm, NULL)
-                                     : ncclBroadcast(in, out, COUNT, ncclFloat32, 0, comm, NULL);
+        ncclResult_t r;
+        switch (coll) {
+        case C_ALLREDUCE:
+            r = ncclAllReduce(in, out, COUNT, ncclFloat32, ncclSum, comm, NULL);
+            break;
+        case C_ALLGATHER:
+            r = ncclAllGather(in, out, COUNT, ncclFloat32, comm, NULL);
+            break;
+        case C_REDUCESCATTER:
+            r = ncclReduceScatter(in, out, COUNT, ncclFloat32, ncclSum, comm, NULL);
+            break;
+        default:
+            r = ncclBroadcast(in, out, COUNT, ncclFloat32, 0, comm, NULL);
+            break;
+        }
         if (r != ncclSuccess) {
+            /* the dead rank itself, not only the neighbour that failed first */
             const char *msg = ncclGetLastError(comm);
-            int named = msg && strstr(msg, "is gone") != NULL;
+            char gone[64], pid[64];
+            snprintf(gone, sizeof(gone), "rank %d is gone", victim);
+            snprintf(pid, sizeof(pid), "rank %d (pid", victim);
+            int named = msg && (strstr(msg, gone) || (strstr(msg, pid) && strstr(msg, "is gone")));
             if (!named)
-                fprintf(stderr, "rank %d: failed without naming a gone rank: %s\n", rank,
-                        msg ? msg : "(null)");
+                fprintf(stderr, "rank %d: failed without naming rank %d as gone: %s\n", rank,
+                        victim, msg ? msg : "(null)");
             ncclCommAbort(comm);
             _exit(named ? 0 : 12);
         }
@@ -57,64 +80,80 @@ static void rank_main(int rank, const ncclUniqueId *id, int coll, int ready_fd)
     _exit(13); /* never failed */
 }
 
-static void run_case(int coll, unsigned seed)
+static void run_case(int nr, int net, int coll, unsigned seed)
 {
-    static const char *names[] = {"AllReduce", "AllGather", "Broadcast"};
+    if (net)
+        setenv("BATON_SHM_DISABLE", "1", 1);
+    else
+        unsetenv("BATON_SHM_DISABLE");
+    srand(seed);
+    int victim = rand() % nr;
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
     int pipefd[2];
     BT_TEST_CHECK(pipe(pipefd) == 0, "pipe");
-    pid_t pids[NR];
-    for (int r = 0; r < NR; r++) {
+    pid_t pids[MAX_NR];
+    for (int r = 0; r < nr; r++) {
         pids[r] = fork();
         BT_TEST_CHECK(pids[r] >= 0, "fork");
         if (pids[r] == 0) {
             close(pipefd[0]);
-            rank_main(r, &id, coll, pipefd[1]);
+            rank_main(r, nr, &id, coll, victim, pipefd[1]);
         }
     }
     close(pipefd[1]);
-    for (int r = 0; r < NR; r++) { /* every rank is initialized and streaming */
+    for (int r = 0; r < nr; r++) { /* every rank is initialized and streaming */
         char c;
         BT_TEST_CHECK(read(pipefd[0], &c, 1) == 1, "%s: a rank failed to start", names[coll]);
     }
     close(pipefd[0]);
-    srand(seed);
     usleep(50000 + (unsigned)(rand() % 250000));
     double t_kill = now_s();
-    kill(pids[2], SIGKILL);
+    kill(pids[victim], SIGKILL);
     int st;
-    waitpid(pids[2], &st, 0); /* reaped at once: a zombie's pid still answers kill(pid, 0) */
-    /* Reap every survivor as it ends (an unreaped one is a zombie the other still sees). */
+    waitpid(pids[victim], &st, 0); /* reaped at once: a zombie's pid answers kill(pid, 0) */
+    /* Reap every survivor as it ends (an unreaped one is a zombie the others still see). */
     double deadline = t_kill + 5.0 * (getenv("BT_TEST_SLOW") ? atoi(getenv("BT_TEST_SLOW")) : 1);
-    int status[2] = {0, 0}, done[2] = {0, 0};
-    while ((!done[0] || !done[1]) && now_s() < deadline) {
-        for (int r = 0; r < 2; r++)
-            if (!done[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r])
+    int status[MAX_NR] = {0}, done[MAX_NR] = {0}, left = nr - 1;
+    done[victim] = 1;
+    while (left > 0 && now_s() < deadline) {
+        for (int r = 0; r < nr; r++)
+            if (!done[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {
                 done[r] = 1;
+                left--;
+            }
         usleep(5000);
     }
-    for (int r = 0; r < 2; r++) {
+    double took = now_s() - t_kill;
+    for (int r = 0; r < nr; r++) {
+        if (r == victim)
+            continue;
         if (!done[r]) {
             kill(pids[r], SIGKILL);
             waitpid(pids[r], &status[r], 0);
         }
-        BT_TEST_CHECK(done[r], "%s: rank %d still running %.1f s after rank 2 was killed",
-                      names[coll], r, now_s() - t_kill);
+        BT_TEST_CHECK(done[r],
+                      "%d ranks %s %s: rank %d still running %.1f s after rank %d was killed", nr,
+                      net ? "NET" : "SHM", names[coll], r, now_s() - t_kill, victim);
         BT_TEST_CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
-                      "%s: rank %d ended with status %d", names[coll], r,
-                      WIFEXITED(status[r]) ? WEXITSTATUS(status[r]) : -1);
+                      "%d ranks %s %s: rank %d ended with status %d", nr, net ? "NET" : "SHM",
+                      names[coll], r, WIFEXITED(status[r]) ? WEXITSTATUS(status[r]) : -1);
     }
-    printf("%s: survivors failed %.2f s after the kill, naming the gone rank\n", names[coll],
-           now_s() - t_kill);
+    printf("%d ranks, %s, %s, rank %d killed: every survivor failed within %.2f s, naming it\n", nr,
+           net ? "NET" : "SHM", names[coll], victim, took);
 }
 
 int main(void)
 {
     setenv("BATON_TIMEOUT", "30", 1);
     setenv("BATON_HANG_REPORT", "0", 1);
-    for (int coll = 0; coll < 3; coll++)
-        run_case(coll, 1234u + (unsigned)coll);
-    printf("peer death: ok\n");
+    const char *lim = getenv("BT_PEER_DEATH_CASES");
+    int max_cases = lim ? atoi(lim) : 1 << 30, n = 0;
+    static const int sizes[] = {2, 4, 8};
+    for (int si = 0; si < 3; si++)
+        for (int net = 0; net < 2; net++)
+            for (int coll = 0; coll < C_N && n < max_cases; coll++, n++)
+                run_case(sizes[si], net, coll, 1234u + (unsigned)(n * 7919));
+    printf("peer death: ok (%d cases)\n", n);
     return 0;
 }
