@@ -297,6 +297,16 @@ template <> struct Scale<uint64_t> {
     }
 };
 
+/* A pre-multiplied source, rounded to T before it is folded (a no-op where T is its own
+ * fold type): the copy a peer receives is rounded, and a one-shot AllReduce folds its own
+ * input on its own rank, so every rank must use the rounded value to get the same bits. */
+template <typename T>
+static __device__ __forceinline__ typename Num<T>::C pre_mul(typename Num<T>::C x,
+                                                             const struct bt_redop &r)
+{
+    return Num<T>::load(Num<T>::store(Scale<typename Num<T>::C>::mul(x, r)));
+}
+
 /* The sources and destinations of one step, as the block sees them. */
 #define MAX_SRCS (BT_PRIM_MAX_PEERS + 2)
 #define MAX_DSTS (BT_PRIM_MAX_PEERS + 1)
@@ -339,11 +349,11 @@ static __device__ __forceinline__ typename Num<T>::C elem_value(const StepIO &io
     typedef typename Num<T>::C C;
     C acc = Num<T>::load(ld_elem<T>(io.src[0] + off, io.cg_mask & 1));
     if (io.pre == 0)
-        acc = Scale<C>::mul(acc, r);
+        acc = pre_mul<T>(acc, r);
     for (int s = 1; s < io.nsrc; s++) {
         C x = Num<T>::load(ld_elem<T>(io.src[s] + off, (io.cg_mask >> s) & 1));
         if (io.pre == s)
-            x = Scale<C>::mul(x, r);
+            x = pre_mul<T>(x, r);
         acc = fold<C>(acc, x, r.op);
     }
     if (io.post)
@@ -394,7 +404,7 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
                     memcpy(&t, in[0][u].b + e * sizeof(T), sizeof(T));
                     C v = Num<T>::load(t);
                     if (io.pre == 0)
-                        v = Scale<C>::mul(v, r);
+                        v = pre_mul<T>(v, r);
 #pragma unroll
                     for (int s = 1; s < MAX_SRCS; s++) {
                         if (s >= io.nsrc)
@@ -402,7 +412,7 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
                         memcpy(&t, in[s][u].b + e * sizeof(T), sizeof(T));
                         C x = Num<T>::load(t);
                         if (io.pre == s)
-                            x = Scale<C>::mul(x, r);
+                            x = pre_mul<T>(x, r);
                         v = fold<C>(v, x, r.op);
                     }
                     if (io.post)
@@ -494,12 +504,12 @@ static __device__ int run_step_ll(const struct bt_prim &p, const struct bt_work 
             for (int e = 0; e < N; e++) {
                 C v = Num<T>::load(t[e]);
                 if (pre && nin == 1)
-                    v = Scale<C>::mul(v, w->redop);
+                    v = pre_mul<T>(v, w->redop);
                 for (int s = 1; s < nin; s++) {
                     memcpy(x, &in[s], sizeof(x));
                     C y = Num<T>::load(x[e]);
                     if (pre && s == nin - 1)
-                        y = Scale<C>::mul(y, w->redop);
+                        y = pre_mul<T>(y, w->redop);
                     v = fold<C>(v, y, w->redop.op);
                 }
                 if (post)

@@ -115,6 +115,10 @@ static bt_status_t cuda_comm_setup(struct bt_comm *comm)
     cc->ll_slot = BT_GPU_LL_SLOT;
     if (bt_param_env("LL_BUFFSIZE"))
         cc->ll_slot = ((size_t)bt_param_ll_buffsize() / BT_NSTEPS + 255) & ~(size_t)255;
+    if (cc->ll_slot < 4096) /* whole lines, and a chunk of at least one 8-byte element */
+        cc->ll_slot = 4096;
+    if (cc->ll_slot > (1u << 20))
+        cc->ll_slot = 1u << 20;
     bt_status_t st = cuda_status(cudaHostAlloc((void **)&cc->abort_h, sizeof(int),
                                                cudaHostAllocMapped | cudaHostAllocPortable),
                                  "cudaHostAlloc (abort flag)");
@@ -206,6 +210,9 @@ static bt_status_t kargs_launch(struct bt_comm *comm, const struct bt_cuda_kargs
             nblocks = a->block[i] + 1;
     if (nblocks == 0)
         return BT_OK;
+    /* an earlier network failure stops us before this kernel is queued: once it is, its
+     * steps must be posted or it would wait for them until TIMEOUT */
+    BT_CHECK(bt_cuda_hostconn_reap(comm, comm->cuda, 0));
     BT_CHECK(cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream), "kernel launch"));
     return bt_cuda_hostconn_post(comm, a);
 }
@@ -254,7 +261,7 @@ static bt_status_t launch_coll(struct bt_op *op)
         .ll_payload = cc->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
         .direct_slot = cc->slot,
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
-        .direct_max_channels = cc->np2p,
+        .direct_max_channels = cc->np2p < cc->nch ? cc->np2p : cc->nch, /* a block per channel */
         .tree_ok = 0,
         .shm_all = !cc->net, /* through the network: Simple, one channel */
     };

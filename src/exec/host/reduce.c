@@ -409,13 +409,17 @@ static const struct bt_cvt *bt_reduce_cvt(int dtype)
 
 /*
  * Narrow types, one kernel per op for all four: per block, widen each source into a float
- * array, fold in float, narrow once. The scalars are copied to locals because acc and t
- * escape to the converters, and a float store there could otherwise alias c->sf.
+ * array, fold in float, narrow once. A pre-multiplied source is rounded to its type before
+ * it is folded, as the copy a peer receives is: a one-shot AllReduce folds its own input
+ * on its own rank and the others' copies on theirs, and all ranks must get the same bits. The
+ * scalars are copied to locals because acc and t escape to the converters, and a float store there
+ * could otherwise alias c->sf.
  */
 #define BT_REDUCE_NARROW(NAME, OP)                                                                 \
     static void NAME(const struct bt_reduce_args *c)                                               \
     {                                                                                              \
         float acc[BT_REDUCE_BLK], t[BT_REDUCE_BLK];                                                \
+        char rt[BT_REDUCE_BLK * 2]; /* a pre-multiplied source, narrowed and widened again */      \
         const struct bt_cvt *cv = c->cvt;                                                          \
         const float sf = c->sf, fdiv = c->fdiv;                                                    \
         size_t b, n, i;                                                                            \
@@ -424,14 +428,19 @@ static const struct bt_cvt *bt_reduce_cvt(int dtype)
         for (b = 0; b < c->count; b += n) {                                                        \
             n = c->count - b < BT_REDUCE_BLK ? c->count - b : BT_REDUCE_BLK;                       \
             cv->in(acc, (const char *)c->srcs[0] + b * cv->size, n);                               \
-            if (c->pre & 1u)                                                                       \
+            if (c->pre & 1u) {                                                                     \
                 BT_LOOP(n, i, acc[i] *= sf);                                                       \
+                cv->out(rt, acc, n);                                                               \
+                cv->in(acc, rt, n);                                                                \
+            }                                                                                      \
             for (k = 1; k < c->nsrcs; k++) {                                                       \
                 cv->in(t, (const char *)c->srcs[k] + b * cv->size, n);                             \
-                if (c->pre & (1u << k))                                                            \
-                    BT_LOOP(n, i, acc[i] = OP(float, acc[i], t[i] * sf));                          \
-                else                                                                               \
-                    BT_LOOP(n, i, acc[i] = OP(float, acc[i], t[i]));                               \
+                if (c->pre & (1u << k)) {                                                          \
+                    BT_LOOP(n, i, t[i] *= sf);                                                     \
+                    cv->out(rt, t, n);                                                             \
+                    cv->in(t, rt, n);                                                              \
+                }                                                                                  \
+                BT_LOOP(n, i, acc[i] = OP(float, acc[i], t[i]));                                   \
             }                                                                                      \
             if (c->post)                                                                           \
                 BT_LOOP(n, i, acc[i] /= fdiv);                                                     \

@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll/algo.h"
 #include "core/comm.h"
@@ -29,6 +30,7 @@
 #include "transport/transport.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/time.h"
 
 static size_t page_round(size_t b)
 {
@@ -149,7 +151,6 @@ bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kar
     struct bt_cuda_comm *cc = comm->cuda;
     if (!cc->net)
         return BT_OK;
-    BT_CHECK(bt_cuda_hostconn_reap(comm, cc, 0));
     for (int i = 0; i < a->h.nworks; i++) {
         struct bt_work w = a->works[i];
         /* walk the schedule over the host's channel: same peers, host connectors */
@@ -200,18 +201,22 @@ bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kar
 
 bt_status_t bt_cuda_hostconn_reap(struct bt_comm *comm, struct bt_cuda_comm *cc, int wait)
 {
+    if (!cc || !cc->net)
+        return BT_OK;
     bt_status_t st = BT_OK;
     int keep = 0;
+    uint64_t deadline = wait ? bt_deadline_from_now() : 0;
     for (int i = 0; i < cc->nnetops; i++) {
         struct bt_cuda_netop *o = &cc->netops[i];
         bt_status_t s = BT_OK;
-        if (wait) {
-            /* frees the op unless it ran past TIMEOUT with the proxy still holding it */
-            s = bt_net_wait(o->op, o->peer, NULL, NULL);
-            if (s != BT_OK && !comm->abort_flag)
-                cc->netops[keep++] = *o;
-        } else if (!bt_net_test(o->op, &s)) {
-            cc->netops[keep++] = *o; /* in flight */
+        int done = bt_net_test(o->op, &s); /* frees the op once it is complete */
+        while (!done && wait && bt_time_ns() < deadline) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+            done = bt_net_test(o->op, &s);
+        }
+        if (!done) { /* in flight (or past TIMEOUT): the proxy still holds it */
+            cc->netops[keep++] = *o;
             continue;
         }
         if (s != BT_OK && st == BT_OK) {
@@ -221,6 +226,8 @@ bt_status_t bt_cuda_hostconn_reap(struct bt_comm *comm, struct bt_cuda_comm *cc,
         }
     }
     cc->nnetops = keep;
+    if (wait && keep > 0 && st == BT_OK)
+        st = BT_ERR_REMOTE;
     return st;
 }
 
@@ -236,10 +243,14 @@ void bt_cuda_hostconn_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
 {
     /* The proxy must be done with the FIFOs. Once the kernels are over, only the last
      * sends may still be in flight; after a kernel error nothing will move them, so the
-     * proxy is told to drop them (the comm is going away). */
+     * proxy is told to drop them (the comm is going away), and once more after TIMEOUT. */
     if (cc->nnetops > 0 && cc->error_h && cc->error_h[0] != BT_CUDA_KERR_NONE)
         __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
     (void)bt_cuda_hostconn_reap(comm, cc, 1);
+    if (cc->nnetops > 0) {
+        __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
+        (void)bt_cuda_hostconn_reap(comm, cc, 1);
+    }
     if (cc->nnetops > 0) {
         BT_WARN("rank %d: %d network transfers of GPU operations did not finish; their FIFOs "
                 "are left allocated",
