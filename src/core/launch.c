@@ -640,6 +640,20 @@ static int dump_signalled(void)
     return 1;
 }
 
+/* A connection failed: the peer may be dying (its sockets close before its process is
+ * gone, and a killed process stays a zombie until reaped), so look for it a little while
+ * before blaming the connection. Only on the failure path. */
+static int net_peer_gone(const struct net_posted *np)
+{
+    for (int tries = 0; tries < 20; tries++) {
+        if (report_gone(np->comm, np->peer, "network transfer", np->comm->ncolls))
+            return 1;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 /* Wait for every posted proxy op; the first failure is the result. */
 static bt_status_t wait_net_ops(void)
 {
@@ -647,8 +661,7 @@ static bt_status_t wait_net_ops(void)
     for (int i = 0; i < ls.nnetops; i++) {
         const struct net_posted *np = &ls.netops[i];
         bt_status_t s = bt_net_wait(np->op, np->peer, drive_proxies, drive_block);
-        if (s != BT_OK && st == BT_OK &&
-            !report_gone(np->comm, np->peer, "network transfer", np->comm->ncolls)) {
+        if (s != BT_OK && st == BT_OK && !net_peer_gone(np)) {
             int cause = bt_arrival_cause(np->comm, np->peer);
             if (cause >= 0) {
                 BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed "

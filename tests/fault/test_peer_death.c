@@ -1,7 +1,8 @@
 /*
  * kill -9 of one rank in the middle of a stream of collectives, as a matrix: 2, 4 and 8
  * ranks x shared memory and the network (SHM_DISABLE=1: sockets through the proxy) x
- * AllReduce, AllGather, ReduceScatter, Broadcast; the victim and the moment are random
+ * AllReduce, AllGather, ReduceScatter, Broadcast, Reduce and a ring of Send/Recv; the victim
+ * and the moment are random
  * (seeded per case, printed). TIMEOUT=30, so only detection can make the deadline: the
  * survivors notice that a process they wait on is gone (pid check every ~50 ms of a stall,
  * or the socket's EOF) and fail with an error that says so. The parent reaps every rank as
@@ -26,8 +27,9 @@
 #define MAX_NR 8
 #define COUNT (64 * 1024)
 
-enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCESCATTER, C_BCAST, C_N };
-static const char *names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast"};
+enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCESCATTER, C_BCAST, C_REDUCE, C_SENDRECV, C_N };
+static const char *names[] = {"AllReduce", "AllGather", "ReduceScatter",
+                              "Broadcast", "Reduce",    "SendRecv ring"};
 
 static double now_s(void)
 {
@@ -59,8 +61,21 @@ static void rank_main(int rank, int nr, const ncclUniqueId *id, int coll, int vi
         case C_REDUCESCATTER:
             r = ncclReduceScatter(in, out, COUNT, ncclFloat32, ncclSum, comm, NULL);
             break;
-        default:
+        case C_BCAST:
             r = ncclBroadcast(in, out, COUNT, ncclFloat32, 0, comm, NULL);
+            break;
+        case C_REDUCE:
+            r = ncclReduce(in, out, COUNT, ncclFloat32, ncclSum, nr - 1, comm, NULL);
+            break;
+        default: /* send to the next rank, receive from the previous, in one group */
+            r = ncclGroupStart();
+            if (r == ncclSuccess)
+                r = ncclSend(in, COUNT, ncclFloat32, (rank + 1) % nr, comm, NULL);
+            if (r == ncclSuccess)
+                r = ncclRecv(out, COUNT, ncclFloat32, (rank + nr - 1) % nr, comm, NULL);
+            ncclResult_t e = ncclGroupEnd();
+            if (r == ncclSuccess)
+                r = e;
             break;
         }
         if (r != ncclSuccess) {
