@@ -362,8 +362,12 @@ bt_status_t bt_socket_listen(const union bt_sockaddr *addr, int *fd_p, union bt_
         goto err_close;
     }
     if (bind(fd, &addr->sa, alen) != 0) {
-        BT_WARN("bind to %s failed: %s", bt_socket_addr_to_str(addr, s, sizeof(s)),
-                strerror(errno));
+        int err = errno;
+        BT_WARN("bind to %s failed: %s%s", bt_socket_addr_to_str(addr, s, sizeof(s)),
+                strerror(err),
+                err == EADDRINUSE ? " (another socket holds that port: pick a port outside "
+                                    "/proc/sys/net/ipv4/ip_local_port_range, or another one)"
+                                  : "");
         goto err_close;
     }
     if (listen(fd, SOMAXCONN) != 0) {
@@ -396,6 +400,11 @@ static int connect_once(const union bt_sockaddr *addr, const struct bt_socket_wa
     int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return errno ? errno : EIO;
+    /* Linux lets a SO_REUSEADDR bind take a port held by a TIME_WAIT socket only when that
+     * socket had SO_REUSEADDR too. Our outgoing connections get ephemeral ports; marking them
+     * keeps their TIME_WAIT remains from blocking a later root listener on a fixed port. */
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     int err = 0;
     if (connect(fd, &addr->sa, bt_socket_addr_len(addr)) != 0) {
         err = errno;

@@ -43,7 +43,9 @@ for try in $(seq 1 50); do
     sleep 0.1
 done
 
-port=$((20000 + $$ % 20000))
+# below the ephemeral range (32768-60999 by default): an outgoing connection of an earlier
+# run must not be holding the root's port
+port=$((20000 + $$ % 10000))
 failed=0
 for n in 2 3 4; do
     for coll in allreduce allgather reducescatter broadcast reduce alltoall sendrecv; do
