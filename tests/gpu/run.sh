@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|graph|net|quick|shm|variants|perf|done|all]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|graph|net|quick|shm|variants|perf|done|all]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -122,6 +122,25 @@ if [ "$what" = tune ] || [ "$what" = all ]; then
         done
     done
     grep -E '^####|^ +[0-9]+ |rror' "$OUT/tune.txt" | cut -c1-110
+fi
+
+if [ "$what" = small ] || [ "$what" = all ]; then
+    # issue 5's eager sizes: AllReduce 8 B..8 MB, the tuner's choice, one-shot LL, ring LL and
+    # NCCL alternating (SMALL_VARIANTS replaces the Baton variants), SMALL_ROUNDS rounds
+    variants=("BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Ring BATON_PROTO=LL")
+    [ -n "${SMALL_VARIANTS:-}" ] && IFS=';' read -r -a variants <<<"$SMALL_VARIANTS"
+    for r in $(seq "${SMALL_ROUNDS:-3}"); do
+        for v in "${variants[@]}" nccl; do
+            echo "#### small round $r allreduce $v" >>"$OUT/perf-small.txt"
+            if [ "$v" = nccl ]; then
+                perf nccl allreduce -b 8 -e 8M -f 2 -c 0 -n 100 -w 20 >>"$OUT/perf-small.txt"
+            else
+                env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 8 -e 8M \
+                    -f 2 -c 0 -n 100 -w 20 >>"$OUT/perf-small.txt" 2>&1
+            fi
+        done
+    done
+    grep -E '^####|^ +[0-9]+ |rror' "$OUT/perf-small.txt" | cut -c1-110
 fi
 
 if [ "$what" = graph ] || [ "$what" = all ]; then

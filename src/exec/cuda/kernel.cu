@@ -620,6 +620,7 @@ static __device__ void simple_io(const struct bt_prim &p, const struct bt_work *
  * Connector state is read once per chunk into shared memory. Returns 0 or an enum
  * bt_cuda_kerr. */
 #define DIRECT_FAST_MAX_RANKS 16
+#define DIRECT_LL_BATCH 8 /* lines a thread sends before it waits for the first */
 
 template <typename T>
 static __device__ int run_direct_ll(const struct bt_work *w, const struct bt_cuda_khdr &h, int widx)
@@ -654,43 +655,61 @@ static __device__ int run_direct_ll(const struct bt_work *w, const struct bt_cud
         size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL_PAYLOAD) : 1;
         const char *src = w->sendbuf + off * sizeof(T);
         char *dst = w->recvbuf + off * sizeof(T);
-        for (size_t line = threadIdx.x; line < nlines && !err; line += blockDim.x) {
-            size_t o = line * BT_LL_PAYLOAD;
-            int nb = nbytes > o ? (int)bt_min_sz(BT_LL_PAYLOAD, nbytes - o) : 0;
-            uint64_t own = ld_bytes(src + o, nb);
-            T t[N], x[N];
-            if (w->redop.pre_mul) {
-                memcpy(t, &own, sizeof(t));
-                for (int e = 0; e < N; e++)
-                    t[e] = Num<T>::store(Scale<C>::mul(Num<T>::load(t[e]), w->redop));
-                memcpy(&own, t, sizeof(t));
-            }
-            for (int r = 0; r < n; r++)
-                if (r != me)
-                    ll_store(&s_send[r][line], own, s_sflag[r]);
-            uint64_t acc = 0;
-            for (int r = 0; r < n && !err; r++) {
-                uint64_t v =
-                    r == me ? own : ll_load(&s_recv[r][line], s_rflag[r], h, r, widx, &err);
-                if (r == 0) {
-                    acc = v;
-                    continue;
+        /* A thread sends a batch of its lines before it waits for any: waiting for line k
+         * right after sending it would cost each of a thread's lines a crossing of the
+         * link, since the peer's thread works in the same lock step. */
+        for (size_t base = threadIdx.x; base < nlines && !err;
+             base += (size_t)blockDim.x * DIRECT_LL_BATCH) {
+            uint64_t own[DIRECT_LL_BATCH];
+#pragma unroll
+            for (int k = 0; k < DIRECT_LL_BATCH; k++) {
+                size_t line = base + (size_t)k * blockDim.x, o = line * BT_LL_PAYLOAD;
+                if (line >= nlines)
+                    break;
+                int nb = nbytes > o ? (int)bt_min_sz(BT_LL_PAYLOAD, nbytes - o) : 0;
+                own[k] = ld_bytes(src + o, nb);
+                if (w->redop.pre_mul) {
+                    T t[N];
+                    memcpy(t, &own[k], sizeof(t));
+                    for (int e = 0; e < N; e++)
+                        t[e] = Num<T>::store(Scale<C>::mul(Num<T>::load(t[e]), w->redop));
+                    memcpy(&own[k], t, sizeof(t));
                 }
-                memcpy(t, &acc, sizeof(t));
-                memcpy(x, &v, sizeof(x));
-                for (int e = 0; e < N; e++)
-                    t[e] =
-                        Num<T>::store(fold<C>(Num<T>::load(t[e]), Num<T>::load(x[e]), w->redop.op));
-                memcpy(&acc, t, sizeof(t));
+                for (int r = 0; r < n; r++)
+                    if (r != me)
+                        ll_store(&s_send[r][line], own[k], s_sflag[r]);
             }
-            if (w->redop.post_div) {
-                memcpy(t, &acc, sizeof(t));
-                for (int e = 0; e < N; e++)
-                    t[e] = Num<T>::store(Scale<C>::div(Num<T>::load(t[e]), w->redop));
-                memcpy(&acc, t, sizeof(t));
+#pragma unroll
+            for (int k = 0; k < DIRECT_LL_BATCH; k++) {
+                size_t line = base + (size_t)k * blockDim.x, o = line * BT_LL_PAYLOAD;
+                if (line >= nlines || err)
+                    break;
+                int nb = nbytes > o ? (int)bt_min_sz(BT_LL_PAYLOAD, nbytes - o) : 0;
+                T t[N], x[N];
+                uint64_t acc = 0;
+                for (int r = 0; r < n && !err; r++) {
+                    uint64_t v =
+                        r == me ? own[k] : ll_load(&s_recv[r][line], s_rflag[r], h, r, widx, &err);
+                    if (r == 0) {
+                        acc = v;
+                        continue;
+                    }
+                    memcpy(t, &acc, sizeof(t));
+                    memcpy(x, &v, sizeof(x));
+                    for (int e = 0; e < N; e++)
+                        t[e] = Num<T>::store(
+                            fold<C>(Num<T>::load(t[e]), Num<T>::load(x[e]), w->redop.op));
+                    memcpy(&acc, t, sizeof(t));
+                }
+                if (w->redop.post_div) {
+                    memcpy(t, &acc, sizeof(t));
+                    for (int e = 0; e < N; e++)
+                        t[e] = Num<T>::store(Scale<C>::div(Num<T>::load(t[e]), w->redop));
+                    memcpy(&acc, t, sizeof(t));
+                }
+                if (!err)
+                    st_bytes(dst + o, acc, nb);
             }
-            if (!err)
-                st_bytes(dst + o, acc, nb);
         }
         if (__syncthreads_or(err))
             return err;
