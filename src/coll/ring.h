@@ -24,8 +24,8 @@ static inline BT_HD void bt_prim_clear(struct bt_prim *p)
 }
 
 /*
- * Ring AllReduce, n ranks. Per loop the channel's range is cut into n blocks of `real`
- * elements (the last ones may be short or empty):
+ * Ring AllReduce, n ranks. Per loop the channel's range is cut into n blocks, equal (the
+ * last ones may be short or empty) or split in proportion to the ring's links:
  *   step 0         : send block p-1 (own input)
  *   steps 1..n-2   : recv block p-1-j, reduce with own input, send on   (reduce-scatter)
  *   step n-1       : recv block p, reduce, final op, write output, send  (last reduce + gather)
@@ -33,10 +33,37 @@ static inline BT_HD void bt_prim_clear(struct bt_prim *p)
  *   step 2n-2      : recv block p+1, write output
  * Traffic per rank: 2(n-1)/n x bytes. Latency: 2(n-1) hops per loop.
  */
+/* Elements per loop: n blocks of at most `chunk` each (equal, or the ring's split, whose
+ * largest block then gets `chunk`). */
+static inline BT_HD size_t bt_ring_allreduce_loop(const struct bt_work *w)
+{
+    const struct bt_ring *r = &w->chan->ring;
+    if (!r->split)
+        return (size_t)w->nranks * w->chunk;
+    size_t loop = w->chunk * BT_RING_SPLIT_TOTAL / r->split_max;
+    return loop ? loop : 1;
+}
+
+/* Block b's elements [*start, *start + len) of a loop of `rem`: equal blocks of
+ * ceil(rem / n) (the last ones short or empty), or the ring's split (exact, adding up to
+ * rem; a block never exceeds chunk since rem <= loop). */
+static inline BT_HD size_t bt_ring_allreduce_block(const struct bt_work *w, size_t b, size_t rem,
+                                                   size_t *start)
+{
+    const struct bt_ring *r = &w->chan->ring;
+    if (!r->split) {
+        size_t real = bt_div_up(rem, (size_t)w->nranks);
+        *start = b * real;
+        return *start < rem ? bt_min_sz(real, rem - *start) : 0;
+    }
+    *start = rem * r->split[b] / BT_RING_SPLIT_TOTAL;
+    return rem * r->split[b + 1] / BT_RING_SPLIT_TOTAL - *start;
+}
+
 static inline BT_HD uint64_t bt_ring_allreduce_nsteps(const struct bt_work *w)
 {
-    size_t loop = (size_t)w->nranks * w->chunk;
-    return (uint64_t)bt_div_up(w->chan_count, loop) * (uint64_t)(2 * w->nranks - 1);
+    return (uint64_t)bt_div_up(w->chan_count, bt_ring_allreduce_loop(w)) *
+           (uint64_t)(2 * w->nranks - 1);
 }
 
 static inline BT_HD void bt_ring_allreduce_prim(const struct bt_work *w, uint64_t k,
@@ -46,10 +73,9 @@ static inline BT_HD void bt_ring_allreduce_prim(const struct bt_work *w, uint64_
     int per = 2 * n - 1;
     size_t l = (size_t)(k / (uint64_t)per);
     int j = (int)(k % (uint64_t)per);
-    size_t loop = (size_t)n * w->chunk;
+    size_t loop = bt_ring_allreduce_loop(w);
     size_t off = w->chan_off + l * loop;
     size_t rem = bt_min_sz(loop, w->chan_off + w->chan_count - off);
-    size_t real = bt_div_up(rem, (size_t)n);
 
     int bpos;
     bt_prim_clear(p);
@@ -64,9 +90,8 @@ static inline BT_HD void bt_ring_allreduce_prim(const struct bt_work *w, uint64_
     } else {
         bpos = pos + 1;
     }
-    size_t b = (size_t)bt_ring_block(w, bpos);
-    size_t start = b * real;
-    p->nelem = start < rem ? bt_min_sz(real, rem - start) : 0;
+    size_t start;
+    p->nelem = bt_ring_allreduce_block(w, (size_t)bt_ring_block(w, bpos), rem, &start);
     size_t byteoff = (off + start) * w->esize;
 
     if (j > 0) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/arrival.h"
+#include "core/links.h"
 #include "exec/cuda/cuda.h"
 #include "proxy/proxy.h"
 #include "transport/transport.h"
@@ -275,6 +276,12 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     BT_CHECK_GOTO(bt_arrival_init(comm), st, fail);
     bt_proxy_dump_signal_init(); /* the dump signal also makes waiting launches report */
     comm->init_done = 1;
+    /* link caps, and TOPO_PROBE's measurement (it runs send/recv: after init_done) */
+    st = bt_links_init(comm);
+    if (st != BT_OK) {
+        comm->init_done = 0;
+        goto fail;
+    }
     if (comm->rank == 0)
         BT_INFO(BT_LOG_INIT, "Baton %s, NCCL 2.28.9 interface: comm %p %d ranks, %s, %d channels%s",
                 BATON_VERSION_STRING, (void *)comm, comm->nranks,
@@ -352,6 +359,7 @@ void bt_comm_free(struct bt_comm *comm)
             bt_conn_free(&comm->p2p[r].direct_recv);
         }
     free(comm->p2p);
+    free(comm->link_caps);
     free(comm->direct_send);
     free(comm->direct_recv);
     bt_bootstrap_destroy(comm->bs);

@@ -86,6 +86,7 @@ struct bt_comm {
     struct bt_channel channels[BT_MAX_CHANNELS];
     struct bt_lane tree_down_lanes[BT_MAX_CHANNELS]; /* the down halves of tree works */
     struct bt_p2p_peer *p2p;                         /* [nranks] */
+    struct bt_link_cap *link_caps;                   /* [nranks] or NULL (core/links.h) */
     struct bt_conn **direct_send; /* [nranks] -> p2p[r].direct_send, for Direct works */
     struct bt_conn **direct_recv;
 

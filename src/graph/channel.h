@@ -6,6 +6,8 @@
 #ifndef BT_GRAPH_CHANNEL_H
 #define BT_GRAPH_CHANNEL_H
 
+#include <stdint.h>
+
 #include "transport/conn.h"
 
 #define BT_MAX_CHANNELS 32
@@ -19,10 +21,17 @@ struct bt_lane {
     struct bt_work *head, *tail;
 };
 
+#define BT_RING_SPLIT_TOTAL 65536u /* a ring's AllReduce block shares add up to this */
+
 struct bt_ring {
     int prev, next;
     int index;  /* my position in order[] */
     int *order; /* order[i] = rank at ring position i (nranks entries) */
+    /* AllReduce blocks in proportion to the ring's links (graph/ring_plan.h), or NULL for
+     * equal blocks: rank r's block is [split[r], split[r + 1]) of BT_RING_SPLIT_TOTAL
+     * (nranks + 1 entries); split_max is the largest block's share. */
+    uint32_t *split;
+    uint32_t split_max;
 };
 
 struct bt_tree {
@@ -50,6 +59,12 @@ void bt_graph_btree(int nranks, int rank, int which, struct bt_tree *tree);
 
 /* Fill rings and trees of `nch` channels for `rank` of `nranks`. ring orders allocated. */
 int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank);
+/* Give the channels' rings a planned order: channel c follows bt_ring_channel_order(best,
+ * nranks, c) and, where `bw` (nranks x nranks, directed) says the ring's links differ,
+ * splits AllReduce blocks in proportion (split = 0: equal blocks). Only before the rings'
+ * connectors are connected. Returns -1 when out of memory. */
+int bt_graph_channels_plan(struct bt_channel *ch, int nch, int nranks, int rank, const int *best,
+                           const double *bw, int split);
 void bt_graph_channels_free(struct bt_channel *ch, int nch);
 
 #endif

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "graph/channel.h"
+#include "graph/ring_plan.h"
 
 /*
  * In-order binary tree over 0..n-1. A rank's lowest set bit b gives its level: the rank
@@ -97,10 +98,46 @@ int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank)
     return 0;
 }
 
+int bt_graph_channels_plan(struct bt_channel *ch, int nch, int nranks, int rank, const int *best,
+                           const double *bw, int split)
+{
+    uint32_t *share = malloc(sizeof(*share) * (size_t)nranks);
+    if (!share)
+        return -1;
+    for (int c = 0; c < nch; c++) {
+        struct bt_ring *r = &ch[c].ring;
+        bt_ring_channel_order(best, nranks, c, r->order);
+        for (int i = 0; i < nranks; i++)
+            if (r->order[i] == rank)
+                r->index = i;
+        r->next = r->order[(r->index + 1) % nranks];
+        r->prev = r->order[(r->index - 1 + nranks) % nranks];
+        free(r->split);
+        r->split = NULL;
+        r->split_max = 0;
+        if (!split || !bt_ring_split(nranks, r->order, bw, share))
+            continue;
+        r->split = malloc(sizeof(*r->split) * (size_t)(nranks + 1));
+        if (!r->split) {
+            free(share);
+            return -1;
+        }
+        r->split[0] = 0;
+        for (int i = 0; i < nranks; i++) {
+            r->split[i + 1] = r->split[i] + share[i];
+            r->split_max = share[i] > r->split_max ? share[i] : r->split_max;
+        }
+    }
+    free(share);
+    return 0;
+}
+
 void bt_graph_channels_free(struct bt_channel *ch, int nch)
 {
     for (int c = 0; c < nch; c++) {
         free(ch[c].ring.order);
+        free(ch[c].ring.split);
         ch[c].ring.order = NULL;
+        ch[c].ring.split = NULL;
     }
 }

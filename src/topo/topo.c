@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "graph/ring_plan.h"
 #include "util/log.h"
 #include "util/param.h"
 
@@ -135,86 +136,17 @@ struct bt_topo_path bt_topo_path(const struct bt_topo *t, int a, int b)
 
 /* ---- rings --------------------------------------------------------------------------- */
 
-struct ring_search {
-    const struct bt_topo *t;
-    int n;
-    double bw[BT_TOPO_MAX_GPUS][BT_TOPO_MAX_GPUS];
-    int cur[BT_TOPO_MAX_GPUS], used[BT_TOPO_MAX_GPUS];
-    int best[BT_TOPO_MAX_GPUS];
-    double best_min, best_sum;
-};
-
-/* Depth-first over rings starting at GPU 0; `mn`/`sum` of the links so far. */
-static void ring_dfs(struct ring_search *s, int depth, double mn, double sum)
-{
-    if (mn < s->best_min)
-        return; /* cannot beat the best bottleneck any more */
-    if (depth == s->n) {
-        double last = s->bw[s->cur[s->n - 1]][s->cur[0]];
-        double m = last < mn ? last : mn, total = sum + last;
-        if (m > s->best_min || (m == s->best_min && total > s->best_sum)) {
-            s->best_min = m;
-            s->best_sum = total;
-            memcpy(s->best, s->cur, sizeof(int) * (size_t)s->n);
-        }
-        return;
-    }
-    for (int g = 1; g < s->n; g++) {
-        if (s->used[g])
-            continue;
-        double l = s->bw[s->cur[depth - 1]][g];
-        s->used[g] = 1;
-        s->cur[depth] = g;
-        ring_dfs(s, depth + 1, l < mn ? l : mn, sum + l);
-        s->used[g] = 0;
-    }
-}
-
+/* The GPUs' path bandwidths as a matrix, searched by graph/ring_plan.c. */
 double bt_topo_ring(const struct bt_topo *t, int *order)
 {
-    static struct ring_search s; /* large; the search runs once per communicator */
-    memset(&s, 0, sizeof(s));
-    s.t = t;
-    s.n = t->ngpus;
-    if (s.n <= 0)
+    int n = t->ngpus;
+    double bw[BT_TOPO_MAX_GPUS * BT_TOPO_MAX_GPUS]; /* 8 KB */
+    if (n <= 0)
         return 0;
-    for (int a = 0; a < s.n; a++)
-        for (int b = 0; b < s.n; b++)
-            s.bw[a][b] = a == b ? 0 : bt_topo_path(t, t->gpu_node[a], t->gpu_node[b]).bw;
-    if (s.n == 1) {
-        order[0] = 0;
-        return 0;
-    }
-    s.cur[0] = 0;
-    s.used[0] = 1;
-    s.best_min = -1;
-    if (s.n <= 8) {
-        ring_dfs(&s, 1, 1e30, 0);
-    } else { /* greedy: the widest next link */
-        for (int d = 1; d < s.n; d++) {
-            int pick = -1;
-            for (int g = 1; g < s.n; g++)
-                if (!s.used[g] && (pick < 0 || s.bw[s.cur[d - 1]][g] > s.bw[s.cur[d - 1]][pick]))
-                    pick = g;
-            s.used[pick] = 1;
-            s.cur[d] = pick;
-        }
-        memcpy(s.best, s.cur, sizeof(int) * (size_t)s.n);
-        s.best_min = 1e30;
-        for (int i = 0; i < s.n; i++) {
-            double l = s.bw[s.best[i]][s.best[(i + 1) % s.n]];
-            if (l < s.best_min)
-                s.best_min = l;
-        }
-    }
-    memcpy(order, s.best, sizeof(int) * (size_t)s.n);
-    return s.best_min;
-}
-
-void bt_topo_channel_ring(const int *best, int n, int c, int *order)
-{
-    for (int i = 0; i < n; i++)
-        order[i] = c % 2 == 0 ? best[i] : best[(n - i) % n];
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            bw[a * n + b] = a == b ? 0 : bt_topo_path(t, t->gpu_node[a], t->gpu_node[b]).bw;
+    return bt_ring_search(n, bw, order);
 }
 
 /* ---- NICs ---------------------------------------------------------------------------- */

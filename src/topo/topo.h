@@ -86,14 +86,11 @@ struct bt_topo_path bt_topo_path(const struct bt_topo *t, int a, int b);
 const char *bt_topo_path_name(int cls);
 
 /*
- * A ring over all GPUs (order[0..ngpus)): the widest bottleneck, then the widest total,
- * exhaustively for ngpus <= 8, greedily (widest next link) above. Returns the bottleneck
- * bandwidth in GB/s.
+ * A ring over all GPUs (order[0..ngpus)) along the widest paths: graph/ring_plan.h's search
+ * over the path bandwidth matrix. Returns the bottleneck bandwidth in GB/s. Channel c's ring
+ * is bt_ring_channel_order(order, ngpus, c, ...).
  */
 double bt_topo_ring(const struct bt_topo *t, int *order);
-/* Channel c's ring: the best ring for even c, reversed for odd c (both directions of each
- * link carry traffic). */
-void bt_topo_channel_ring(const int *best, int n, int c, int *order);
 
 /* Each GPU's NIC (node index, -1 without NICs): the nearest path class, then the widest,
  * then the least used so GPUs spread over equally near NICs (rails). */

@@ -87,6 +87,14 @@ static inline BT_HD size_t bt_fifo_bytes(const struct bt_fifo_sizes *s)
 
 struct bt_transport_ops;
 
+/* A send rate cap on the link to one peer (core/links.h, INJECT_LINK_BW): the next step may
+ * be sent once the link has carried the previous ones at `bytes_per_ns`. Shared by every
+ * connector to that peer; the host executor honours it. */
+struct bt_link_cap {
+    double bytes_per_ns;
+    uint64_t free_ns; /* when the link has finished with what was sent so far */
+};
+
 struct bt_conn {
     int peer;
     int is_send;
@@ -100,8 +108,9 @@ struct bt_conn {
     char *buf[BT_NUM_PROTOS]; /* first slot of each protocol */
     struct bt_fifo_sizes sizes;
     const struct bt_transport_ops *tp;
-    void *tp_priv;    /* transport resources (segment, sockets) */
-    const char *kind; /* "ring", "tree", "p2p": for logs */
+    void *tp_priv;           /* transport resources (segment, sockets) */
+    struct bt_link_cap *cap; /* send rate cap (core/links.h: INJECT_LINK_BW), or NULL */
+    const char *kind;        /* "ring", "tree", "p2p": for logs */
     int channel;
 };
 

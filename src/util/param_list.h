@@ -46,6 +46,15 @@ BT_PARAM_STR(topo_file, "TOPO_FILE", NULL,
              "(format: src/topo/topo_file.c)")
 BT_PARAM_STR(topo_dump_file, "TOPO_DUMP_FILE", NULL,
              "write the topology found (or read) to this file")
+BT_PARAM_INT(topo_probe, "TOPO_PROBE", 0,
+             "1: host-memory communicators of 3+ ranks measure each directed pair's throughput "
+             "at init (4 MB send/recv per pair) and build their rings from the measured matrix")
+BT_PARAM_INT(ring_split, "RING_SPLIT", 1,
+             "1: where a ring's links differ (TOPO_PROBE), ring AllReduce blocks are sized in "
+             "proportion to the links; 0: equal blocks")
+BT_PARAM_STR(inject_link_bw, "INJECT_LINK_BW", NULL,
+             "testing: cap send rates of host-memory links, SRC>DST:MB/s entries (rank or *), "
+             "comma-separated, later ones win; e.g. '*>*:2000,0>1:1000'")
 BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0,
              "1: GPU connectors in host shared memory (cudaHostRegister) instead of GPU memory "
              "mapped between GPUs")

@@ -363,8 +363,7 @@ bt_status_t bt_socket_listen(const union bt_sockaddr *addr, int *fd_p, union bt_
     }
     if (bind(fd, &addr->sa, alen) != 0) {
         int err = errno;
-        BT_WARN("bind to %s failed: %s%s", bt_socket_addr_to_str(addr, s, sizeof(s)),
-                strerror(err),
+        BT_WARN("bind to %s failed: %s%s", bt_socket_addr_to_str(addr, s, sizeof(s)), strerror(err),
                 err == EADDRINUSE ? " (another socket holds that port: pick a port outside "
                                     "/proc/sys/net/ipv4/ip_local_port_range, or another one)"
                                   : "");

@@ -36,6 +36,7 @@
 #include "coll/dtype.h"
 #include "exec/host/executor.h"
 #include "graph/channel.h"
+#include "graph/ring_plan.h"
 #include "util/time.h"
 
 #define MAXR 9
@@ -177,6 +178,7 @@ struct link {
 
 struct world {
     int n, nch;
+    int planned, nsplit; /* rings planned; channels with unequal blocks */
     struct bt_channel ch[MAXR][MAXCH];
     struct bt_lane down[MAXR][MAXCH]; /* tree down halves (comm->tree_down_lanes) */
     struct bt_conn p2p_send[MAXR][MAXR], p2p_recv[MAXR][MAXR];
@@ -237,13 +239,41 @@ static void world_free(void)
     W.nlinks = 0;
 }
 
-static void world_init(int n, int nch)
+/* Planned rings (graph/ring_plan.h) over links of unequal speed that no ring avoids: every
+ * link of rank 0 at half speed, 2 -> 3 at 70%: the ring order is the search's, reversed on
+ * odd channels, and the ring AllReduce cuts its loops into unequal blocks. */
+static void plan_channels(int n, int nch)
+{
+    double m[MAXR * MAXR] = {0};
+    int best[MAXR];
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            m[a * n + b] = a == b ? 0 : (a == 0 || b == 0) ? 5 : (a == 2 && b == 3) ? 7 : 10;
+    bt_ring_search(n, m, best);
+    for (int r = 0; r < n; r++) {
+        BT_TEST_CHECK(bt_graph_channels_plan(W.ch[r], nch, n, r, best, m, 1) == 0, "plan");
+        for (int c = 0; c < nch; c++) {
+            const struct bt_ring *g = &W.ch[r][c].ring;
+            BT_TEST_CHECK(g->order[g->index] == r, "n=%d: rank %d not at its ring index", n, r);
+            if (!g->split)
+                continue;
+            BT_TEST_CHECK(g->split[0] == 0 && g->split[n] == BT_RING_SPLIT_TOTAL,
+                          "n=%d: split spans %u..%u", n, g->split[0], g->split[n]);
+            W.nsplit++;
+        }
+    }
+}
+
+static void world_init(int n, int nch, int planned)
 {
     memset(&W, 0, sizeof(W));
     W.n = n;
     W.nch = nch;
+    W.planned = planned;
     for (int r = 0; r < n; r++)
         BT_TEST_OK(bt_graph_channels_init(W.ch[r], nch, n, r));
+    if (planned)
+        plan_channels(n, nch);
     for (int r = 0; r < n; r++) {
         for (int c = 0; c < nch; c++) {
             struct bt_channel *x = &W.ch[r][c];
@@ -654,9 +684,9 @@ static void run_case(const struct op *o)
         free(mem2[r]);
     }
     if (case_failed) { /* connectors may be mid-step: start this world again */
-        int nch = W.nch;
+        int nch = W.nch, planned = W.planned;
         world_free();
-        world_init(n, nch);
+        world_init(n, nch, planned);
     }
     BT_TEST_CHECK(deadlocks < 3, "stopping after %d deadlocks", deadlocks);
 }
@@ -689,9 +719,9 @@ static void run_counts(struct op *o)
     }
 }
 
-static void run_world(int n, int nch)
+static void run_world(int n, int nch, int planned)
 {
-    world_init(n, nch);
+    world_init(n, nch, planned);
     int roots[3] = {0, n / 2, n - 1}, nroots = n == 1 ? 1 : n == 2 ? 2 : 3;
     if (n == 2)
         roots[1] = 1;
@@ -749,7 +779,11 @@ int main(void)
     uint64_t t0 = bt_time_ns();
     for (int n = 1; n <= MAXR; n++) {
         for (int nch = 1; nch <= MAXCH; nch++)
-            run_world(n, nch);
+            run_world(n, nch, 0);
+        if (n >= 3) { /* rings planned over unequal links: other orders, unequal blocks */
+            run_world(n, 2, 1);
+            BT_TEST_CHECK(W.nsplit > 0, "n=%d: no planned ring got unequal blocks", n);
+        }
         printf("n=%d done (%ld cases so far, %.2f s)\n", n, ncases,
                (double)(bt_time_ns() - t0) / 1e9);
         fflush(stdout);

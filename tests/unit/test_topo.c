@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "graph/ring_plan.h"
 #include "topo/topo.h"
 
 static struct bt_topo t, t2;
@@ -65,6 +66,39 @@ static void ring_edges(const struct bt_topo *x, const int *order, int *nsys, int
     }
 }
 
+/* The AllReduce blocks of a ring over the file's GPUs: they add up exactly; where the links
+ * differ the ranks beside the narrowest get more and the slowest link's time drops. */
+static void check_split(const struct bt_topo *tp, const int *order, const char *what)
+{
+    int n = tp->ngpus;
+    double m[BT_TOPO_MAX_GPUS * BT_TOPO_MAX_GPUS] = {0}, cmin = 1e300, cmax = 0;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            m[a * n + b] = a == b ? 0 : bw(tp, a, b);
+    for (int p = 0; p < n; p++) {
+        double c = m[order[p] * n + order[(p + 1) % n]];
+        cmin = c < cmin ? c : cmin;
+        cmax = c > cmax ? c : cmax;
+    }
+    uint32_t share[BT_TOPO_MAX_GPUS], eq[BT_TOPO_MAX_GPUS], sum = 0;
+    int split = bt_ring_split(n, order, m, share);
+    for (int i = 0; i < n; i++) {
+        sum += share[i];
+        eq[i] = BT_RING_SPLIT_TOTAL / (uint32_t)n;
+    }
+    BT_TEST_CHECK(sum == BT_RING_SPLIT_TOTAL, "%s: shares add up to %u", what, sum);
+    double c_eq = bt_ring_split_cost(n, order, m, eq),
+           c_split = bt_ring_split_cost(n, order, m, share);
+    if (cmin < 0.85 * cmax) {
+        BT_TEST_CHECK(split == 1, "%s: links %g..%g GB/s but an equal split", what, cmin, cmax);
+        BT_TEST_CHECK(c_split < 0.9 * c_eq, "%s: split cost %g vs equal %g", what, c_split, c_eq);
+    } else {
+        BT_TEST_CHECK(split == 0, "%s: equal links but an unequal split", what);
+    }
+    printf("%s: ring links %.1f..%.1f GB/s, split %d, slowest link %.3f vs equal %.3f\n", what,
+           cmin, cmax, split, c_split, c_eq);
+}
+
 static void test_pcie8(void)
 {
     load("pcie8.txt", &t);
@@ -91,9 +125,10 @@ static void test_pcie8(void)
     BT_TEST_CHECK(znarrow > nnarrow && zsys > nsys, "a zigzag ring: %d narrow, %d SYS", znarrow,
                   zsys);
     int ch1[BT_TOPO_MAX_GPUS];
-    bt_topo_channel_ring(order, 8, 1, ch1);
+    bt_ring_channel_order(order, 8, 1, ch1);
     for (int i = 0; i < 8; i++)
         BT_TEST_CHECK(ch1[i] == order[(8 - i) % 8], "channel 1 is not the reverse ring");
+    check_split(&t, order, "pcie8");
 
     int nic[BT_TOPO_MAX_GPUS];
     bt_topo_nics(&t, nic);
@@ -113,6 +148,7 @@ static void test_dgx8(void)
                               "%d-%d %s %g", a, b, bt_topo_path_name(cls(&t, a, b)), bw(&t, a, b));
     int order[BT_TOPO_MAX_GPUS];
     BT_TEST_CHECK(bt_topo_ring(&t, order) == 450.0, "bottleneck");
+    check_split(&t, order, "dgx8");
     int nic[BT_TOPO_MAX_GPUS];
     bt_topo_nics(&t, nic);
     for (int g = 0; g < 8; g++) {

@@ -8,9 +8,11 @@
  *     --dump        print the topology in the file format (what TOPO_DUMP_FILE writes)
  *     --channels N  rings to show (default 2)
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/ring_plan.h"
 #include "topo/topo.h"
 
 static const char *kind_name(int k)
@@ -106,11 +108,29 @@ int main(int argc, char **argv)
         int best[BT_TOPO_MAX_GPUS], order[BT_TOPO_MAX_GPUS];
         double bw = bt_topo_ring(&t, best);
         printf("\n# rings (bottleneck %.1f GB/s)\n", bw);
+        double m[BT_TOPO_MAX_GPUS * BT_TOPO_MAX_GPUS];
+        int n = t.ngpus;
+        for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++)
+                m[a * n + b] = a == b ? 0 : bt_topo_path(&t, t.gpu_node[a], t.gpu_node[b]).bw;
         for (int c = 0; c < nch; c++) {
-            bt_topo_channel_ring(best, t.ngpus, c, order);
+            uint32_t share[BT_TOPO_MAX_GPUS];
+            bt_ring_channel_order(best, n, c, order);
             printf("channel %d:", c);
-            for (int i = 0; i < t.ngpus; i++)
+            for (int i = 0; i < n; i++)
                 printf(" %d", order[i]);
+            /* AllReduce blocks in proportion to the links (graph/ring_plan.h) */
+            if (bt_ring_split(n, order, m, share)) {
+                uint32_t eq[BT_TOPO_MAX_GPUS];
+                for (int i = 0; i < n; i++)
+                    eq[i] = BT_RING_SPLIT_TOTAL / (uint32_t)n;
+                printf("  blocks (%% per GPU):");
+                for (int i = 0; i < n; i++)
+                    printf(" %.1f", 100.0 * share[order[i]] / BT_RING_SPLIT_TOTAL);
+                printf("  (slowest link's time %.0f%% of equal blocks')",
+                       100.0 * bt_ring_split_cost(n, order, m, share) /
+                           bt_ring_split_cost(n, order, m, eq));
+            }
             printf("\n");
         }
     }

@@ -33,6 +33,8 @@ static inline size_t ll_lines(size_t nbytes)
 
 static int send_ready(struct bt_conn *c)
 {
+    if (c->cap && bt_time_ns() < c->cap->free_ns)
+        return 0; /* an injected slow link is still busy with earlier steps */
     if (c->step < c->cached + BT_NSTEPS)
         return 1;
     c->cached = atomic_load_explicit(&c->ctrl->head, memory_order_acquire);
@@ -111,6 +113,10 @@ static void ll_unpack(struct bt_conn *c, char *data, size_t nbytes)
 
 static void send_done(struct bt_conn *c, int proto, size_t nbytes)
 {
+    if (c->cap) { /* the link carries these bytes at its capped rate after what it has */
+        uint64_t now = bt_time_ns(), from = c->cap->free_ns > now ? c->cap->free_ns : now;
+        c->cap->free_ns = from + (uint64_t)((double)nbytes / c->cap->bytes_per_ns);
+    }
     if (proto == BT_PROTO_SIMPLE) {
         atomic_store_explicit(&c->ctrl->sizes[c->step % BT_NSTEPS], (int32_t)nbytes,
                               memory_order_relaxed);

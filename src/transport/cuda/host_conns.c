@@ -118,6 +118,8 @@ bt_status_t bt_cuda_hostconn_connect(struct bt_comm *comm, struct bt_cuda_comm *
         int *dorder = ch[c].ring.order; /* set by the caller: device memory */
         ch[c].ring = h->ring;
         ch[c].ring.order = dorder;
+        ch[c].ring.split = NULL; /* host memory; GPU rings use equal blocks */
+        ch[c].ring.split_max = 0;
         BT_CHECK(dview(&h->ring_send, &ch[c].ring_send, c));
         BT_CHECK(dview(&h->ring_recv, &ch[c].ring_recv, c));
     }
