@@ -80,6 +80,8 @@ struct bt_comm {
     int local_ranks;        /* ranks of this communicator on this host */
     int shm_all;            /* every peer reachable through shared memory (else some use NET) */
     struct bt_proxy *proxy; /* the CPU proxy, started by the first NET connector */
+    char proxy_cpus[64];    /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
+    char nic[32];           /* network device nearest this rank's GPU (topology), or "" */
     int oversubscribed;     /* more local ranks than CPUs this process may run on */
 
     int nchannels;

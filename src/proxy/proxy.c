@@ -451,7 +451,40 @@ static void proxy_free(struct bt_proxy *p)
     free(p);
 }
 
-bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, struct bt_proxy **proxy_p)
+/* Thread attributes that keep a thread on `cpus` (a /sys cpulist, "0-31,64-95") within the
+ * CPUs this process may run on. 0 when there is nothing to set (no list, a list that does
+ * not parse, or no CPU in common): the thread then runs where its creator may. */
+static int attr_on_cpus(pthread_attr_t *attr, const char *cpus)
+{
+    cpu_set_t want, allowed;
+    if (!cpus || !*cpus || sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+        return 0;
+    CPU_ZERO(&want);
+    for (const char *s = cpus; *s && *s != '\n';) {
+        char *end;
+        long lo = strtol(s, &end, 10), hi = lo;
+        if (end == s)
+            return 0;
+        if (*end == '-')
+            hi = strtol(end + 1, &end, 10);
+        for (long c = lo < 0 ? 0 : lo; c <= hi && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, &want);
+        if (*end && *end != ',' && *end != '\n')
+            return 0;
+        s = *end == ',' ? end + 1 : end;
+    }
+    CPU_AND(&want, &want, &allowed);
+    if (CPU_COUNT(&want) == 0 || pthread_attr_init(attr) != 0)
+        return 0;
+    if (pthread_attr_setaffinity_np(attr, sizeof(want), &want) != 0) {
+        pthread_attr_destroy(attr);
+        return 0;
+    }
+    return 1;
+}
+
+bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, const char *cpus,
+                            struct bt_proxy **proxy_p)
 {
     if (!proxy_p)
         return BT_ERR_INVALID_ARG;
@@ -475,12 +508,20 @@ bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, struct b
     }
     bt_proxy_dump_signal_init();
 
-    rc = pthread_create(&p->service_thread, NULL, proxy_service_main, p);
+    pthread_attr_t attr;
+    int pinned = attr_on_cpus(&attr, cpus);
+    rc = pthread_create(&p->service_thread, pinned ? &attr : NULL, proxy_service_main, p);
     if (rc != 0) {
         BT_WARN("proxy %s: pthread_create (service) failed: %s", p->name, strerror(rc));
+        if (pinned)
+            pthread_attr_destroy(&attr);
         goto err_cond;
     }
-    rc = pthread_create(&p->progress_thread, NULL, proxy_progress_main, p);
+    rc = pthread_create(&p->progress_thread, pinned ? &attr : NULL, proxy_progress_main, p);
+    if (pinned) {
+        pthread_attr_destroy(&attr);
+        BT_INFO(BT_LOG_PROXY | BT_LOG_INIT, "proxy %s: threads on CPUs %s", p->name, cpus);
+    }
     if (rc != 0) {
         BT_WARN("proxy %s: pthread_create (progress) failed: %s", p->name, strerror(rc));
         goto err_join_service;

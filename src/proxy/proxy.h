@@ -109,10 +109,13 @@ static inline void bt_proxy_sub_stage(struct bt_proxy_sub *sub, const char *stag
  * `abort_flag` (may be NULL) is read with acquire loads; once it is non-zero the progress
  * thread completes every op with BT_ERR_REMOTE (within ~100 ms even when idle) and stops;
  * later posts fail with BT_ERR_REMOTE. The service thread keeps running until destroy, so
- * teardown RPCs (close) still work after an abort.
+ * teardown RPCs (close) still work after an abort. `cpus` (may be NULL): a cpulist the
+ * threads are kept on, within the process's CPUs (a GPU's NUMA node); else they run where
+ * the caller may (threads inherit it; helper threads the proxy starts inherit theirs).
  * caller: any thread.
  */
-bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, struct bt_proxy **proxy_p);
+bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, const char *cpus,
+                            struct bt_proxy **proxy_p);
 
 /*
  * Hand an op to the progress thread. The caller fills progress, is_send, nsubs, subs[i]

@@ -172,6 +172,7 @@ static void add_gpus(struct bt_topo *t)
         if (i < 0)
             return;
         t->nodes[i].gpu = g;
+        snprintf(t->nodes[i].bus, sizeof(t->nodes[i].bus), "%s", bus);
         if (parent >= 0 && real[0])
             read_link(real, &t->nodes[i]);
     }

@@ -5,7 +5,9 @@
  */
 #include "topo/topo.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "graph/ring_plan.h"
 #include "util/log.h"
@@ -19,6 +21,31 @@ static const char *const path_names[BT_NUM_PATHS] = {"NVL",  "PIX", "PXB", "PHB"
 const char *bt_topo_path_name(int cls)
 {
     return cls >= 0 && cls < BT_NUM_PATHS ? path_names[cls] : "?";
+}
+
+int bt_topo_path_parse(const char *s)
+{
+    if (!s)
+        return -2;
+    if (strcasecmp(s, "LOC") == 0)
+        return -1;
+    for (int c = 0; c < BT_PATH_NET; c++)
+        if (strcasecmp(s, path_names[c]) == 0)
+            return c;
+    return -2;
+}
+
+int bt_topo_gpu_index(const struct bt_topo *t, const char *bus, int dev)
+{
+    for (int g = 0; g < t->ngpus; g++) {
+        const char *b = t->nodes[t->gpu_node[g]].bus;
+        if (b[0] && bus && strcasecmp(b, bus) == 0)
+            return g;
+    }
+    for (int g = 0; g < t->ngpus; g++) /* bus ids known: the device is not in this topology */
+        if (t->nodes[t->gpu_node[g]].bus[0])
+            return -1;
+    return dev >= 0 && dev < t->ngpus ? dev : -1;
 }
 
 int bt_topo_add(struct bt_topo *t, int kind, const char *name, int parent)
@@ -147,6 +174,49 @@ double bt_topo_ring(const struct bt_topo *t, int *order)
         for (int b = 0; b < n; b++)
             bw[a * n + b] = a == b ? 0 : bt_topo_path(t, t->gpu_node[a], t->gpu_node[b]).bw;
     return bt_ring_search(n, bw, order);
+}
+
+double bt_topo_rank_ring(const struct bt_topo *t, int n, const int *gpu, int *best)
+{
+    double *bw = calloc((size_t)n * (size_t)n, sizeof(double));
+    if (!bw) {
+        for (int i = 0; i < n; i++)
+            best[i] = i;
+        return 0;
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            if (gpu[a] != gpu[b])
+                bw[a * n + b] = bt_topo_path(t, t->gpu_node[gpu[a]], t->gpu_node[gpu[b]]).bw;
+    double bottleneck = bt_ring_search(n, bw, best);
+    free(bw);
+    return bottleneck;
+}
+
+int bt_topo_p2p_within(const struct bt_topo *t, int n, const int *gpu, int level, int *a, int *b)
+{
+    for (int x = 0; x < n; x++) {
+        for (int y = 0; y < n; y++) {
+            if (x == y || gpu[x] == gpu[y])
+                continue;
+            if (bt_topo_path(t, t->gpu_node[gpu[x]], t->gpu_node[gpu[y]]).cls > level) {
+                *a = x;
+                *b = y;
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+const char *bt_topo_numa_cpulist(const struct bt_topo *t, int numa)
+{
+    for (int i = 0; i < t->nnodes; i++) {
+        const struct bt_topo_node *x = &t->nodes[i];
+        if (x->kind == BT_TOPO_NUMA && x->numa == numa && x->cpus[0])
+            return x->cpus;
+    }
+    return NULL;
 }
 
 /* ---- NICs ---------------------------------------------------------------------------- */

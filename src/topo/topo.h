@@ -53,6 +53,7 @@ struct bt_topo_node {
     int gen, width;         /* PCIe link now (0: unknown) */
     int max_gen, max_width; /* what the link could do */
     int gpu;                /* GPU: its index (CUDA device) */
+    char bus[64];           /* GPU: PCI bus id, lower case (discovered; empty from a file) */
     double speed_gbps;      /* NIC: line rate */
     char cpus[64];          /* NUMA: cpu list, as /sys prints it */
 };
@@ -84,6 +85,14 @@ bt_status_t bt_topo_finish(struct bt_topo *t);
 /* The path between two nodes (GPUs or NICs). */
 struct bt_topo_path bt_topo_path(const struct bt_topo *t, int a, int b);
 const char *bt_topo_path_name(int cls);
+/* A path class by name (NVL, PIX, PXB, PHB, NODE, SYS, case-insensitive; LOC: -1, below
+ * every class), or -2 when `s` names none. For P2P_LEVEL. */
+int bt_topo_path_parse(const char *s);
+
+/* The topology's GPU for a rank's CUDA device: by PCI bus id when the topology was
+ * discovered (device numbers differ between processes with different
+ * CUDA_VISIBLE_DEVICES), by device number when it was read from a file. -1: not there. */
+int bt_topo_gpu_index(const struct bt_topo *t, const char *bus, int dev);
 
 /*
  * A ring over all GPUs (order[0..ngpus)) along the widest paths: graph/ring_plan.h's search
@@ -91,6 +100,17 @@ const char *bt_topo_path_name(int cls);
  * is bt_ring_channel_order(order, ngpus, c, ...).
  */
 double bt_topo_ring(const struct bt_topo *t, int *order);
+
+/* Ranks on GPUs: gpu[r] is rank r's topology GPU (bt_topo_gpu_index). The ring over the
+ * ranks along the widest paths (best[n]); returns the bottleneck in GB/s. */
+double bt_topo_rank_ring(const struct bt_topo *t, int n, const int *gpu, int *best);
+
+/* P2P_LEVEL: 1 when every pair of the ranks' GPUs is within path class `level` (enum
+ * bt_path; -1: none is), else 0 with the first pair beyond it in *a, *b. */
+int bt_topo_p2p_within(const struct bt_topo *t, int n, const int *gpu, int level, int *a, int *b);
+
+/* The CPUs of NUMA node `numa` as /sys lists them ("0-31,64-95"), or NULL when unknown. */
+const char *bt_topo_numa_cpulist(const struct bt_topo *t, int numa);
 
 /* Each GPU's NIC (node index, -1 without NICs): the nearest path class, then the widest,
  * then the least used so GPUs spread over equally near NICs (rails). */

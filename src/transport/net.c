@@ -43,6 +43,7 @@ struct net_conn {
     unsigned char handle[BT_NET_HANDLE_BYTES]; /* connect() is keyed by this buffer */
     void *listen_comm, *send_comm, *recv_comm;
     void *fifo;
+    int dev;         /* the backend's device (NIC) this connector listens on */
     uint64_t posted; /* next step to isend / irecv */
     uint64_t done;   /* next step whose request is not complete */
     void *req[BT_NSTEPS];
@@ -90,6 +91,22 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
 
 static bt_status_t net_listen_rpc(void *arg);
 
+/* The device (NIC) a receiving connector listens on. CROSS_NIC=0 keeps each channel on one
+ * rail on every rank: channel c on device c mod ndev. Otherwise a GPU rank uses the device
+ * nearest its GPU when the topology names one (comm->nic, rail-optimized: GPU k of every
+ * host on NIC k), and host ranks spread their channels over the devices the same way. */
+static int pick_dev(const struct bt_comm *comm, const struct bt_conn *conn,
+                    const struct bt_net_ops *net, int ndev)
+{
+    if (ndev <= 1)
+        return 0;
+    if (bt_param_cross_nic() != 0 && comm->nic[0] && net->dev_name)
+        for (int d = 0; d < ndev; d++)
+            if (strcmp(net->dev_name(d), comm->nic) == 0)
+                return d;
+    return conn->channel % ndev;
+}
+
 static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *info_p)
 {
     struct net_info *info = info_p;
@@ -100,7 +117,7 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
     if (!comm->proxy) {
         char name[64];
         snprintf(name, sizeof(name), "comm %p rank %d", (void *)comm, comm->rank);
-        BT_CHECK(bt_proxy_create(name, &comm->abort_flag, &comm->proxy));
+        BT_CHECK(bt_proxy_create(name, &comm->abort_flag, comm->proxy_cpus, &comm->proxy));
     }
     struct net_conn *nc = calloc(1, sizeof(*nc));
     if (!nc)
@@ -113,6 +130,10 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
     if (conn->is_send)
         return BT_OK;                        /* the FIFO is sized by the receiver's blob */
     conn->sizes.slot_bytes[BT_PROTO_LL] = 0; /* Simple only over the network */
+    nc->dev = pick_dev(comm, conn, net, ndev);
+    BT_INFO(BT_LOG_NET | BT_LOG_INIT, "NET: %s channel %d from rank %d on device %d (%s)",
+            conn->kind, conn->channel, conn->peer, nc->dev,
+            net->dev_name ? net->dev_name(nc->dev) : "?");
     BT_CHECK(fifo_alloc(nc, conn, &conn->sizes));
     BT_CHECK(bt_proxy_call(comm->proxy, net_listen_rpc, nc));
     memcpy(info->handle, nc->handle, sizeof(info->handle));
@@ -147,7 +168,7 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
 static bt_status_t net_listen_rpc(void *arg)
 {
     struct net_conn *nc = arg;
-    return nc->net->listen(0, nc->handle, &nc->listen_comm);
+    return nc->net->listen(nc->dev, nc->handle, &nc->listen_comm);
 }
 
 static bt_status_t net_connect_rpc(void *arg)

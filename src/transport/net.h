@@ -23,6 +23,8 @@ struct bt_net_ops {
     const char *name;
     /* Devices (NICs) the backend can use; idempotent. */
     bt_status_t (*init)(int *ndev_p);
+    /* Device `dev`'s name (the network interface's, which topology discovery also uses). */
+    const char *(*dev_name)(int dev);
     /* Listen on device `dev`; fill `handle` for the peer's connect(). */
     bt_status_t (*listen)(int dev, void *handle, void **listen_comm_p);
     /* *send_comm_p = NULL: in progress, call again with the same arguments. */

@@ -37,8 +37,7 @@ _Static_assert(sizeof(struct sock_handle) <= BT_NET_HANDLE_BYTES, "handle too la
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_ndev = -1;
-static union bt_sockaddr g_dev_addr;
-static char g_dev_name[64];
+static struct bt_socket_iface g_dev[BT_NET_SOCKET_MAX_DEVS]; /* devices: interfaces */
 static int g_cfg_override;
 static struct bt_net_socket_config g_cfg;
 
@@ -89,18 +88,34 @@ static bt_status_t sock_init(int *ndev_p)
     bt_status_t st = BT_OK;
     pthread_mutex_lock(&g_mu);
     if (g_ndev < 0) {
-        st = bt_socket_find_interface(&g_dev_addr, g_dev_name, sizeof(g_dev_name));
-        if (st == BT_OK) {
-            char s[BT_SOCKADDR_STRLEN];
-            g_ndev = 1;
-            BT_INFO(BT_LOG_INIT | BT_LOG_NET, "NET/Socket: using %s:%s", g_dev_name,
-                    bt_socket_addr_to_str(&g_dev_addr, s, sizeof(s)));
+        /* Every interface SOCKET_IFNAME selects is a device: a connector listens on the one
+         * its rank or channel is given (transport/net.c). Without SOCKET_IFNAME only the
+         * first: other interfaces may be on networks the peers cannot reach. */
+        int max = bt_param_str_socket_ifname() ? BT_NET_SOCKET_MAX_DEVS : 1;
+        int n = bt_socket_find_interfaces(g_dev, max);
+        if (n <= 0) {
+            st = n < 0 ? BT_ERR_SYSTEM : BT_ERR_INVALID_ARG;
+        } else {
+            g_ndev = n;
+            for (int d = 0; d < n; d++) {
+                char s[BT_SOCKADDR_STRLEN];
+                BT_INFO(BT_LOG_INIT | BT_LOG_NET, "NET/Socket: device %d is %s:%s", d,
+                        g_dev[d].name, bt_socket_addr_to_str(&g_dev[d].addr, s, sizeof(s)));
+            }
         }
     }
     if (st == BT_OK)
         *ndev_p = g_ndev;
     pthread_mutex_unlock(&g_mu);
     return st;
+}
+
+static const char *sock_dev_name(int dev)
+{
+    pthread_mutex_lock(&g_mu);
+    const char *name = dev >= 0 && dev < g_ndev ? g_dev[dev].name : "?";
+    pthread_mutex_unlock(&g_mu);
+    return name;
 }
 
 struct pending_sock {
@@ -148,7 +163,7 @@ static bt_status_t sock_listen(int dev, void *handle, void **listen_comm_p)
         BT_WARN("NET/Socket: out of memory for a listen comm");
         return BT_ERR_SYSTEM;
     }
-    bt_status_t st = bt_socket_listen(&g_dev_addr, &l->fd, &l->addr);
+    bt_status_t st = bt_socket_listen(&g_dev[dev].addr, &l->fd, &l->addr);
     if (st != BT_OK) {
         free(l);
         return st;
@@ -536,6 +551,7 @@ static void sock_close_comm(void *comm)
 const struct bt_net_ops bt_net_socket = {
     .name = "Socket",
     .init = sock_init,
+    .dev_name = sock_dev_name,
     .listen = sock_listen,
     .connect = sock_connect,
     .accept = sock_accept,

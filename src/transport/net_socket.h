@@ -24,6 +24,7 @@
 #include "util/socket.h"
 #include "util/status.h"
 
+#define BT_NET_SOCKET_MAX_DEVS 8 /* interfaces used as devices */
 #define BT_NET_SOCKET_MAX_THREADS 16
 #define BT_NET_SOCKET_MAX_SOCKS 64
 #define BT_NET_SOCKET_MAX_REQS 8 /* requests in flight per comm */

@@ -58,6 +58,17 @@ BT_PARAM_STR(inject_link_bw, "INJECT_LINK_BW", NULL,
 BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0,
              "1: GPU connectors in host shared memory (cudaHostRegister) instead of GPU memory "
              "mapped between GPUs")
+BT_PARAM_STR(p2p_level, "P2P_LEVEL", NULL,
+             "GPU connectors over P2P only when every pair of the communicator's GPUs is within "
+             "this path class: LOC (never), NVL, PIX, PXB, PHB, NODE, SYS; else host shared "
+             "memory (unset: wherever CUDA allows peer access)")
+BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", NULL,
+             "accepted for NCCL compatibility: the socket transport stages GPU buffers through "
+             "host memory (no GPUDirect RDMA), so there is nothing to choose")
+BT_PARAM_INT(cross_nic, "CROSS_NIC", 2,
+             "with several network devices: 0 keeps each channel on one rail (channel c on "
+             "device c mod n on every rank); 1 or 2 let a GPU rank use the device nearest its "
+             "GPU")
 BT_PARAM_INT(shm_disable, "SHM_DISABLE", 0, "disable the shared-memory transport")
 BT_PARAM_INT(net_disable, "NET_DISABLE", 0,
              "disable the network transport (sockets through the CPU proxy)")

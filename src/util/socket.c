@@ -193,14 +193,14 @@ static int if_class_of(const struct sockaddr *sa)
     return IF_V6_GLOBAL;
 }
 
-/* The first address of `ifs` that passes the filters; 1 if found. */
-static int find_interface_pass(struct ifaddrs *ifs, int family, const struct ifname_spec *spec,
-                               int want_loopback, union bt_sockaddr *addr_p, char *ifname_p,
-                               size_t ifname_len)
+/* Append to out[] the interfaces of `ifs` that pass the filters, one address each (the
+ * most preferred class first), skipping names already there. */
+static void collect_pass(struct ifaddrs *ifs, int family, const struct ifname_spec *spec,
+                         int want_loopback, struct bt_socket_iface *out, int max, int *n)
 {
     static const char *const skip_default[] = {"docker", "virbr", "veth"};
     for (int cls = 0; cls < IF_NCLASSES; cls++) {
-        for (struct ifaddrs *ifa = ifs; ifa; ifa = ifa->ifa_next) {
+        for (struct ifaddrs *ifa = ifs; ifa && *n < max; ifa = ifa->ifa_next) {
             if (ifa->ifa_addr == NULL)
                 continue;
             int fam = ifa->ifa_addr->sa_family;
@@ -226,28 +226,31 @@ static int find_interface_pass(struct ifaddrs *ifs, int family, const struct ifn
                 if (skip)
                     continue;
             }
-            memset(addr_p, 0, sizeof(*addr_p));
+            int dup = 0;
+            for (int i = 0; i < *n; i++)
+                dup |= strcmp(out[i].name, ifa->ifa_name) == 0;
+            if (dup)
+                continue;
+            struct bt_socket_iface *x = &out[(*n)++];
+            memset(x, 0, sizeof(*x));
+            snprintf(x->name, sizeof(x->name), "%s", ifa->ifa_name);
             if (fam == AF_INET) {
-                memcpy(&addr_p->sin, ifa->ifa_addr, sizeof(struct sockaddr_in));
-                addr_p->sin.sin_port = 0;
+                memcpy(&x->addr.sin, ifa->ifa_addr, sizeof(struct sockaddr_in));
+                x->addr.sin.sin_port = 0;
             } else {
-                memcpy(&addr_p->sin6, ifa->ifa_addr, sizeof(struct sockaddr_in6));
-                addr_p->sin6.sin6_port = 0;
+                memcpy(&x->addr.sin6, ifa->ifa_addr, sizeof(struct sockaddr_in6));
+                x->addr.sin6.sin6_port = 0;
                 /* A link-local address means nothing without the interface it is on. */
-                if (cls == IF_V6_LINKLOCAL && addr_p->sin6.sin6_scope_id == 0)
-                    addr_p->sin6.sin6_scope_id = if_nametoindex(ifa->ifa_name);
+                if (cls == IF_V6_LINKLOCAL && x->addr.sin6.sin6_scope_id == 0)
+                    x->addr.sin6.sin6_scope_id = if_nametoindex(ifa->ifa_name);
                 if (cls != IF_V6_LINKLOCAL)
-                    addr_p->sin6.sin6_scope_id = 0;
+                    x->addr.sin6.sin6_scope_id = 0;
             }
-            if (ifname_p && ifname_len > 0)
-                snprintf(ifname_p, ifname_len, "%s", ifa->ifa_name);
-            return 1;
         }
     }
-    return 0;
 }
 
-bt_status_t bt_socket_find_interface(union bt_sockaddr *addr_p, char *ifname_p, size_t ifname_len)
+int bt_socket_find_interfaces(struct bt_socket_iface *out, int max)
 {
     int family = AF_UNSPEC;
     const char *fam = bt_param_str_socket_family();
@@ -263,41 +266,44 @@ bt_status_t bt_socket_find_interface(union bt_sockaddr *addr_p, char *ifname_p, 
     struct ifaddrs *ifs = NULL;
     if (getifaddrs(&ifs) != 0) {
         BT_WARN("getifaddrs failed: %s", strerror(errno));
-        return BT_ERR_SYSTEM;
+        return -1;
     }
-    union bt_sockaddr addr;
-    char ifname[IF_NAMESIZE + 1] = "";
-    int found;
+    int n = 0;
     const char *want = bt_param_str_socket_ifname();
     if (want) {
         struct ifname_spec spec;
         ifname_spec_parse(want, &spec);
-        found = find_interface_pass(ifs, family, &spec, 0, &addr, ifname, sizeof(ifname));
-        if (!found) {
+        collect_pass(ifs, family, &spec, 0, out, max, &n);
+        if (n == 0)
             BT_WARN("no UP interface matches SOCKET_IFNAME=%s%s%s", want,
                     family != AF_UNSPEC ? " with SOCKET_FAMILY=" : "",
                     family != AF_UNSPEC ? fam : "");
-            freeifaddrs(ifs);
-            return BT_ERR_INVALID_ARG;
-        }
     } else {
-        found = find_interface_pass(ifs, family, NULL, 0, &addr, ifname, sizeof(ifname)) ||
-                find_interface_pass(ifs, family, NULL, 1, &addr, ifname, sizeof(ifname));
-        if (!found) {
+        collect_pass(ifs, family, NULL, 0, out, max, &n);
+        if (n == 0) /* only loopback: one host */
+            collect_pass(ifs, family, NULL, 1, out, max, &n);
+        if (n == 0)
             BT_WARN("no UP network interface found%s%s", family != AF_UNSPEC ? " for " : "",
                     family != AF_UNSPEC ? fam : "");
-            freeifaddrs(ifs);
-            return BT_ERR_SYSTEM;
-        }
     }
     freeifaddrs(ifs);
+    return n;
+}
 
+bt_status_t bt_socket_find_interface(union bt_sockaddr *addr_p, char *ifname_p, size_t ifname_len)
+{
+    struct bt_socket_iface first;
+    int n = bt_socket_find_interfaces(&first, 1);
+    if (n < 0)
+        return BT_ERR_SYSTEM;
+    if (n == 0)
+        return bt_param_str_socket_ifname() ? BT_ERR_INVALID_ARG : BT_ERR_SYSTEM;
     char s[BT_SOCKADDR_STRLEN];
-    BT_INFO(BT_LOG_INIT | BT_LOG_NET, "Bootstrap: using %s:%s", ifname,
-            bt_socket_addr_to_str(&addr, s, sizeof(s)));
-    *addr_p = addr;
+    BT_INFO(BT_LOG_INIT | BT_LOG_NET, "Bootstrap: using %s:%s", first.name,
+            bt_socket_addr_to_str(&first.addr, s, sizeof(s)));
+    *addr_p = first.addr;
     if (ifname_p && ifname_len > 0)
-        snprintf(ifname_p, ifname_len, "%s", ifname);
+        snprintf(ifname_p, ifname_len, "%s", first.name);
     return BT_OK;
 }
 

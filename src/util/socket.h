@@ -10,6 +10,7 @@
 #ifndef BT_UTIL_SOCKET_H
 #define BT_UTIL_SOCKET_H
 
+#include <net/if.h> /* IF_NAMESIZE */
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,15 @@ bt_status_t bt_socket_addr_parse(const char *str, union bt_sockaddr *addr_p);
  * IPv6, then link-local IPv6), else loopback. The port of *addr_p is 0.
  */
 bt_status_t bt_socket_find_interface(union bt_sockaddr *addr_p, char *ifname_p, size_t ifname_len);
+
+/* Every usable interface, in the same order of preference (the first is what
+ * bt_socket_find_interface picks): one address each, at most `max`. Returns how many (0:
+ * none, logged), or -1 on a system error. */
+struct bt_socket_iface {
+    char name[IF_NAMESIZE + 1];
+    union bt_sockaddr addr;
+};
+int bt_socket_find_interfaces(struct bt_socket_iface *out, int max);
 
 /*
  * Listen on `addr` (port 0: any free port) with SO_REUSEADDR. *bound_p (may be NULL)

@@ -16,7 +16,7 @@ command -v unshare >/dev/null || fail "needs util-linux (unshare)"
 
 out=$(mktemp -d)
 cleanup() {
-    for i in 0 1 2 3; do ip netns del ${tag}h$i 2>/dev/null; done
+    for i in 0 1 2 3; do ip netns del ${tag}h$i 2>/dev/null; done # their veths go too
     ip netns del $sw 2>/dev/null
     rm -rf "$out"
 }
@@ -71,5 +71,46 @@ for n in 2 3 4; do
         fi
     done
 done
+# Two rails: a second interface per host on a second bridge and subnet. SOCKET_IFNAME names
+# both, so NET has two devices; channel c listens on device c mod 2 on every rank (a ring's
+# channel stays on one rail), and both rails must carry a channel.
+ip -n $sw link add br1 type bridge && ip -n $sw link set br1 up || fail "cannot create a bridge"
+rail2=10.78.$(($$ % 200))
+for i in 0 1 2; do
+    ip link add ${tag}w$i type veth peer name ${tag}t$i || fail "cannot create veth pairs"
+    ip link set ${tag}w$i netns ${tag}h$i
+    ip link set ${tag}t$i netns $sw
+    ip -n $sw link set ${tag}t$i master br1
+    ip -n $sw link set ${tag}t$i up
+    ip -n ${tag}h$i addr add $rail2.$((i + 1))/24 dev ${tag}w$i
+    ip -n ${tag}h$i link set ${tag}w$i up
+done
+for try in $(seq 1 50); do
+    ip netns exec ${tag}h1 ping -c1 -W1 $rail2.1 >/dev/null 2>&1 && break
+    sleep 0.1
+done
+for coll in allreduce sendrecv; do
+    port=$((port + 1))
+    pids=()
+    for r in 0 1 2; do
+        ip netns exec ${tag}h$r unshare --ipc env BATON_RANK=$r BATON_NRANKS=3 \
+            BATON_COMM_ID=$net.1:$port BATON_SOCKET_IFNAME=${tag}v$r,${tag}w$r BATON_TIMEOUT=60 \
+            BATON_MIN_NCHANNELS=2 BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET \
+            "$perf" $coll -b 8 -e 4M -f 32 -c 1 -n 2 -w 1 >"$out/rails.$coll.$r" 2>&1 &
+        pids+=($!)
+    done
+    ok=1
+    for p in "${pids[@]}"; do wait $p || ok=0; done
+    if [ $ok -eq 1 ] && grep -q "Out of bounds values : 0 OK" "$out/rails.$coll.0" &&
+        grep -q "on device 0 (${tag}v" "$out/rails.$coll.0" &&
+        grep -q "on device 1 (${tag}w" "$out/rails.$coll.0"; then
+        echo "netns_colls: 3 ranks $coll on two rails: ok"
+    else
+        echo "netns_colls: 3 ranks $coll on two rails: FAILED"
+        tail -n 8 "$out/rails.$coll".* >&2
+        failed=1
+    fi
+done
+
 [ $failed -eq 0 ] || fail "some collectives failed across namespaces"
 echo "netns_colls: all collectives ok across network namespaces"

@@ -285,7 +285,7 @@ static void test_many_ops(void)
 {
     double t0 = now_s();
     struct bt_proxy *proxy = NULL;
-    BT_TEST_OK(bt_proxy_create("many", NULL, &proxy));
+    BT_TEST_OK(bt_proxy_create("many", NULL, NULL, &proxy));
     static struct poster ps[POSTERS];
     pthread_t th[POSTERS];
     pthread_t dumper;
@@ -312,7 +312,7 @@ static void test_many_ops(void)
 static void test_fail(void)
 {
     struct bt_proxy *proxy = NULL;
-    BT_TEST_OK(bt_proxy_create("fail", NULL, &proxy));
+    BT_TEST_OK(bt_proxy_create("fail", NULL, NULL, &proxy));
     static struct fake_op ok1, bad, ok2, bad2;
     fake_init(&ok1, 1, 3, 20, 1);
     fake_init(&bad, 0, 2, 1000, 2);
@@ -358,7 +358,7 @@ static void test_abort(void)
 {
     volatile int abort_flag = 0;
     struct bt_proxy *proxy = NULL;
-    BT_TEST_OK(bt_proxy_create("abort", &abort_flag, &proxy));
+    BT_TEST_OK(bt_proxy_create("abort", &abort_flag, NULL, &proxy));
     enum { NHELD = 4, NMORE = 8 };
     static struct fake_op held[NHELD], more[NMORE], late;
     for (int i = 0; i < NHELD; i++) {
@@ -399,7 +399,7 @@ static void test_abort(void)
     /* An idle proxy sees the abort by itself within its 100 ms wait: 250 ms later a post
      * fails at once. */
     volatile int abort2 = 0;
-    BT_TEST_OK(bt_proxy_create("abort-idle", &abort2, &proxy));
+    BT_TEST_OK(bt_proxy_create("abort-idle", &abort2, NULL, &proxy));
     usleep(20000);
     __atomic_store_n(&abort2, 1, __ATOMIC_RELEASE);
     usleep(250000);
@@ -457,7 +457,7 @@ static void *caller_main(void *arg)
 static void test_call(void)
 {
     static struct call_ctx c;
-    BT_TEST_OK(bt_proxy_create("call", NULL, &c.proxy));
+    BT_TEST_OK(bt_proxy_create("call", NULL, NULL, &c.proxy));
     pthread_t th[4];
     for (int i = 0; i < 4; i++)
         BT_TEST_OK(pthread_create(&th[i], NULL, caller_main, &c));
@@ -478,7 +478,7 @@ static void test_call(void)
 static void test_policy(void)
 {
     struct bt_proxy *proxy = NULL;
-    BT_TEST_OK(bt_proxy_create("policy", NULL, &proxy));
+    BT_TEST_OK(bt_proxy_create("policy", NULL, NULL, &proxy));
     static struct fake_op h, q, n;
     fake_init(&h, 1, 1, 10, 7);
     h.hold = 1;
@@ -596,8 +596,8 @@ static double dump_by_signal(const char *const *want, int nwant)
 static void test_dump(void)
 {
     struct bt_proxy *a = NULL, *b = NULL;
-    BT_TEST_OK(bt_proxy_create("dumpA", NULL, &a));
-    BT_TEST_OK(bt_proxy_create("dumpB", NULL, &b));
+    BT_TEST_OK(bt_proxy_create("dumpA", NULL, NULL, &a));
+    BT_TEST_OK(bt_proxy_create("dumpB", NULL, NULL, &b));
     static struct fake_op sa, rb;
     fake_init(&sa, 1, 2, 10, 5);
     sa.hold = 1;
@@ -717,7 +717,7 @@ static long long thread_cpu_ns(const char *comm, int *nthreads_p)
 static void test_idle_quiet(void)
 {
     struct bt_proxy *proxy = NULL;
-    BT_TEST_OK(bt_proxy_create("idle", NULL, &proxy));
+    BT_TEST_OK(bt_proxy_create("idle", NULL, NULL, &proxy));
     static struct fake_op ops[50];
     for (int i = 0; i < 50; i++) {
         fake_init(&ops[i], i & 1, 4, 30, 1000 + i);
@@ -746,7 +746,7 @@ static void test_idle_quiet(void)
 static void test_drive(void)
 {
     struct bt_proxy *p;
-    BT_TEST_CHECK(bt_proxy_create("drive", NULL, &p) == BT_OK, "create");
+    BT_TEST_CHECK(bt_proxy_create("drive", NULL, NULL, &p) == BT_OK, "create");
     enum { NOPS = 16 };
     struct fake_op *ops = calloc(NOPS, sizeof(*ops));
     bt_proxy_drive_begin(p);
@@ -778,6 +778,74 @@ static void test_drive(void)
     free(ops);
 }
 
+/* Cpus_allowed_list of each of this process's threads named `name`: how many there are,
+ * and whether all of them read `want`. */
+static int threads_on(const char *name, const char *want, int *all_match)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+    *all_match = 1;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[288], buf[256] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int named = fgets(buf, sizeof(buf), f) && strncmp(buf, name, strlen(name)) == 0;
+        fclose(f);
+        if (!named)
+            continue;
+        n++;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+        f = fopen(path, "r");
+        int ok = 0;
+        while (f && fgets(buf, sizeof(buf), f))
+            if (strncmp(buf, "Cpus_allowed_list:", 18) == 0) {
+                char *v = buf + 18;
+                while (*v == ' ' || *v == '\t')
+                    v++;
+                v[strcspn(v, "\n")] = 0;
+                ok = strcmp(v, want) == 0;
+            }
+        if (f)
+            fclose(f);
+        *all_match &= ok;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A proxy given a cpulist keeps both its threads on it (within the process's CPUs). */
+static void test_affinity(void)
+{
+    cpu_set_t allowed;
+    BT_TEST_CHECK(sched_getaffinity(0, sizeof(allowed), &allowed) == 0, "sched_getaffinity");
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed))
+        cpu++;
+    char list[16];
+    snprintf(list, sizeof(list), "%d", cpu);
+    struct bt_proxy *p;
+    BT_TEST_OK(bt_proxy_create("pinned", NULL, list, &p));
+    int match = 0;
+    BT_TEST_CHECK(threads_on("baton Progress", list, &match) == 1 && match,
+                  "progress thread not on CPU %s", list);
+    BT_TEST_CHECK(threads_on("baton Service", list, &match) == 1 && match,
+                  "service thread not on CPU %s", list);
+    bt_proxy_destroy(p);
+    /* a list with no CPU this process may use: the threads run where the caller may */
+    BT_TEST_OK(bt_proxy_create("unpinned", NULL, "100000", &p));
+    BT_TEST_CHECK(threads_on("baton Progress", list, &match) == 1 &&
+                      (!match || CPU_COUNT(&allowed) == 1),
+                  "progress thread pinned to CPU %s without being asked", list);
+    bt_proxy_destroy(p);
+    printf("affinity: ok (CPU %s)\n", list);
+}
+
 int main(void)
 {
     /* Before the first read of any parameter: the getters cache. */
@@ -801,6 +869,7 @@ int main(void)
     test_many_ops();
     test_drive();
     test_idle_quiet();
+    test_affinity();
     bt_test_leaks_end(&leaks);
     printf("test_proxy: ok in %.2f s\n", now_s() - t0);
     return 0;

@@ -136,6 +136,32 @@ static void test_pcie8(void)
         BT_TEST_CHECK(strcmp(t.nodes[nic[g]].name, g < 4 ? "nic0" : "nic1") == 0, "GPU %d uses %s",
                       g, t.nodes[nic[g]].name);
     count_warnings(&t, "sw3 runs at gen4 x8, capable of gen4 x16");
+
+    /* A communicator's view: ranks on GPUs in a shuffled order (as CUDA_VISIBLE_DEVICES may
+     * give them). Its ring follows the GPUs' best ring, so it crosses the narrow uplink and
+     * the sockets twice each, like the GPU ring. */
+    int gpu_of[8] = {5, 2, 7, 0, 3, 6, 1, 4}, rank_ring[8], gring[8];
+    BT_TEST_CHECK(bt_topo_rank_ring(&t, 8, gpu_of, rank_ring) == x8, "rank ring bottleneck");
+    for (int i = 0; i < 8; i++)
+        gring[i] = gpu_of[rank_ring[i]];
+    ring_edges(&t, gring, &nsys, &nnarrow, x8 + 0.01);
+    BT_TEST_CHECK(nsys == 2 && nnarrow == 2, "rank ring: %d SYS, %d narrow links", nsys, nnarrow);
+    /* GPUs from a file are matched by device number; unknown devices are refused */
+    BT_TEST_CHECK(bt_topo_gpu_index(&t, "0000:1b:00.0", 3) == 3, "file GPUs by number");
+    BT_TEST_CHECK(bt_topo_gpu_index(&t, NULL, 8) == -1, "device 8 of 8");
+    /* P2P_LEVEL: classes by name; 0-1 share a switch (PIX), 0-4 cross the sockets (SYS) */
+    BT_TEST_CHECK(bt_topo_path_parse("pix") == BT_PATH_PIX && bt_topo_path_parse("LOC") == -1 &&
+                      bt_topo_path_parse("SYS") == BT_PATH_SYS && bt_topo_path_parse("x") == -2,
+                  "path class names");
+    int pair01[2] = {0, 1}, pair04[2] = {0, 4}, a = -1, b = -1;
+    BT_TEST_CHECK(bt_topo_p2p_within(&t, 2, pair01, BT_PATH_PIX, &a, &b), "0-1 within PIX");
+    BT_TEST_CHECK(!bt_topo_p2p_within(&t, 2, pair01, -1, &a, &b), "LOC allows no P2P");
+    BT_TEST_CHECK(!bt_topo_p2p_within(&t, 2, pair04, BT_PATH_PHB, &a, &b) && a == 0 && b == 1,
+                  "0-4 beyond PHB (pair %d %d)", a, b);
+    BT_TEST_CHECK(bt_topo_p2p_within(&t, 8, gpu_of, BT_PATH_SYS, &a, &b), "all within SYS");
+    /* the proxy's CPUs for a GPU on socket 1 */
+    const char *cpus = bt_topo_numa_cpulist(&t, t.nodes[t.gpu_node[6]].numa);
+    BT_TEST_CHECK(cpus && strcmp(cpus, "32-63") == 0, "GPU 6's CPUs %s", cpus ? cpus : "(none)");
 }
 
 static void test_dgx8(void)

@@ -30,6 +30,8 @@
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
 #include "exec/cuda/cuda_comm.h"
+#include "graph/ring_plan.h"
+#include "topo/topo.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/shm.h"
@@ -92,7 +94,88 @@ struct stage {
     struct bt_channel *ch;
     int *order;
     struct bt_conn *p2p;
+    int *best; /* the ring over the ranks channel 0 follows (odd channels: reversed) */
 };
+
+/*
+ * What the machine's topology (topo/topo.h) says: for this rank's GPU, the NUMA CPUs for the
+ * proxy's threads and the nearest network device (comm->proxy_cpus, comm->nic); for ranks
+ * that all share this host (!remote), the ring along the widest paths between their GPUs
+ * and whether P2P_LEVEL keeps P2P off between two of them. Each rank works this out from its
+ * own view of the machine; rank 0's ring and any rank's "P2P off" then hold for all (an
+ * allgather), so the ranks agree even if their views differed. Without a topology: rank
+ * order, P2P wherever CUDA allows. Returns 1 when P2P must stay off, 0, or -1 on failure.
+ */
+static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int remote, int *best)
+{
+    int n = comm->nranks, me = comm->rank, off = 0;
+    struct bt_topo *t = malloc(sizeof(*t));
+    int *gpu = malloc(sizeof(int) * (size_t)n);
+    int *votes = calloc((size_t)n * (size_t)(n + 1), sizeof(int));
+    if (!t || !gpu || !votes) {
+        free(t);
+        free(gpu);
+        free(votes);
+        return -1;
+    }
+    int known = bt_topo_get(t) == BT_OK;
+    int mine = known ? bt_topo_gpu_index(t, all[me].bus, all[me].dev) : -1;
+    if (mine >= 0) {
+        const char *cpus = bt_topo_numa_cpulist(t, t->nodes[t->gpu_node[mine]].numa);
+        snprintf(comm->proxy_cpus, sizeof(comm->proxy_cpus), "%s", cpus ? cpus : "");
+        int nic[BT_TOPO_MAX_GPUS];
+        bt_topo_nics(t, nic);
+        if (nic[mine] >= 0)
+            snprintf(comm->nic, sizeof(comm->nic), "%s", t->nodes[nic[mine]].name);
+        BT_INFO(BT_LOG_INIT, "topology: GPU %s: proxy threads on CPUs %s, nearest NIC %s",
+                all[me].bus, comm->proxy_cpus[0] ? comm->proxy_cpus : "(any)",
+                comm->nic[0] ? comm->nic : "(none)");
+    }
+    known = known && !remote;
+    for (int r = 0; r < n && known; r++) {
+        gpu[r] = bt_topo_gpu_index(t, all[r].bus, all[r].dev);
+        if (gpu[r] < 0) {
+            BT_INFO(BT_LOG_INIT, "topology: rank %d's GPU (%s) is not in it; rings in rank order",
+                    r, all[r].bus);
+            known = 0;
+        }
+    }
+    if (known) {
+        double bottleneck = bt_topo_rank_ring(t, n, gpu, best);
+        if (me == 0 && n > 2)
+            BT_INFO(BT_LOG_INIT, "topology: GPU ring bottleneck %.1f GB/s, rank 0's next is %d",
+                    bottleneck, best[1]);
+        const char *lvl = bt_param_str_p2p_level();
+        int level = bt_topo_path_parse(lvl), a = 0, b = 0;
+        if (lvl && *lvl && level == -2)
+            BT_WARN("P2P_LEVEL=%s is not a path class (LOC, NVL, PIX, PXB, PHB, NODE, SYS); "
+                    "ignored",
+                    lvl);
+        else if (lvl && *lvl && !bt_topo_p2p_within(t, n, gpu, level, &a, &b))
+            off = 1;
+        if (off && me == 0) {
+            int cls = bt_topo_path(t, t->gpu_node[gpu[a]], t->gpu_node[gpu[b]]).cls;
+            BT_INFO(BT_LOG_INIT,
+                    "P2P_LEVEL=%s: ranks %d and %d are %s apart: GPU connectors go through "
+                    "host shared memory",
+                    lvl, a, b, bt_topo_path_name(cls));
+        }
+    }
+    /* agree: rank 0's ring, P2P off if any rank says so */
+    int *row = votes + (size_t)me * (size_t)(n + 1);
+    row[0] = off;
+    memcpy(row + 1, best, sizeof(int) * (size_t)n);
+    int rc =
+        bt_bootstrap_allgather(comm->bs, votes, sizeof(int) * (size_t)(n + 1)) == BT_OK ? 0 : -1;
+    for (int r = 0; r < n && rc == 0; r++)
+        off |= votes[(size_t)r * (size_t)(n + 1)];
+    if (rc == 0)
+        memcpy(best, votes + 1, sizeof(int) * (size_t)n);
+    free(t);
+    free(gpu);
+    free(votes);
+    return rc < 0 ? -1 : off;
+}
 
 /* GPU FIFOs in GPU memory mapped between the ranks, or in host shared memory registered
  * with CUDA (cc->shm): every rank lays out its FIFOs alike (see the top of this file). */
@@ -166,11 +249,13 @@ static bt_status_t map_fifos(struct bt_comm *comm, struct bt_cuda_comm *cc, stru
 
     for (int c = 0; c < cc->nch; c++) {
         struct bt_channel *x = &sg->ch[c];
+        int *ord = &sg->order[c * n];
+        bt_ring_channel_order(sg->best, n, c, ord);
         for (int i = 0; i < n; i++)
-            sg->order[c * n + i] = i;
-        x->ring.index = me;
-        x->ring.next = (me + 1) % n;
-        x->ring.prev = (me - 1 + n) % n;
+            if (ord[i] == me)
+                x->ring.index = i;
+        x->ring.next = ord[(x->ring.index + 1) % n];
+        x->ring.prev = ord[(x->ring.index - 1 + n) % n];
         char *next = (char *)cc->peer_base[x->ring.next];
         char *own = (char *)cc->fifo_base;
         bt_cuda_dconn_init(&x->ring_send, next + (size_t)c * fb, &z, x->ring.next, 1, c);
@@ -204,18 +289,21 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         .ch = calloc((size_t)cc->nch, sizeof(*sg.ch)),
         .order = calloc((size_t)cc->nch * (size_t)n, sizeof(int)),
         .p2p = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*sg.p2p)),
+        .best = calloc((size_t)n, sizeof(int)),
     };
     struct bt_conn **hpeer = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hpeer));
     cc->peer_base = calloc((size_t)n, sizeof(void *));
     cc->peer_opened = calloc((size_t)n, sizeof(int));
     cc->shm_peer = calloc((size_t)n, sizeof(*cc->shm_peer));
-    if (!all || !sg.ch || !sg.order || !sg.p2p || !hpeer || !cc->peer_base || !cc->peer_opened ||
-        !cc->shm_peer) {
+    if (!all || !sg.ch || !sg.order || !sg.p2p || !sg.best || !hpeer || !cc->peer_base ||
+        !cc->peer_opened || !cc->shm_peer) {
         BT_WARN("out of memory setting up GPU connectors");
         st = BT_ERR_SYSTEM;
         goto fail;
     }
 
+    for (int i = 0; i < n; i++) /* rank order until the topology says otherwise */
+        sg.best[i] = i;
     /* Agree on the geometry first: every rank must lay out its FIFOs alike. */
     struct p2p_info *mine = &all[me];
     mine->pid = (int)getpid();
@@ -259,6 +347,12 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
      * thing inside one process; between processes CUDA IPC itself says whether P2P works). */
     for (int r = 0; r < n; r++)
         cc->shm |= all[r].want_shm;
+    int off = gpu_topology(comm, all, remote, sg.best); /* collective */
+    if (off < 0) {
+        st = BT_ERR_SYSTEM;
+        goto fail;
+    }
+    cc->shm |= off;
     cc->net = remote || (cc->shm && !comm->shm_all);
     cc->shm = cc->shm && !cc->net;
     for (int r = 0; r < n && !cc->shm && !cc->net; r++) {
@@ -322,6 +416,7 @@ out:
     free(sg.ch);
     free(sg.order);
     free(sg.p2p);
+    free(sg.best);
     free(hpeer);
     return st;
 }
