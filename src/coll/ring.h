@@ -37,10 +37,9 @@ static inline BT_HD void bt_prim_clear(struct bt_prim *p)
  * largest block then gets `chunk`). */
 static inline BT_HD size_t bt_ring_allreduce_loop(const struct bt_work *w)
 {
-    const struct bt_ring *r = &w->chan->ring;
-    if (!r->split)
+    if (!w->split_max)
         return (size_t)w->nranks * w->chunk;
-    size_t loop = w->chunk * BT_RING_SPLIT_TOTAL / r->split_max;
+    size_t loop = w->chunk * BT_RING_SPLIT_TOTAL / w->split_max;
     return loop ? loop : 1;
 }
 
@@ -51,7 +50,7 @@ static inline BT_HD size_t bt_ring_allreduce_block(const struct bt_work *w, size
                                                    size_t *start)
 {
     const struct bt_ring *r = &w->chan->ring;
-    if (!r->split) {
+    if (!w->split_max) {
         size_t real = bt_div_up(rem, (size_t)w->nranks);
         *start = b * real;
         return *start < rem ? bt_min_sz(real, rem - *start) : 0;

@@ -88,6 +88,10 @@ struct bt_work {
        (or total) range, moved `chunk` elements per step at most. */
     size_t chan_off, chan_count, chunk;
     struct bt_channel *chan;
+    /* Ring AllReduce: the channel's largest block share (chan->ring.split_max), 0 for equal
+     * blocks. Copied when the work is planned so that counting steps never reads the channel,
+     * which for GPU works is device memory. */
+    uint32_t split_max;
     struct bt_conn *p2p_conn;                /* Send/Recv */
     struct bt_conn **peer_send, **peer_recv; /* Direct: connector to/from each rank */
     char *scratch;                           /* Direct: chunk-sized partial results */

@@ -313,14 +313,17 @@ void bt_comm_abort_signal(struct bt_comm *comm)
     }
 }
 
-int bt_comm_peer_gone(const struct bt_comm *comm, int peer)
+int bt_comm_peer_local(const struct bt_comm *comm, int peer)
 {
     const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
     /* a pid only names the peer on this host, inside this PID namespace */
-    if (peer == comm->rank || p->host_hash != me->host_hash || p->pid_ns != me->pid_ns ||
-        !me->pid_ns || p->pid <= 0)
-        return 0;
-    return kill(p->pid, 0) != 0 && errno == ESRCH;
+    return peer != comm->rank && p->host_hash == me->host_hash && p->pid_ns == me->pid_ns &&
+           me->pid_ns && p->pid > 0;
+}
+
+int bt_comm_peer_gone(const struct bt_comm *comm, int peer)
+{
+    return bt_comm_peer_local(comm, peer) && kill(comm->peers[peer].pid, 0) != 0 && errno == ESRCH;
 }
 
 void bt_comm_set_async_error(struct bt_comm *comm, bt_status_t st)

@@ -80,7 +80,7 @@ struct bt_comm {
     int local_ranks;        /* ranks of this communicator on this host */
     int shm_all;            /* every peer reachable through shared memory (else some use NET) */
     struct bt_proxy *proxy; /* the CPU proxy, started by the first NET connector */
-    char proxy_cpus[64];    /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
+    char proxy_cpus[256];   /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
     char nic[32];           /* network device nearest this rank's GPU (topology), or "" */
     int oversubscribed;     /* more local ranks than CPUs this process may run on */
 
@@ -141,6 +141,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id);
 /* 1 if rank `peer` is on this host (same PID namespace) and its process no longer exists.
  * 0 when it lives or cannot be told from here (another host: sockets report that). */
 int bt_comm_peer_gone(const struct bt_comm *comm, int peer);
+/* 1 if rank `peer`'s pid means something here: this host, this PID namespace. */
+int bt_comm_peer_local(const struct bt_comm *comm, int peer);
 
 /* Free everything the communicator holds (after abort or destroy). Accepts NULL. */
 void bt_comm_free(struct bt_comm *comm);

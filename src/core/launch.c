@@ -310,6 +310,7 @@ static bt_status_t plan_coll(struct bt_op *op)
         w->chan_count = bt_min_sz(share, op->count - off);
         w->chunk = t.chunk;
         w->chan = ch;
+        w->split_max = ch->ring.split ? ch->ring.split_max : 0;
         /* Not for trees: their halves share the output between two lanes. */
         w->zero_copy = t.algo != BT_ALGO_TREE && bufs_disjoint(op, comm->nranks);
         w->abort_flag = &comm->abort_flag;
@@ -622,11 +623,44 @@ static int report_gone(struct bt_comm *comm, int peer, const char *what, uint64_
     return 1;
 }
 
+static int net_peer_gone(const struct net_posted *np);
+
+/* A network op of the launch failed: name the peer, and the rank whose death started it when
+ * the board knows (one host). */
+static void report_net_failure(const struct net_posted *np)
+{
+    if (net_peer_gone(np))
+        return;
+    int cause = bt_arrival_cause(np->comm, np->peer);
+    if (cause >= 0) {
+        BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed first, "
+                "because rank %d is gone (exited or killed)",
+                np->comm->rank, np->peer, np->peer, cause);
+        bt_arrival_failed(np->comm, cause);
+    } else {
+        BT_WARN("rank %d: the network connection with rank %d failed (closed or reset by the "
+                "peer, or timed out: is rank %d still running?)",
+                np->comm->rank, np->peer, np->peer);
+    }
+}
+
+/* The executor's liveness check of a stalled work: a local peer's process is gone, or one of
+ * the comm's network ops has failed (another host: its sockets closed when it died), so the
+ * launch fails now instead of at TIMEOUT. */
 static int peer_gone(const struct bt_work *w, int peer)
 {
-    return report_gone(
-        w->owner, peer,
-        w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv" : "collective", w->seq);
+    if (report_gone(w->owner, peer,
+                    w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv" : "collective",
+                    w->seq))
+        return 1;
+    for (int i = 0; i < ls.nnetops; i++) {
+        const struct net_posted *np = &ls.netops[i];
+        if (np->comm == w->owner && bt_net_failed(np->op)) {
+            report_net_failure(np);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* PROXY_DUMP_SIGNAL arrived since this thread last looked: report where it waits. */
@@ -645,6 +679,8 @@ static int dump_signalled(void)
  * before blaming the connection. Only on the failure path. */
 static int net_peer_gone(const struct net_posted *np)
 {
+    if (!bt_comm_peer_local(np->comm, np->peer))
+        return 0; /* another host: only its sockets can tell */
     for (int tries = 0; tries < 20; tries++) {
         if (report_gone(np->comm, np->peer, "network transfer", np->comm->ncolls))
             return 1;
@@ -661,19 +697,8 @@ static bt_status_t wait_net_ops(void)
     for (int i = 0; i < ls.nnetops; i++) {
         const struct net_posted *np = &ls.netops[i];
         bt_status_t s = bt_net_wait(np->op, np->peer, drive_proxies, drive_block);
-        if (s != BT_OK && st == BT_OK && !net_peer_gone(np)) {
-            int cause = bt_arrival_cause(np->comm, np->peer);
-            if (cause >= 0) {
-                BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed "
-                        "first, because rank %d is gone (exited or killed)",
-                        np->comm->rank, np->peer, np->peer, cause);
-                bt_arrival_failed(np->comm, cause);
-            } else {
-                BT_WARN("rank %d: the network connection with rank %d failed (closed or reset by "
-                        "the peer, or timed out: is rank %d still running?)",
-                        np->comm->rank, np->peer, np->peer);
-            }
-        }
+        if (s != BT_OK && st == BT_OK)
+            report_net_failure(np);
         if (st == BT_OK)
             st = s;
     }

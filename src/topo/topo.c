@@ -279,7 +279,7 @@ int bt_topo_warnings(const struct bt_topo *t, FILE *out)
     return n;
 }
 
-bt_status_t bt_topo_get(struct bt_topo *t)
+bt_status_t bt_topo_get(struct bt_topo *t, int dump_it)
 {
     memset(t, 0, sizeof(*t));
     const char *file = bt_param_str_topo_file();
@@ -287,7 +287,7 @@ bt_status_t bt_topo_get(struct bt_topo *t)
     if (st != BT_OK)
         return st;
     const char *dump = bt_param_str_topo_dump_file();
-    if (dump && dump[0]) {
+    if (dump_it && dump && dump[0]) {
         FILE *f = fopen(dump, "w");
         if (!f) {
             BT_WARN("TOPO_DUMP_FILE=%s: cannot open it for writing", dump);

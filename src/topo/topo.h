@@ -55,7 +55,7 @@ struct bt_topo_node {
     int gpu;                /* GPU: its index (CUDA device) */
     char bus[64];           /* GPU: PCI bus id, lower case (discovered; empty from a file) */
     double speed_gbps;      /* NIC: line rate */
-    char cpus[64];          /* NUMA: cpu list, as /sys prints it */
+    char cpus[256];         /* NUMA: cpu list, as /sys prints it (may be cut short) */
 };
 
 struct bt_topo {
@@ -128,7 +128,8 @@ bt_status_t bt_topo_save(const struct bt_topo *t, FILE *out);
  * driver (GPU bus ids; NVLink through peer access). */
 bt_status_t bt_topo_discover(struct bt_topo *t);
 
-/* TOPO_FILE if set, else discovery; TOPO_DUMP_FILE (if set) gets what was found. */
-bt_status_t bt_topo_get(struct bt_topo *t);
+/* TOPO_FILE if set, else discovery; with `dump`, TOPO_DUMP_FILE (if set) gets what was found
+ * (one caller per machine should: ranks of a job share the file). */
+bt_status_t bt_topo_get(struct bt_topo *t, int dump);
 
 #endif

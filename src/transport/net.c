@@ -429,6 +429,13 @@ bt_status_t bt_net_wait(void *op_v, int peer, int (*poll)(void), int (*block)(vo
     return st;
 }
 
+int bt_net_failed(const void *op_v)
+{
+    const struct net_op *op = op_v;
+    return atomic_load_explicit(&op->args.complete, memory_order_acquire) &&
+           op->args.status != BT_OK;
+}
+
 int bt_net_test(void *op_v, bt_status_t *st)
 {
     struct net_op *op = op_v;

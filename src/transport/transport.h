@@ -56,6 +56,9 @@ bt_status_t bt_net_wait(void *op, int peer, int (*poll)(void), int (*block)(void
 /* Without waiting: 1 when the op is complete (then freed, its result in *st), else 0.
  * For ops whose steps a GPU kernel produces (exec/cuda), reaped at later launches. */
 int bt_net_test(void *op, bt_status_t *st);
+/* Without waiting or freeing: 1 when the op has already failed (a connection closed or
+ * reset), so a launch waiting on other connectors can stop instead of waiting for TIMEOUT. */
+int bt_net_failed(const void *op);
 
 /* Release a connector's transport resources and mark it unconnected. Accepts NULL. */
 void bt_conn_free(struct bt_conn *conn);

@@ -400,6 +400,7 @@ static void plan_coll(int r, const struct op *o, const char *sendbuf, char *recv
         w->chan_count = bt_min_sz(share, o->count - off);
         w->chunk = o->chunk;
         w->chan = ch;
+        w->split_max = ch->ring.split ? ch->ring.split_max : 0;
         w->nsteps = bt_algo_nsteps(w);
         lane_push(&ch->lane, w);
         if (o->algo == BT_ALGO_TREE && ch->tree.up >= 0) {

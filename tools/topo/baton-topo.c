@@ -57,7 +57,7 @@ int main(int argc, char **argv)
         }
     }
     static struct bt_topo t;
-    bt_status_t st = file ? bt_topo_load(file, &t) : bt_topo_get(&t);
+    bt_status_t st = file ? bt_topo_load(file, &t) : bt_topo_get(&t, 1);
     if (st != BT_OK) {
         fprintf(stderr, "baton-topo: no topology (%d)\n", (int)st);
         return 1;

@@ -290,7 +290,10 @@ static void report_blocked(const struct bt_work *w, const char *why, int is_repo
     int n = blocked_conns(w, c);
     for (int i = 0; i < n; i++) {
         char what[64], tail[48] = "";
-        if (c[i]->is_send) {
+        if (c[i]->is_send && c[i]->cap && bt_time_ns() < c[i]->cap->free_ns) {
+            snprintf(what, sizeof(what), "held by INJECT_LINK_BW's cap on the link to rank %d",
+                     c[i]->peer);
+        } else if (c[i]->is_send) {
             snprintf(what, sizeof(what), "waiting for rank %d to free a slot", c[i]->peer);
             snprintf(tail, sizeof(tail), ", peer consumed %llu", (unsigned long long)c[i]->cached);
         } else {

@@ -109,20 +109,19 @@ struct stage {
 static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int remote, int *best)
 {
     int n = comm->nranks, me = comm->rank, off = 0;
+    int *votes = calloc((size_t)n * (size_t)(n + 1), sizeof(int));
+    if (!votes)
+        return -1;
     struct bt_topo *t = malloc(sizeof(*t));
     int *gpu = malloc(sizeof(int) * (size_t)n);
-    int *votes = calloc((size_t)n * (size_t)(n + 1), sizeof(int));
-    if (!t || !gpu || !votes) {
-        free(t);
-        free(gpu);
-        free(votes);
-        return -1;
-    }
-    int known = bt_topo_get(t) == BT_OK;
+    /* no memory for the topology: rank order, and still join the allgather below */
+    int known = t && gpu && bt_topo_get(t, me == 0) == BT_OK;
     int mine = known ? bt_topo_gpu_index(t, all[me].bus, all[me].dev) : -1;
     if (mine >= 0) {
         const char *cpus = bt_topo_numa_cpulist(t, t->nodes[t->gpu_node[mine]].numa);
-        snprintf(comm->proxy_cpus, sizeof(comm->proxy_cpus), "%s", cpus ? cpus : "");
+        /* a list that filled its buffer may be cut inside a number: better not to pin */
+        if (cpus && strlen(cpus) < sizeof(t->nodes[0].cpus) - 1)
+            snprintf(comm->proxy_cpus, sizeof(comm->proxy_cpus), "%s", cpus);
         int nic[BT_TOPO_MAX_GPUS];
         bt_topo_nics(t, nic);
         if (nic[mine] >= 0)
@@ -134,18 +133,30 @@ static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int re
     known = known && !remote;
     for (int r = 0; r < n && known; r++) {
         gpu[r] = bt_topo_gpu_index(t, all[r].bus, all[r].dev);
+        for (int q = 0; q < r && known && gpu[r] >= 0; q++) {
+            if (gpu[q] == gpu[r]) { /* a TOPO_FILE matched by device numbers of two processes */
+                BT_INFO(BT_LOG_INIT,
+                        "topology: ranks %d and %d map to its GPU %d; rings in rank order", q, r,
+                        gpu[r]);
+                known = 0;
+            }
+        }
         if (gpu[r] < 0) {
             BT_INFO(BT_LOG_INIT, "topology: rank %d's GPU (%s) is not in it; rings in rank order",
                     r, all[r].bus);
             known = 0;
         }
     }
+    const char *lvl = bt_param_str_p2p_level();
+    if (!known && !remote && lvl && *lvl && me == 0)
+        BT_WARN("P2P_LEVEL=%s: the GPUs' paths are not known (no topology); P2P wherever CUDA "
+                "allows",
+                lvl);
     if (known) {
         double bottleneck = bt_topo_rank_ring(t, n, gpu, best);
         if (me == 0 && n > 2)
             BT_INFO(BT_LOG_INIT, "topology: GPU ring bottleneck %.1f GB/s, rank 0's next is %d",
                     bottleneck, best[1]);
-        const char *lvl = bt_param_str_p2p_level();
         int level = bt_topo_path_parse(lvl), a = 0, b = 0;
         if (lvl && *lvl && level == -2)
             BT_WARN("P2P_LEVEL=%s is not a path class (LOC, NVL, PIX, PXB, PHB, NODE, SYS); "

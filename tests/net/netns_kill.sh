@@ -1,0 +1,74 @@
+#!/bin/bash
+# kill -9 of one rank across "hosts": 4 ranks, each in its own network namespace
+# (tests/net/netns_lib.sh) and its own IPC, UTS and PID namespaces, so nothing of the
+# one-host machinery (shared memory, the arrival board, a pid check) can see the victim:
+# only the network tells. A stream of 16 MB collectives (NET, 2 channels; each round the
+# next of AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, a Send/Recv ring) runs; a
+# random rank
+# is killed at a random moment; every survivor must fail (not hang) within TIMEOUT + 2 s of
+# the kill and name a rank; the rank that receives from the victim (its next on the ring)
+# sees its sockets close and must name the victim. Others name the neighbour that failed
+# before them: across hosts there is no shared board to carry the first cause.
+#   usage: netns_kill.sh <baton-perf> [rounds]
+set -u
+perf=$1
+rounds=${2:-6}
+colls=(allreduce allgather reducescatter broadcast reduce sendrecv)
+. "$(dirname "$0")/netns_lib.sh"
+n=4
+netns_setup $n
+timeout_s=10
+port=$((20000 + $$ % 10000 + 500))
+failed=0
+for round in $(seq "$rounds"); do
+    port=$((port + 1))
+    victim=$((RANDOM % n))
+    coll=${colls[$(((round - 1) % ${#colls[@]}))]}
+    pids=()
+    for r in $(seq 0 $((n - 1))); do
+        ip netns exec ${tag}h$r unshare --ipc --uts --pid --fork --mount-proc sh -c \
+            "hostname ${tag}h$r; exec env BATON_RANK=$r BATON_NRANKS=$n BATON_COMM_ID=$net.1:$port \
+            BATON_SOCKET_IFNAME=${tag}v$r BATON_TIMEOUT=$timeout_s BATON_MIN_NCHANNELS=2 \
+            BATON_DEBUG=${NETNS_DEBUG:-WARN} BATON_DEBUG_SUBSYS=${NETNS_SUBSYS:-INIT} \
+            $perf $coll -b 16M -e 16M -c 0 -n 1000000 -w 1" >"$out/$round.$r" 2>&1 &
+        pids+=($!)
+    done
+    sleep $((2 + RANDOM % 2)).$((RANDOM % 10))
+    inner=$(pgrep -P "${pids[$victim]}" | head -n 1)
+    [ -n "$inner" ] || fail "round $round: rank $victim is not running (did init fail?)"
+    kill -9 "$inner"
+    t0=$(date +%s.%N)
+    for r in $(seq 0 $((n - 1))); do
+        [ $r -eq $victim ] && continue
+        # each survivor: gone within TIMEOUT + 2 s of the kill, with an error
+        left=$(awk -v t0="$t0" -v now="$(date +%s.%N)" -v lim=$((timeout_s + 2)) \
+            'BEGIN {l = lim - (now - t0); print (l > 0 ? l : 0)}')
+        if timeout "$left" tail -s 0.05 --pid="${pids[$r]}" -f /dev/null; then
+            wait "${pids[$r]}"
+            rc=$?
+            took=$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN {printf "%.2f", now - t0}')
+            named=$(grep -o "rank [0-9]*" "$out/$round.$r" | grep -v "rank $r\$" | sort -u | tr '\n' ' ')
+            # receives from the victim: its next on the ring, but for the ends of the chains
+            # (Broadcast from 0: 0 -> 1 -> .. -> n-1; Reduce to 0: 1 -> .. -> n-1 -> 0)
+            receiver=$(((victim + 1) % n == r))
+            [ $coll = broadcast ] && [ $victim -eq $((n - 1)) ] && receiver=0
+            [ $coll = reduce ] && [ $victim -eq 0 ] && receiver=0
+            if [ $rc -ne 0 ] && [ -n "$named" ] &&
+                { [ $receiver -eq 0 ] || grep -q "rank $victim\b" "$out/$round.$r"; }; then
+                echo "netns_kill: round $round $coll victim $victim: rank $r failed after $took s naming: $named"
+            else
+                echo "netns_kill: round $round $coll victim $victim: rank $r exit $rc after $took s, named '$named': FAILED"
+                tail -n 6 "$out/$round.$r" >&2
+                failed=1
+            fi
+        else
+            echo "netns_kill: round $round $coll victim $victim: rank $r still running $((timeout_s + 2)) s after the kill: FAILED"
+            tail -n 6 "$out/$round.$r" >&2
+            kill -9 "${pids[$r]}" 2>/dev/null
+            failed=1
+        fi
+    done
+    wait 2>/dev/null
+done
+[ $failed -eq 0 ] || fail "a survivor hung or did not name the cause"
+echo "netns_kill: every survivor failed in time and named a rank ($rounds rounds)"

@@ -1,0 +1,67 @@
+# Shared by the tests/net scripts (sourced): "hosts" as network namespaces. Each host h$i has
+# its own network namespace joined by a veth pair to a bridge in a switch namespace
+# (addresses $net.1..$net.N), and its ranks run with their own IPC namespace, so shared
+# memory cannot join them: NET really crosses an interface. Needs root (CI runs as root);
+# without the rights a script fails loudly instead of passing.
+#   netns_setup NHOSTS     creates the hosts; sets tag, sw, net, out; cleanup on EXIT
+#   netns_rail2 NHOSTS     adds a second interface per host on a second bridge ($rail2.*)
+#   fail MESSAGE           prints and exits 1
+
+tag=bt$$
+sw=${tag}sw
+NETNS_NHOSTS=0
+fail() { echo "$(basename "$0" .sh): FAIL: $*" >&2; exit 1; }
+
+netns_cleanup() {
+    for i in $(seq 0 $((NETNS_NHOSTS - 1))); do ip netns del ${tag}h$i 2>/dev/null; done
+    ip netns del $sw 2>/dev/null # the veths go with their namespaces
+    [ -n "${NETNS_KEEP:-}" ] && echo "logs kept in $out" || rm -rf "$out"
+}
+
+# wait until host 1 reaches address $1 (the bridge may take a moment to forward)
+netns_ping() {
+    for try in $(seq 1 50); do
+        ip netns exec ${tag}h1 ping -c1 -W1 "$1" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+}
+
+netns_setup() {
+    [ "$(id -u)" -eq 0 ] || fail "needs root to create network namespaces (run as root, as CI does)"
+    command -v ip >/dev/null || fail "needs iproute2 (ip)"
+    command -v unshare >/dev/null || fail "needs util-linux (unshare)"
+    NETNS_NHOSTS=$1
+    out=$(mktemp -d)
+    trap netns_cleanup EXIT
+    net=10.77.$(($$ % 200))
+    ip netns add $sw || fail "ip netns add failed (no CAP_SYS_ADMIN?)"
+    ip -n $sw link add br0 type bridge || fail "cannot create a bridge"
+    ip -n $sw link set br0 up
+    for i in $(seq 0 $((NETNS_NHOSTS - 1))); do
+        ip netns add ${tag}h$i
+        ip link add ${tag}v$i type veth peer name ${tag}s$i || fail "cannot create veth pairs"
+        ip link set ${tag}v$i netns ${tag}h$i
+        ip link set ${tag}s$i netns $sw
+        ip -n $sw link set ${tag}s$i master br0
+        ip -n $sw link set ${tag}s$i up
+        ip -n ${tag}h$i addr add $net.$((i + 1))/24 dev ${tag}v$i
+        ip -n ${tag}h$i link set ${tag}v$i up
+        ip -n ${tag}h$i link set lo up
+    done
+    netns_ping $net.1
+}
+
+netns_rail2() {
+    ip -n $sw link add br1 type bridge && ip -n $sw link set br1 up || fail "cannot create a bridge"
+    rail2=10.78.$(($$ % 200))
+    for i in $(seq 0 $(($1 - 1))); do
+        ip link add ${tag}w$i type veth peer name ${tag}t$i || fail "cannot create veth pairs"
+        ip link set ${tag}w$i netns ${tag}h$i
+        ip link set ${tag}t$i netns $sw
+        ip -n $sw link set ${tag}t$i master br1
+        ip -n $sw link set ${tag}t$i up
+        ip -n ${tag}h$i addr add $rail2.$((i + 1))/24 dev ${tag}w$i
+        ip -n ${tag}h$i link set ${tag}w$i up
+    done
+    netns_ping $rail2.1
+}
