@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -26,6 +27,17 @@ struct bt_bs_msg {
     void *data;
 };
 
+/* An accepted connection whose header has not all arrived: strangers that stall stay here
+ * (until BT_BS_HELLO_TIMEOUT_S) without holding up the connections behind them. */
+#define BS_MAX_PENDING 16
+struct bs_pending {
+    int fd;
+    uint64_t drop_at;
+    union bt_sockaddr from;
+    size_t got;
+    unsigned char hdr[sizeof(struct bt_bs_peer_hdr)];
+};
+
 struct bt_bootstrap {
     uint64_t magic;
     int rank;
@@ -37,6 +49,8 @@ struct bt_bootstrap {
     int ring_recv_fd;         /* from rank-1 */
     union bt_sockaddr *peers; /* listen address of every rank */
     struct bt_bs_msg *unexp_head, *unexp_tail;
+    struct bs_pending pending[BS_MAX_PENDING];
+    int npending;
 };
 
 static struct bt_socket_wait bs_wait(struct bt_bootstrap *bs, uint64_t deadline)
@@ -177,34 +191,21 @@ static struct bt_bs_msg *bs_queue_take(struct bt_bootstrap *bs, int peer, int ta
 }
 
 /*
- * Accept one connection on our listen socket and deal with it: a P2P message is read and
- * queued; the RING link from rank-1 goes to bs->ring_recv_fd (when want_ring); anything
- * else is dropped. Only a failure to accept, an abort, or a broken P2P payload from a
- * valid sender is an error. Waiting until `deadline` is the caller's to report.
+ * A connection's whole header has arrived: a P2P message is read (a real rank sends its
+ * payload right behind the header) and queued; the RING link from rank-1 goes to
+ * bs->ring_recv_fd (when want_ring); anything else is dropped. Only an abort or a broken
+ * P2P payload from a valid sender is an error. Takes `fd`.
  */
-static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int want_ring)
+static bt_status_t bs_handle(struct bt_bootstrap *bs, int fd, const struct bt_bs_peer_hdr *hp,
+                             const union bt_sockaddr *from, uint64_t deadline, int want_ring)
 {
     struct bt_socket_wait w = bs_wait(bs, deadline);
-    union bt_sockaddr from;
     char s[BT_SOCKADDR_STRLEN];
-    struct bt_bs_peer_hdr h;
+    struct bt_bs_peer_hdr h = *hp;
     struct bt_bs_msg *m = NULL;
-    int fd = -1;
     bt_status_t st;
 
-    BT_CHECK(bt_socket_accept(bs->listen_fd, &w, &fd, &from));
-    bt_socket_addr_to_str(&from, s, sizeof(s));
-    /* A header is due at once; a stranger that stalls is dropped after a few seconds. */
-    uint64_t hdl = bt_time_ns() + BT_BS_HELLO_TIMEOUT_S * 1000000000ull;
-    struct bt_socket_wait hw = bs_wait(bs, hdl < deadline ? hdl : deadline);
-    st = bt_socket_recv_all(fd, &h, sizeof(h), &hw);
-    if (st != BT_OK) {
-        if (bs_aborted(bs))
-            goto err_close;
-        BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap: dropping connection from %s: no header",
-                s);
-        goto drop;
-    }
+    bt_socket_addr_to_str(from, s, sizeof(s));
     if (h.magic != bs->magic || h.rank < 0 || h.rank >= bs->nranks) {
         BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP,
                 "Bootstrap: dropping connection from %s: magic 0x%llx rank %d", s,
@@ -253,9 +254,93 @@ err_free:
     if (m)
         free(m->data);
     free(m);
-err_close:
     bt_socket_close(&fd);
     return st;
+}
+
+static void bs_pending_drop(struct bt_bootstrap *bs, int i, const char *why)
+{
+    char s[BT_SOCKADDR_STRLEN];
+    BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap: dropping connection from %s: %s",
+            bt_socket_addr_to_str(&bs->pending[i].from, s, sizeof(s)), why);
+    bt_socket_close(&bs->pending[i].fd);
+    bs->pending[i] = bs->pending[--bs->npending];
+}
+
+/*
+ * Move the listen socket along until one connection has been dealt with (bs_handle): new
+ * connections are accepted into the pending set, whose headers are read as their bytes
+ * come, so a stranger that connects and stalls (or sends half a header) costs the real
+ * ranks nothing; it is dropped after BT_BS_HELLO_TIMEOUT_S. Errors: abort, `deadline`
+ * passed (BT_ERR_REMOTE; the caller reports), a failing listen socket, bs_handle's.
+ */
+static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int want_ring)
+{
+    for (;;) {
+        if (bs_aborted(bs))
+            return BT_ERR_REMOTE;
+        uint64_t now = bt_time_ns();
+        if (now >= deadline)
+            return BT_ERR_REMOTE;
+        uint64_t wake = deadline;
+        for (int i = bs->npending - 1; i >= 0; i--) {
+            if (now >= bs->pending[i].drop_at)
+                bs_pending_drop(bs, i, "no header in time");
+            else if (bs->pending[i].drop_at < wake)
+                wake = bs->pending[i].drop_at;
+        }
+        struct pollfd pf[1 + BS_MAX_PENDING];
+        pf[0] = (struct pollfd){.fd = bs->listen_fd, .events = POLLIN};
+        for (int i = 0; i < bs->npending; i++)
+            pf[1 + i] = (struct pollfd){.fd = bs->pending[i].fd, .events = POLLIN};
+        uint64_t ms = (wake - now + 999999) / 1000000;
+        int rc = poll(pf, (nfds_t)(1 + bs->npending), ms > 100 ? 100 : (int)ms);
+        if (rc < 0 && errno != EINTR) {
+            BT_WARN("Bootstrap: rank %d: poll failed: %s", bs->rank, strerror(errno));
+            return BT_ERR_SYSTEM;
+        }
+        if (rc <= 0)
+            continue;
+        /* the pending first: they came earlier */
+        for (int i = bs->npending - 1; i >= 0; i--) {
+            if (!pf[1 + i].revents)
+                continue;
+            struct bs_pending *p = &bs->pending[i];
+            ssize_t n = recv(p->fd, p->hdr + p->got, sizeof(p->hdr) - p->got, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                bs_pending_drop(bs, i, n == 0 ? "closed before its header" : strerror(errno));
+                continue;
+            }
+            if (n > 0)
+                p->got += (size_t)n;
+            if (p->got < sizeof(p->hdr))
+                continue;
+            struct bt_bs_peer_hdr h;
+            memcpy(&h, p->hdr, sizeof(h));
+            int fd = p->fd;
+            union bt_sockaddr from = p->from;
+            bs->pending[i] = bs->pending[--bs->npending];
+            return bs_handle(bs, fd, &h, &from, deadline, want_ring);
+        }
+        if (pf[0].revents & POLLIN) {
+            struct bt_socket_wait now_only = bs_wait(bs, bt_time_ns() + 1000000);
+            union bt_sockaddr from;
+            int fd = -1;
+            if (bt_socket_accept(bs->listen_fd, &now_only, &fd, &from) != BT_OK)
+                continue;                         /* a connection reset before we took it */
+            if (bs->npending == BS_MAX_PENDING) { /* full of stalled strangers: the oldest goes */
+                int old = 0;
+                for (int i = 1; i < bs->npending; i++)
+                    if (bs->pending[i].drop_at < bs->pending[old].drop_at)
+                        old = i;
+                bs_pending_drop(bs, old, "too many connections without a header");
+            }
+            bs->pending[bs->npending++] =
+                (struct bs_pending){.fd = fd,
+                                    .drop_at = bt_time_ns() + BT_BS_HELLO_TIMEOUT_S * 1000000000ull,
+                                    .from = from};
+        }
+    }
 }
 
 /* Register with the root and receive the address table into bs->peers. */
@@ -530,6 +615,11 @@ void bt_bootstrap_abort(struct bt_bootstrap *bs)
         __atomic_store_n(&bs->aborted, 1, __ATOMIC_RELEASE);
 }
 
+const union bt_sockaddr *bt_bootstrap_peer_addr(const struct bt_bootstrap *bs, int rank)
+{
+    return rank >= 0 && rank < bs->nranks ? &bs->peers[rank] : NULL;
+}
+
 void bt_bootstrap_destroy(struct bt_bootstrap *bs)
 {
     if (bs == NULL)
@@ -537,6 +627,8 @@ void bt_bootstrap_destroy(struct bt_bootstrap *bs)
     bt_socket_close(&bs->ring_send_fd);
     bt_socket_close(&bs->ring_recv_fd);
     bt_socket_close(&bs->listen_fd);
+    while (bs->npending > 0)
+        bt_socket_close(&bs->pending[--bs->npending].fd);
     int left = 0;
     while (bs->unexp_head) {
         struct bt_bs_msg *m = bs->unexp_head;

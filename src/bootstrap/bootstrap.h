@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/socket.h" /* union bt_sockaddr */
 #include "util/status.h"
 
 #define BT_UNIQUE_ID_BYTES 128
@@ -73,5 +74,8 @@ void bt_bootstrap_abort(struct bt_bootstrap *bs);
 
 /* Close sockets and free. Accepts NULL. */
 void bt_bootstrap_destroy(struct bt_bootstrap *bs);
+
+/* Where rank `rank` listens for bootstrap messages (NULL: no such rank); for tests. */
+const union bt_sockaddr *bt_bootstrap_peer_addr(const struct bt_bootstrap *bs, int rank);
 
 #endif
