@@ -33,7 +33,14 @@ for round in $(seq "$rounds"); do
             $perf $coll -b 16M -e 16M -c 0 -n 1000000 -w 1" >"$out/$round.$r" 2>&1 &
         pids+=($!)
     done
-    sleep $((2 + RANDOM % 2)).$((RANDOM % 10))
+    # kill once the ranks run the collectives (rank 0 prints its table header after the
+    # collective init; sanitizer builds init slowly), at a random moment of the stream
+    for try in $(seq 1 600); do
+        grep -q "^# *size" "$out/$round.0" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q "^# *size" "$out/$round.0" || fail "round $round: the ranks did not start in 60 s"
+    sleep 0.$((2 + RANDOM % 8))$((RANDOM % 10))
     inner=$(pgrep -P "${pids[$victim]}" | head -n 1)
     [ -n "$inner" ] || fail "round $round: rank $victim is not running (did init fail?)"
     kill -9 "$inner"
