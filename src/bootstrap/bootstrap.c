@@ -524,6 +524,12 @@ bt_status_t bt_bootstrap_barrier(struct bt_bootstrap *bs)
 bt_status_t bt_bootstrap_send(struct bt_bootstrap *bs, int peer, int tag, const void *data,
                               size_t size)
 {
+    return bt_bootstrap_send_until(bs, peer, tag, data, size, bt_deadline_from_now());
+}
+
+bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, const void *data,
+                                    size_t size, uint64_t deadline)
+{
     if (peer < 0 || peer >= bs->nranks) {
         BT_WARN("Bootstrap: send to invalid peer %d (nranks %d)", peer, bs->nranks);
         return BT_ERR_INVALID_ARG;
@@ -546,7 +552,7 @@ bt_status_t bt_bootstrap_send(struct bt_bootstrap *bs, int peer, int tag, const 
         return BT_OK;
     }
 
-    struct bt_socket_wait w = bs_wait(bs, bt_deadline_from_now());
+    struct bt_socket_wait w = bs_wait(bs, deadline);
     struct bt_bs_peer_hdr h;
     char s[BT_SOCKADDR_STRLEN];
     int fd = -1;
@@ -575,17 +581,19 @@ bt_status_t bt_bootstrap_send(struct bt_bootstrap *bs, int peer, int tag, const 
     return BT_OK;
 }
 
-bt_status_t bt_bootstrap_recv(struct bt_bootstrap *bs, int peer, int tag, void *data, size_t size)
+static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *data, size_t size,
+                           uint64_t deadline, int quiet)
 {
     if (peer < 0 || peer >= bs->nranks) {
         BT_WARN("Bootstrap: recv from invalid peer %d (nranks %d)", peer, bs->nranks);
         return BT_ERR_INVALID_ARG;
     }
-    uint64_t deadline = bt_deadline_from_now();
     struct bt_bs_msg *m;
     while ((m = bs_queue_take(bs, peer, tag)) == NULL) {
         bt_status_t st = bs_accept_one(bs, deadline, 0);
         if (st != BT_OK) {
+            if (quiet && st == BT_ERR_REMOTE)
+                return st;
             if (bs_aborted(bs))
                 BT_INFO(BT_LOG_BOOTSTRAP, "Bootstrap: rank %d recv from rank %d aborted", bs->rank,
                         peer);
@@ -607,6 +615,17 @@ bt_status_t bt_bootstrap_recv(struct bt_bootstrap *bs, int peer, int tag, void *
     free(m->data);
     free(m);
     return st;
+}
+
+bt_status_t bt_bootstrap_recv(struct bt_bootstrap *bs, int peer, int tag, void *data, size_t size)
+{
+    return bs_recv(bs, peer, tag, data, size, bt_deadline_from_now(), 0);
+}
+
+bt_status_t bt_bootstrap_recv_until(struct bt_bootstrap *bs, int peer, int tag, void *data,
+                                    size_t size, uint64_t deadline)
+{
+    return bs_recv(bs, peer, tag, data, size, deadline, 1);
 }
 
 void bt_bootstrap_abort(struct bt_bootstrap *bs)

@@ -68,6 +68,12 @@ bt_status_t bt_bootstrap_barrier(struct bt_bootstrap *bs);
 bt_status_t bt_bootstrap_send(struct bt_bootstrap *bs, int peer, int tag, const void *data,
                               size_t size);
 bt_status_t bt_bootstrap_recv(struct bt_bootstrap *bs, int peer, int tag, void *data, size_t size);
+/* The same with a deadline (bt_time_ns units) instead of TIMEOUT from now, for failure paths
+ * that must not linger; recv_until does not log when the deadline passes (BT_ERR_REMOTE). */
+bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, const void *data,
+                                    size_t size, uint64_t deadline);
+bt_status_t bt_bootstrap_recv_until(struct bt_bootstrap *bs, int peer, int tag, void *data,
+                                    size_t size, uint64_t deadline);
 
 /* Make every current and future wait of this bootstrap fail at once (ncclCommAbort). */
 void bt_bootstrap_abort(struct bt_bootstrap *bs);

@@ -10,6 +10,7 @@
 #include "transport/conn.h"
 #include "util/log.h"
 #include "util/shm.h"
+#include "util/time.h"
 
 struct bt_arrival_line {
     BT_ALIGNED(BT_CACHELINE) _Atomic uint64_t started;
@@ -121,17 +122,44 @@ int bt_arrival_report(struct bt_comm *comm, uint64_t seq)
     return n;
 }
 
+#define BT_TAG_CAUSE 0x30000
+#define CAUSE_SEND_MS 200 /* per rank: the failure path must not linger on dead hosts */
+
 void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
 {
-    if (!comm->arrival || gone_rank < 0)
+    if (gone_rank < 0)
         return;
-    int32_t none = 0;
-    atomic_compare_exchange_strong(&comm->arrival[comm->rank].gone, &none, gone_rank + 1);
+    if (comm->arrival) {
+        int32_t none = 0;
+        atomic_compare_exchange_strong(&comm->arrival[comm->rank].gone, &none, gone_rank + 1);
+        return;
+    }
+    if (comm->cause_sent || !comm->bs)
+        return;
+    comm->cause_sent = 1;
+    int32_t msg = gone_rank;
+    for (int r = 0; r < comm->nranks; r++) {
+        if (r == comm->rank || r == gone_rank)
+            continue;
+        uint64_t deadline = bt_time_ns() + CAUSE_SEND_MS * 1000000ull;
+        if (bt_bootstrap_send_until(comm->bs, r, BT_TAG_CAUSE, &msg, sizeof(msg), deadline) !=
+            BT_OK)
+            BT_INFO(BT_LOG_INIT, "rank %d: could not tell rank %d that rank %d is gone", comm->rank,
+                    r, gone_rank);
+    }
 }
 
-int bt_arrival_cause(const struct bt_comm *comm, int rank)
+int bt_arrival_cause(struct bt_comm *comm, int rank, int wait_ms)
 {
-    if (!comm->arrival || rank < 0 || rank >= comm->nranks)
+    if (rank < 0 || rank >= comm->nranks)
         return -1;
-    return atomic_load_explicit(&comm->arrival[rank].gone, memory_order_relaxed) - 1;
+    if (comm->arrival)
+        return atomic_load_explicit(&comm->arrival[rank].gone, memory_order_relaxed) - 1;
+    int32_t msg = -1;
+    if (!comm->bs || wait_ms <= 0)
+        return -1;
+    uint64_t deadline = bt_time_ns() + (uint64_t)wait_ms * 1000000ull;
+    if (bt_bootstrap_recv_until(comm->bs, rank, BT_TAG_CAUSE, &msg, sizeof(msg), deadline) != BT_OK)
+        return -1;
+    return msg >= 0 && msg < comm->nranks ? msg : -1;
 }

@@ -5,8 +5,8 @@
  * the ranks that have not arrived at the collective this rank is stuck in; a rank that
  * fails because its neighbour failed reads the neighbour's cause, so every survivor names
  * the rank that died, not only the first link of the chain. Without a shared host (ranks
- * on several hosts, or IPC namespaces apart) there is no board: reports name only the peers
- * this rank waits for.
+ * on several hosts, or IPC namespaces apart) there is no board: hang reports name only the
+ * peers this rank waits for, and the cause of a failure travels in bootstrap messages.
  */
 #ifndef BT_CORE_ARRIVAL_H
 #define BT_CORE_ARRIVAL_H
@@ -30,9 +30,14 @@ void bt_arrival_done(struct bt_comm *comm, uint64_t seq);
 /* Print (WARN) the ranks that have not started operation `seq` yet; returns how many. */
 int bt_arrival_report(struct bt_comm *comm, uint64_t seq);
 
-/* This rank fails because rank `gone_rank` died (the first cause sticks); the cause rank
- * `rank` recorded, or -1 (none, or no board). */
+/*
+ * This rank fails because rank `gone_rank` died (the first cause sticks): on the board, and
+ * without a board (ranks on several hosts) in a bootstrap message to every other rank, once,
+ * so that a rank whose connection with this one fails next can name the rank that died.
+ * bt_arrival_cause: the cause rank `rank` recorded, or -1 (none known). Without a board it
+ * waits up to `wait_ms` for `rank`'s message (a rank that died sends none).
+ */
 void bt_arrival_failed(struct bt_comm *comm, int gone_rank);
-int bt_arrival_cause(const struct bt_comm *comm, int rank);
+int bt_arrival_cause(struct bt_comm *comm, int rank, int wait_ms);
 
 #endif

@@ -114,6 +114,7 @@ struct bt_comm {
     uint64_t ncolls;                 /* collectives issued: the same sequence on every rank */
     struct bt_arrival_line *arrival; /* core/arrival.h: [nranks] in shared memory, or NULL */
     struct bt_shm_seg *arrival_seg;
+    int cause_sent;     /* this rank told the others which rank died (no board: across hosts) */
     uint64_t split_seq; /* splits done: distinct bootstrap tags for each */
 };
 

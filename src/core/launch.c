@@ -607,7 +607,7 @@ static int report_gone(struct bt_comm *comm, int peer, const char *what, uint64_
 {
     if (!bt_comm_peer_gone(comm, peer))
         return 0;
-    int cause = bt_arrival_cause(comm, peer);
+    int cause = bt_arrival_cause(comm, peer, 0);
     if (cause >= 0 && cause != peer) {
         BT_WARN("%s #%llu: rank %d (pid %d on this host) left after failing because rank %d is "
                 "gone (exited or killed); this rank (%d) waited for rank %d",
@@ -626,22 +626,24 @@ static int report_gone(struct bt_comm *comm, int peer, const char *what, uint64_
 static int net_peer_gone(const struct net_posted *np);
 
 /* A network op of the launch failed: name the peer, and the rank whose death started it when
- * the board knows (one host). */
+ * the peer said so before it left (the board on one host; across hosts a bootstrap message,
+ * waited for a moment: a rank that died sends none). Then pass the cause on. */
 static void report_net_failure(const struct net_posted *np)
 {
     if (net_peer_gone(np))
         return;
-    int cause = bt_arrival_cause(np->comm, np->peer);
-    if (cause >= 0) {
+    int cause = bt_arrival_cause(np->comm, np->peer, 300);
+    if (cause >= 0 && cause != np->peer) {
         BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed first, "
                 "because rank %d is gone (exited or killed)",
                 np->comm->rank, np->peer, np->peer, cause);
-        bt_arrival_failed(np->comm, cause);
     } else {
+        cause = np->peer;
         BT_WARN("rank %d: the network connection with rank %d failed (closed or reset by the "
                 "peer, or timed out: is rank %d still running?)",
                 np->comm->rank, np->peer, np->peer);
     }
+    bt_arrival_failed(np->comm, cause);
 }
 
 /* The executor's liveness check of a stalled work: a local peer's process is gone, or one of
