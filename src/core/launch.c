@@ -630,8 +630,8 @@ static int net_peer_gone(const struct net_posted *np);
  * waited for a moment: a rank that died sends none). Then pass the cause on. */
 static void report_net_failure(const struct net_posted *np)
 {
-    if (net_peer_gone(np))
-        return;
+    if (np->comm->abort_flag || net_peer_gone(np))
+        return; /* aborted here (ncclCommAbort): that is the cause, reported by the launch */
     int cause = bt_arrival_cause(np->comm, np->peer, 300);
     if (cause >= 0 && cause != np->peer) {
         BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed first, "
