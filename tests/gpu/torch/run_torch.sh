@@ -1,0 +1,85 @@
+#!/bin/bash
+# Issue 6 on the GPU machine: PyTorch on Baton (LD_PRELOAD) and on NVIDIA's NCCL, side by side.
+#   BUILD=build-gpu OUT=/some/dir tests/gpu/torch/run_torch.sh [collectives|ddp|fsdp2|abort|bench|all]
+# Each script checks /proc/self/maps for the library it should run on (BATON_EXPECT). Writes
+# logs and the comparison to $OUT (tar them: the device tool returns few files).
+set -uo pipefail
+cd "$(dirname "$0")"
+BUILD=${BUILD:-../../../build}
+OUT=${OUT:-/tmp/baton-torch}
+what=${1:-all}
+mkdir -p "$OUT"
+export OUT NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+BATON_LIB=$(realpath "$BUILD/lib/libnccl.so.2")
+NCCL_DIR=$(python3 -c "import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))")
+port=$((29500 + RANDOM % 1000))
+
+# run LIB SCRIPT [ARGS]: torchrun over 2 GPUs with LIB = baton | nccl; prints rc and seconds
+run() {
+    local lib=$1 script=$2
+    shift 2
+    local pre
+    pre=$([ "$lib" = baton ] && echo "$BATON_LIB" || echo "$NCCL_DIR/libnccl.so.2")
+    port=$((port + 1))
+    local start=$SECONDS
+    env LD_PRELOAD="$pre" BATON_EXPECT=$lib TAG=$lib timeout 300 \
+        torchrun --nproc_per_node 2 --master_port $port "$script" "$@" \
+        >"$OUT/$(basename "$script" .py)-$lib.log" 2>&1
+    local rc=$?
+    echo "$(basename "$script" .py) $lib: rc=$rc in $((SECONDS - start)) s: $(grep -E '^test_|FAIL' \
+        "$OUT/$(basename "$script" .py)-$lib.log" | head -n 3 | tr '\n' ' ')"
+    return $rc
+}
+
+if [ "$what" = collectives ] || [ "$what" = all ]; then
+    run baton test_collectives.py
+    run nccl test_collectives.py
+fi
+
+# the losses of the two runs, step by step: equal (2 ranks: sums of two are order-free)
+compare() {
+    local name=$1
+    python3 - "$OUT/$name-baton.txt" "$OUT/$name-nccl.txt" <<'PY'
+import sys
+a = dict(l.split() for l in open(sys.argv[1]))
+b = dict(l.split() for l in open(sys.argv[2]))
+steps = [k for k in a if k.isdigit()]
+diff = [k for k in steps if a[k] != b.get(k)]
+print(f"{sys.argv[1].rsplit('/',1)[-1]}: {len(steps)} steps, {len(diff)} differ"
+      + (f" (first: step {diff[0]}: {a[diff[0]]} vs {b.get(diff[0])})" if diff else " (equal)")
+      + (f"; steps/s baton {a['steps_per_s']} nccl {b['steps_per_s']}" if 'steps_per_s' in a else ""))
+PY
+}
+
+if [ "$what" = ddp ] || [ "$what" = all ]; then
+    for r in 1 2; do
+        run baton test_ddp.py && cp "$OUT/ddp-baton.txt" "$OUT/ddp-baton-r$r.txt"
+        run nccl test_ddp.py && cp "$OUT/ddp-nccl.txt" "$OUT/ddp-nccl-r$r.txt"
+        compare ddp
+    done
+fi
+
+if [ "$what" = fsdp2 ] || [ "$what" = all ]; then
+    run baton test_fsdp2.py
+    run nccl test_fsdp2.py
+    compare fsdp2
+fi
+
+if [ "$what" = abort ] || [ "$what" = all ]; then
+    # rank 0 must end (an error, not a hang) within the 10 s timeout + 30 s
+    for lib in baton nccl; do
+        start=$SECONDS
+        run $lib test_abort.py
+        echo "abort $lib: torchrun ended after $((SECONDS - start)) s (want non-zero, <= 40 s)"
+    done
+fi
+
+if [ "$what" = bench ] || [ "$what" = all ]; then
+    # all_reduce median time per size, both libraries alternating (bench/anchors/torch_bench.py, the shared anchor program)
+    for r in 1 2; do
+        for lib in baton nccl; do
+            run $lib ../../../bench/anchors/torch_bench.py nccl || true
+            cp "$OUT/torch_bench-$lib.log" "$OUT/torch_bench-$lib-r$r.log"
+        done
+    done
+fi
