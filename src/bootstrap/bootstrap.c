@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* accept4 */
 /*
  * Bootstrap, rank side: unique ids, init (register with the root, get the address table,
  * connect the ring), ring allgather/barrier, and point-to-point messages. The root thread
@@ -283,28 +284,29 @@ static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int
         if (now >= deadline)
             return BT_ERR_REMOTE;
         uint64_t wake = deadline;
-        for (int i = bs->npending - 1; i >= 0; i--) {
-            if (now >= bs->pending[i].drop_at)
-                bs_pending_drop(bs, i, "no header in time");
-            else if (bs->pending[i].drop_at < wake)
+        for (int i = 0; i < bs->npending; i++)
+            if (bs->pending[i].drop_at < wake)
                 wake = bs->pending[i].drop_at;
-        }
         struct pollfd pf[1 + BS_MAX_PENDING];
         pf[0] = (struct pollfd){.fd = bs->listen_fd, .events = POLLIN};
         for (int i = 0; i < bs->npending; i++)
             pf[1 + i] = (struct pollfd){.fd = bs->pending[i].fd, .events = POLLIN};
-        uint64_t ms = (wake - now + 999999) / 1000000;
+        uint64_t ms = wake > now ? (wake - now + 999999) / 1000000 : 0;
         int rc = poll(pf, (nfds_t)(1 + bs->npending), ms > 100 ? 100 : (int)ms);
         if (rc < 0 && errno != EINTR) {
             BT_WARN("Bootstrap: rank %d: poll failed: %s", bs->rank, strerror(errno));
             return BT_ERR_SYSTEM;
         }
-        if (rc <= 0)
-            continue;
-        /* the pending first: they came earlier */
+        now = bt_time_ns();
+        /* the pending first: they came earlier. Only a connection with nothing to read
+         * expires: one whose bytes wait (a real rank's, left from an earlier call that
+         * returned with another) is read however late we come back to it. */
         for (int i = bs->npending - 1; i >= 0; i--) {
-            if (!pf[1 + i].revents)
+            if (rc <= 0 || !pf[1 + i].revents) {
+                if (now >= bs->pending[i].drop_at)
+                    bs_pending_drop(bs, i, "no header in time");
                 continue;
+            }
             struct bs_pending *p = &bs->pending[i];
             ssize_t n = recv(p->fd, p->hdr + p->got, sizeof(p->hdr) - p->got, MSG_DONTWAIT);
             if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -322,24 +324,27 @@ static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int
             bs->pending[i] = bs->pending[--bs->npending];
             return bs_handle(bs, fd, &h, &from, deadline, want_ring);
         }
-        if (pf[0].revents & POLLIN) {
-            struct bt_socket_wait now_only = bs_wait(bs, bt_time_ns() + 1000000);
-            union bt_sockaddr from;
-            int fd = -1;
-            if (bt_socket_accept(bs->listen_fd, &now_only, &fd, &from) != BT_OK)
-                continue;                         /* a connection reset before we took it */
-            if (bs->npending == BS_MAX_PENDING) { /* full of stalled strangers: the oldest goes */
-                int old = 0;
-                for (int i = 1; i < bs->npending; i++)
-                    if (bs->pending[i].drop_at < bs->pending[old].drop_at)
-                        old = i;
-                bs_pending_drop(bs, old, "too many connections without a header");
-            }
-            bs->pending[bs->npending++] =
-                (struct bs_pending){.fd = fd,
-                                    .drop_at = bt_time_ns() + BT_BS_HELLO_TIMEOUT_S * 1000000000ull,
-                                    .from = from};
+        if (rc <= 0 || !(pf[0].revents & POLLIN))
+            continue;
+        union bt_sockaddr from;
+        socklen_t flen = sizeof(from);
+        memset(&from, 0, sizeof(from));
+        int fd = accept4(bs->listen_fd, &from.sa, &flen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+                continue; /* gone (reset) before we took it */
+            BT_WARN("Bootstrap: rank %d: accept failed: %s", bs->rank, strerror(errno));
+            return BT_ERR_SYSTEM; /* EMFILE and the like: a retry would spin */
         }
+        if (bs->npending == BS_MAX_PENDING) { /* full of stalled strangers: the oldest goes */
+            int old = 0;
+            for (int i = 1; i < bs->npending; i++)
+                if (bs->pending[i].drop_at < bs->pending[old].drop_at)
+                    old = i;
+            bs_pending_drop(bs, old, "too many connections without a header");
+        }
+        bs->pending[bs->npending++] = (struct bs_pending){
+            .fd = fd, .drop_at = now + BT_BS_HELLO_TIMEOUT_S * 1000000000ull, .from = from};
     }
 }
 

@@ -32,8 +32,9 @@ int bt_arrival_report(struct bt_comm *comm, uint64_t seq);
 
 /*
  * This rank fails because rank `gone_rank` died (the first cause sticks): on the board, and
- * without a board (ranks on several hosts) in a bootstrap message to every other rank, once,
- * so that a rank whose connection with this one fails next can name the rank that died.
+ * without a board (ranks on several hosts) in a bootstrap message, once, to the ranks this
+ * one has network connections with (host connectors), so that a rank whose connection with
+ * this one fails next can name the rank that died.
  * bt_arrival_cause: the cause rank `rank` recorded, or -1 (none known). Without a board it
  * waits up to `wait_ms` for `rank`'s message (a rank that died sends none).
  */

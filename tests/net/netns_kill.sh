@@ -40,7 +40,9 @@ for round in $(seq "$rounds"); do
         sleep 0.1
     done
     grep -q "^# *size" "$out/$round.0" || fail "round $round: the ranks did not start in 60 s"
-    sleep 0.$((2 + RANDOM % 8))$((RANDOM % 10))
+    # rank 0's header comes before the warm-up, whose first collective connects: kill after
+    # connecting, at a random moment of the stream
+    sleep 1.$((RANDOM % 10))$((RANDOM % 10))
     inner=$(pgrep -P "${pids[$victim]}" | head -n 1)
     [ -n "$inner" ] || fail "round $round: rank $victim is not running (did init fail?)"
     kill -9 "$inner"
@@ -66,7 +68,7 @@ for round in $(seq "$rounds"); do
         else
             echo "netns_kill: round $round $coll victim $victim: rank $r still running $((timeout_s + 2)) s after the kill: FAILED"
             tail -n 6 "$out/$round.$r" >&2
-            kill -9 "${pids[$r]}" 2>/dev/null
+            netns_kill_tree "${pids[$r]}"
             failed=1
         fi
     done

@@ -5,6 +5,7 @@
 # without the rights a script fails loudly instead of passing.
 #   netns_setup NHOSTS     creates the hosts; sets tag, sw, net, out; cleanup on EXIT
 #   netns_rail2 NHOSTS     adds a second interface per host on a second bridge ($rail2.*)
+#   netns_kill_tree PID    kill a started rank and its children (run on exit for all)
 #   fail MESSAGE           prints and exits 1
 
 tag=bt$$
@@ -12,18 +13,17 @@ sw=${tag}sw
 NETNS_NHOSTS=0
 fail() { echo "$(basename "$0" .sh): FAIL: $*" >&2; exit 1; }
 
+# kill a tracked process and its children (unshare --fork puts the rank under it)
+netns_kill_tree() {
+    pkill -9 -P "$1" 2>/dev/null
+    kill -9 "$1" 2>/dev/null
+}
+
 netns_cleanup() {
+    for p in $(jobs -p); do netns_kill_tree "$p"; done # ranks still running (a failure)
     for i in $(seq 0 $((NETNS_NHOSTS - 1))); do ip netns del ${tag}h$i 2>/dev/null; done
     ip netns del $sw 2>/dev/null # the veths go with their namespaces
     [ -n "${NETNS_KEEP:-}" ] && echo "logs kept in $out" || rm -rf "$out"
-}
-
-# wait until host 1 reaches address $1 (the bridge may take a moment to forward)
-netns_ping() {
-    for try in $(seq 1 50); do
-        ip netns exec ${tag}h1 ping -c1 -W1 "$1" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
 }
 
 netns_setup() {
@@ -48,7 +48,7 @@ netns_setup() {
         ip -n ${tag}h$i link set ${tag}v$i up
         ip -n ${tag}h$i link set lo up
     done
-    netns_ping $net.1
+    # no wait for the bridge to forward: Baton's connects retry until TIMEOUT
 }
 
 netns_rail2() {
@@ -63,5 +63,4 @@ netns_rail2() {
         ip -n ${tag}h$i addr add $rail2.$((i + 1))/24 dev ${tag}w$i
         ip -n ${tag}h$i link set ${tag}w$i up
     done
-    netns_ping $rail2.1
 }

@@ -140,6 +140,23 @@ static int rank_main(int rank, int nranks, void *argp)
     bt_socket_close(&silent);
     bt_socket_close(&half);
     bt_socket_close(&junk);
+
+    /* A message that waits longer than the strangers' header timeout before it is asked
+     * for: rank 0 sends two, rank 1 takes the first, comes back 6 s later for the second
+     * (its connection may have been accepted with the first's: it must not expire). */
+    if (rank == 0) {
+        uint64_t a = 11, b = 22;
+        BT_TEST_OK(bt_bootstrap_send(bs, 1, 300, &a, sizeof(a)));
+        BT_TEST_OK(bt_bootstrap_send(bs, 1, 301, &b, sizeof(b)));
+    } else if (rank == 1) {
+        uint64_t a = 0, b = 0;
+        BT_TEST_OK(bt_bootstrap_recv(bs, 0, 300, &a, sizeof(a)));
+        sleep(BT_BS_HELLO_TIMEOUT_S + 1);
+        BT_TEST_OK(bt_bootstrap_recv(bs, 0, 301, &b, sizeof(b)));
+        BT_TEST_CHECK(a == 11 && b == 22, "late message: %llu %llu", (unsigned long long)a,
+                      (unsigned long long)b);
+    }
+    BT_TEST_OK(bt_bootstrap_barrier(bs));
     bt_bootstrap_destroy(bs);
     bt_test_leaks_end(&leaks);
     printf("rank %d: messages with strangers held open at the listener: %.3f s\n", rank, s);

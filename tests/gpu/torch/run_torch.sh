@@ -1,14 +1,16 @@
 #!/bin/bash
 # Issue 6 on the GPU machine: PyTorch on Baton (LD_PRELOAD) and on NVIDIA's NCCL, side by side.
 #   BUILD=build-gpu OUT=/some/dir tests/gpu/torch/run_torch.sh [collectives|ddp|fsdp2|abort|bench|all]
+# (from the repository root). Prints a verdict line per check: "ok" or "FAIL".
 # Each script checks /proc/self/maps for the library it should run on (BATON_EXPECT). Writes
 # logs and the comparison to $OUT (tar them: the device tool returns few files).
 set -uo pipefail
-cd "$(dirname "$0")"
-BUILD=${BUILD:-../../../build}
+BUILD=$(realpath "${BUILD:-build}") # relative to where it is started (the repository root)
 OUT=${OUT:-/tmp/baton-torch}
-what=${1:-all}
 mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+cd "$(dirname "$0")"
+what=${1:-all}
 export OUT NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 BATON_LIB=$(realpath "$BUILD/lib/libnccl.so.2")
 NCCL_DIR=$(python3 -c "import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))")
@@ -40,12 +42,16 @@ fi
 compare() {
     local name=$1
     python3 - "$OUT/$name-baton.txt" "$OUT/$name-nccl.txt" <<'PY'
-import sys
+import os, sys
+missing = [p for p in sys.argv[1:] if not os.path.exists(p)]
+if missing:
+    print(f"FAIL compare: no losses from {missing} (a run failed)")
+    sys.exit(0)
 a = dict(l.split() for l in open(sys.argv[1]))
 b = dict(l.split() for l in open(sys.argv[2]))
 steps = [k for k in a if k.isdigit()]
 diff = [k for k in steps if a[k] != b.get(k)]
-print(f"{sys.argv[1].rsplit('/',1)[-1]}: {len(steps)} steps, {len(diff)} differ"
+print(("FAIL " if diff else "ok ") + f"{sys.argv[1].rsplit('/',1)[-1]}: {len(steps)} steps, {len(diff)} differ"
       + (f" (first: step {diff[0]}: {a[diff[0]]} vs {b.get(diff[0])})" if diff else " (equal)")
       + (f"; steps/s baton {a['steps_per_s']} nccl {b['steps_per_s']}" if 'steps_per_s' in a else ""))
 PY
@@ -70,7 +76,10 @@ if [ "$what" = abort ] || [ "$what" = all ]; then
     for lib in baton nccl; do
         start=$SECONDS
         run $lib test_abort.py
-        echo "abort $lib: torchrun ended after $((SECONDS - start)) s (want non-zero, <= 40 s)"
+        rc=$?
+        took=$((SECONDS - start))
+        [ $rc -ne 0 ] && [ $took -le 40 ] && v=ok || v=FAIL
+        echo "$v abort $lib: torchrun ended with rc=$rc after $took s (want non-zero, <= 40 s)"
     done
 fi
 

@@ -1,5 +1,5 @@
 """Every torch.distributed collective over the NCCL backend, in place and out of place, every
-dtype torch sends, against references computed here (issue 6). Values are small integers,
+dtype torch sends (fp8: all_gather), against references computed here (issue 6). Values are small integers,
 so every result is exact whatever the reduction order. Run with torchrun:
     BATON_EXPECT=baton LD_PRELOAD=<build>/lib/libnccl.so.2 torchrun --nproc_per_node 2 test_collectives.py
 """
@@ -81,6 +81,10 @@ for dtype in FLOATS + INTS:
             same(outs[r], value(r, n, dtype, R.SUM), f"all_gather {dtype} n={n} block {r}")
         big = torch.empty(world * n, dtype=dtype, device=dev)
         dist.all_gather_into_tensor(big, mine)
+        for r in range(world):
+            same(big[r * n:(r + 1) * n], value(r, n, dtype, R.SUM),
+                 f"all_gather_into_tensor {dtype} n={n} block {r}")
+        big.fill_(0)  # in place: only our own block holds data before the call
         big.view(world, n)[rank].copy_(mine)
         dist.all_gather_into_tensor(big, big[rank * n:(rank + 1) * n])
         for r in range(world):
@@ -105,7 +109,7 @@ b = torch.tensor([rank == 0, True, False], device=dev)
 dist.all_reduce(b, op=R.MIN)
 same(b, torch.tensor([world == 1, True, False]), "all_reduce bool MIN")
 
-# fp8: copies (all_gather, broadcast); reductions where torch accepts them
+# fp8: copies (all_gather)
 for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
     mine = value(rank, 64, torch.float32, R.SUM).to(dtype).to(dev)
     outs = [torch.empty(64, dtype=dtype, device=dev) for _ in range(world)]
@@ -154,6 +158,7 @@ if world > 1:
         dist.recv(r_, prv)
         dist.send(s, nxt)
     same(r_, torch.full((1000,), float(prv)), "send/recv")
+    r_.fill_(-1.0)
     reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, s, nxt), dist.P2POp(dist.irecv, r_, prv)])
     for q in reqs:
         q.wait()

@@ -5,6 +5,7 @@ the sum of two numbers, which is the same in either order, so the losses must be
 import os
 import time
 
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS, before CUDA
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP

@@ -18,14 +18,15 @@ mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32
 for layer in model[:4]:
     fully_shard(layer, mp_policy=mp)
 fully_shard(model, mp_policy=mp)
-if hasattr(model, "set_gradient_divide_factor"):
-    model.set_gradient_divide_factor(float(world))
+for m in list(model[:4]) + [model]:  # not recursive: every FSDP module of the model
+    if hasattr(m, "set_gradient_divide_factor"):
+        m.set_gradient_divide_factor(float(world))
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 gen = torch.Generator(device="cpu").manual_seed(7 + rank)
 losses = []
+x = torch.randn(64, 1024, generator=gen).to(dev)  # one batch per rank, learned over 50 steps
+y = torch.randint(0, 16, (64,), generator=gen).to(dev)
 for step in range(50):
-    x = torch.randn(64, 1024, generator=gen).to(dev)
-    y = torch.randint(0, 16, (64,), generator=gen).to(dev)
     loss = torch.nn.functional.cross_entropy(model(x).float(), y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
