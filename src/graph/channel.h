@@ -57,6 +57,9 @@ struct bt_channel {
  */
 void bt_graph_btree(int nranks, int rank, int which, struct bt_tree *tree);
 
+/* `rank`'s place in a ring whose order[] is filled: index, next and prev. */
+void bt_ring_place(struct bt_ring *r, int nranks, int rank);
+
 /* Fill rings and trees of `nch` channels for `rank` of `nranks`. ring orders allocated. */
 int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank);
 /* Give the channels' rings a planned order: channel c follows bt_ring_channel_order(best,

@@ -78,6 +78,15 @@ void bt_graph_btree(int nranks, int rank, int which, struct bt_tree *tree)
         tree->down[tree->ndown++] = d1;
 }
 
+void bt_ring_place(struct bt_ring *r, int nranks, int rank)
+{
+    for (int i = 0; i < nranks; i++)
+        if (r->order[i] == rank)
+            r->index = i;
+    r->next = r->order[(r->index + 1) % nranks];
+    r->prev = r->order[(r->index - 1 + nranks) % nranks];
+}
+
 int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank)
 {
     for (int c = 0; c < nch; c++) {
@@ -87,12 +96,10 @@ int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank)
         x->ring.order = malloc(sizeof(int) * (size_t)nranks);
         if (!x->ring.order)
             return -1;
-        /* Host rings follow rank order; topology-aware orders come with graph search. */
+        /* rank order; bt_graph_channels_plan may give the rings another before they connect */
         for (int i = 0; i < nranks; i++)
             x->ring.order[i] = i;
-        x->ring.index = rank;
-        x->ring.next = x->ring.order[(rank + 1) % nranks];
-        x->ring.prev = x->ring.order[(rank - 1 + nranks) % nranks];
+        bt_ring_place(&x->ring, nranks, rank);
         bt_graph_btree(nranks, rank, c % 2, &x->tree);
     }
     return 0;
@@ -107,11 +114,7 @@ int bt_graph_channels_plan(struct bt_channel *ch, int nch, int nranks, int rank,
     for (int c = 0; c < nch; c++) {
         struct bt_ring *r = &ch[c].ring;
         bt_ring_channel_order(best, nranks, c, r->order);
-        for (int i = 0; i < nranks; i++)
-            if (r->order[i] == rank)
-                r->index = i;
-        r->next = r->order[(r->index + 1) % nranks];
-        r->prev = r->order[(r->index - 1 + nranks) % nranks];
+        bt_ring_place(r, nranks, rank);
         free(r->split);
         r->split = NULL;
         r->split_max = 0;

@@ -163,34 +163,33 @@ struct bt_topo_path bt_topo_path(const struct bt_topo *t, int a, int b)
 
 /* ---- rings --------------------------------------------------------------------------- */
 
-/* The GPUs' path bandwidths as a matrix, searched by graph/ring_plan.c. */
-double bt_topo_ring(const struct bt_topo *t, int *order)
+void bt_topo_bw_matrix(const struct bt_topo *t, int n, const int *gpu, double *bw)
 {
-    int n = t->ngpus;
-    double bw[BT_TOPO_MAX_GPUS * BT_TOPO_MAX_GPUS]; /* 8 KB */
-    if (n <= 0)
-        return 0;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++)
-            bw[a * n + b] = a == b ? 0 : bt_topo_path(t, t->gpu_node[a], t->gpu_node[b]).bw;
-    return bt_ring_search(n, bw, order);
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            int ga = gpu ? gpu[a] : a, gb = gpu ? gpu[b] : b;
+            bw[a * n + b] = ga == gb ? 0 : bt_topo_path(t, t->gpu_node[ga], t->gpu_node[gb]).bw;
+        }
+    }
 }
 
 double bt_topo_rank_ring(const struct bt_topo *t, int n, const int *gpu, int *best)
 {
-    double *bw = calloc((size_t)n * (size_t)n, sizeof(double));
+    double *bw = n > 0 ? malloc(sizeof(double) * (size_t)n * (size_t)n) : NULL;
     if (!bw) {
         for (int i = 0; i < n; i++)
             best[i] = i;
         return 0;
     }
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++)
-            if (gpu[a] != gpu[b])
-                bw[a * n + b] = bt_topo_path(t, t->gpu_node[gpu[a]], t->gpu_node[gpu[b]]).bw;
+    bt_topo_bw_matrix(t, n, gpu, bw);
     double bottleneck = bt_ring_search(n, bw, best);
     free(bw);
     return bottleneck;
+}
+
+double bt_topo_ring(const struct bt_topo *t, int *order)
+{
+    return bt_topo_rank_ring(t, t->ngpus, NULL, order);
 }
 
 int bt_topo_p2p_within(const struct bt_topo *t, int n, const int *gpu, int level, int *a, int *b)

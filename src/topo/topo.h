@@ -101,8 +101,10 @@ int bt_topo_gpu_index(const struct bt_topo *t, const char *bus, int dev);
  */
 double bt_topo_ring(const struct bt_topo *t, int *order);
 
-/* Ranks on GPUs: gpu[r] is rank r's topology GPU (bt_topo_gpu_index). The ring over the
- * ranks along the widest paths (best[n]); returns the bottleneck in GB/s. */
+/* Ranks on GPUs: gpu[r] is rank r's topology GPU (bt_topo_gpu_index; NULL: rank i on GPU i).
+ * bw[a * n + b]: GB/s of the path from a's GPU to b's (0 on one GPU), for graph/ring_plan.h.
+ * The ring over the ranks along the widest paths (best[n]); returns the bottleneck in GB/s. */
+void bt_topo_bw_matrix(const struct bt_topo *t, int n, const int *gpu, double *bw);
 double bt_topo_rank_ring(const struct bt_topo *t, int n, const int *gpu, int *best);
 
 /* P2P_LEVEL: 1 when every pair of the ranks' GPUs is within path class `level` (enum

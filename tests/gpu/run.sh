@@ -82,6 +82,19 @@ perf()
     env "${env[@]}" timeout 300 "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" "$coll" "$@" 2>&1
 }
 
+# variant V COLL ARGS...: baton-perf over 2 ranks, Baton under the environment words V
+# ("BATON_X=1" for none), or NVIDIA's NCCL when V is nccl
+variant()
+{
+    local v=$1
+    shift
+    if [ "$v" = nccl ]; then
+        perf nccl "$@"
+    else
+        env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" "$@" 2>&1
+    fi
+}
+
 if [ "$what" = quick ]; then
     for lib in baton nccl; do
         perf $lib allreduce -b 8 -e 1G -f 8 -c 1 -n 20 -w 5 >"$OUT/perf-allreduce-$lib.txt"
@@ -101,24 +114,14 @@ if [ "$what" = tune ] || [ "$what" = all ]; then
             "BATON_ALGO=Direct BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" \
             "BATON_ALGO=Ring BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" nccl; do
             echo "#### round $r allreduce $v" >>"$OUT/tune.txt"
-            if [ "$v" = nccl ]; then
-                perf nccl allreduce -b 8 -e 32M -f 2 -c 0 -n 50 -w 10 >>"$OUT/tune.txt"
-            else
-                env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 8 -e 32M \
-                    -f 2 -c 0 -n 50 -w 10 >>"$OUT/tune.txt" 2>&1
-            fi
+            variant "$v" allreduce -b 8 -e 32M -f 2 -c 0 -n 50 -w 10 >>"$OUT/tune.txt"
         done
     done
     for coll in ${TUNE_COLLS:-allgather reducescatter broadcast sendrecv}; do
         for v in "BATON_X=1" "BATON_PROTO=Simple" "BATON_MIN_NCHANNELS=16" \
             "BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" nccl; do
             echo "#### $coll $v" >>"$OUT/tune.txt"
-            if [ "$v" = nccl ]; then
-                perf nccl $coll -b 8 -e 32M -f 4 -c 1 -n 50 -w 10 >>"$OUT/tune.txt"
-            else
-                env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" $coll -b 8 -e 32M \
-                    -f 4 -c 1 -n 50 -w 10 >>"$OUT/tune.txt" 2>&1
-            fi
+            variant "$v" $coll -b 8 -e 32M -f 4 -c 1 -n 50 -w 10 >>"$OUT/tune.txt"
         done
     done
     grep -E '^####|^ +[0-9]+ |rror' "$OUT/tune.txt" | cut -c1-110
@@ -132,12 +135,7 @@ if [ "$what" = small ] || [ "$what" = all ]; then
     for r in $(seq "${SMALL_ROUNDS:-3}"); do
         for v in "${variants[@]}" nccl; do
             echo "#### small round $r allreduce $v" >>"$OUT/perf-small.txt"
-            if [ "$v" = nccl ]; then
-                perf nccl allreduce -b 8 -e 8M -f 2 -c 0 -n 100 -w 20 >>"$OUT/perf-small.txt"
-            else
-                env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 8 -e 8M \
-                    -f 2 -c 0 -n 100 -w 20 >>"$OUT/perf-small.txt" 2>&1
-            fi
+            variant "$v" allreduce -b 8 -e 8M -f 2 -c 0 -n 100 -w 20 >>"$OUT/perf-small.txt"
         done
     done
     grep -E '^####|^ +[0-9]+ |rror' "$OUT/perf-small.txt" | cut -c1-110
@@ -190,8 +188,7 @@ if [ "$what" = variants ]; then
     for v in "X=1" "BATON_MAX_NCHANNELS=48" "BATON_MAX_NCHANNELS=64" "BATON_BUFFSIZE=8388608" \
         "BATON_MAX_NCHANNELS=64 BATON_BUFFSIZE=8388608"; do
         echo "#### baton $v" >>"$OUT/variants.txt"
-        env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce -b 256K -e 1G -f 8 \
-            -c 0 -n 20 -w 5 >>"$OUT/variants.txt" 2>&1
+        variant "$v" allreduce -b 256K -e 1G -f 8 -c 0 -n 20 -w 5 >>"$OUT/variants.txt"
     done
     grep -E '^####|^ +[0-9]+ |rror' "$OUT/variants.txt" | cut -c1-110
 fi

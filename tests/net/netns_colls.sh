@@ -11,21 +11,32 @@ netns_setup 4
 # run must not be holding the root's port
 port=$((20000 + $$ % 10000))
 failed=0
+
+one_if() { echo ${tag}v$1; }
+two_ifs() { echo ${tag}v$1,${tag}w$1; }
+
+# run_ranks N COLL LOG IFS_FN [VAR=VALUE...]: baton-perf COLL on N "hosts", SOCKET_IFNAME from
+# IFS_FN RANK, logs in $out/LOG.RANK; 0 when every rank exited 0
+run_ranks() {
+    local n=$1 coll=$2 log=$3 ifs_fn=$4 pids=() r p rc=0
+    shift 4
+    port=$((port + 1))
+    for r in $(seq 0 $((n - 1))); do
+        ip netns exec ${tag}h$r unshare --ipc env BATON_RANK=$r BATON_NRANKS=$n \
+            BATON_COMM_ID=$net.1:$port BATON_SOCKET_IFNAME=$($ifs_fn $r) BATON_TIMEOUT=60 \
+            BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET "$@" \
+            "$perf" $coll -b 8 -e 4M -f 32 -c 1 -n 2 -w 1 >"$out/$log.$r" 2>&1 &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait $p || rc=1; done
+    return $rc
+}
+
 for n in 2 3 4; do
     for coll in allreduce allgather reducescatter broadcast reduce alltoall sendrecv; do
-        port=$((port + 1))
-        pids=()
-        for r in $(seq 0 $((n - 1))); do
-            ip netns exec ${tag}h$r unshare --ipc env BATON_RANK=$r BATON_NRANKS=$n \
-                BATON_COMM_ID=$net.1:$port BATON_SOCKET_IFNAME=${tag}v$r BATON_TIMEOUT=60 \
-                BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET \
-                "$perf" $coll -b 8 -e 4M -f 32 -c 1 -n 2 -w 1 >"$out/$n.$coll.$r" 2>&1 &
-            pids+=($!)
-        done
-        ok=1
-        for p in "${pids[@]}"; do wait $p || ok=0; done
         # every rank exited 0, rank 0 found no wrong element, and the bytes went via NET
-        if [ $ok -eq 1 ] && grep -q "Out of bounds values : 0 OK" "$out/$n.$coll.0" &&
+        if run_ranks $n $coll $n.$coll one_if &&
+            grep -q "Out of bounds values : 0 OK" "$out/$n.$coll.0" &&
             grep -q "via NET/Socket" "$out/$n.$coll.0"; then
             echo "netns_colls: $n ranks $coll: ok"
         else
@@ -40,18 +51,8 @@ done
 # channel stays on one rail), and both rails must carry a channel.
 netns_rail2 3
 for coll in allreduce sendrecv; do
-    port=$((port + 1))
-    pids=()
-    for r in 0 1 2; do
-        ip netns exec ${tag}h$r unshare --ipc env BATON_RANK=$r BATON_NRANKS=3 \
-            BATON_COMM_ID=$net.1:$port BATON_SOCKET_IFNAME=${tag}v$r,${tag}w$r BATON_TIMEOUT=60 \
-            BATON_MIN_NCHANNELS=2 BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET \
-            "$perf" $coll -b 8 -e 4M -f 32 -c 1 -n 2 -w 1 >"$out/rails.$coll.$r" 2>&1 &
-        pids+=($!)
-    done
-    ok=1
-    for p in "${pids[@]}"; do wait $p || ok=0; done
-    if [ $ok -eq 1 ] && grep -q "Out of bounds values : 0 OK" "$out/rails.$coll.0" &&
+    if run_ranks 3 $coll rails.$coll two_ifs BATON_MIN_NCHANNELS=2 &&
+        grep -q "Out of bounds values : 0 OK" "$out/rails.$coll.0" &&
         grep -q "on device 0 (${tag}v" "$out/rails.$coll.0" &&
         grep -q "on device 1 (${tag}w" "$out/rails.$coll.0"; then
         echo "netns_colls: 3 ranks $coll on two rails: ok"

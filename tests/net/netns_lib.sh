@@ -26,6 +26,18 @@ netns_cleanup() {
     [ -n "${NETNS_KEEP:-}" ] && echo "logs kept in $out" || rm -rf "$out"
 }
 
+# netns_link HOST IFACE PEER BRIDGE ADDR: a veth pair from host HOST (interface IFACE, address
+# ADDR/24) to the switch (PEER, a port of BRIDGE)
+netns_link() {
+    ip link add $2 type veth peer name $3 || fail "cannot create veth pairs"
+    ip link set $2 netns ${tag}h$1
+    ip link set $3 netns $sw
+    ip -n $sw link set $3 master $4
+    ip -n $sw link set $3 up
+    ip -n ${tag}h$1 addr add $5/24 dev $2
+    ip -n ${tag}h$1 link set $2 up
+}
+
 netns_setup() {
     [ "$(id -u)" -eq 0 ] || fail "needs root to create network namespaces (run as root, as CI does)"
     command -v ip >/dev/null || fail "needs iproute2 (ip)"
@@ -39,13 +51,7 @@ netns_setup() {
     ip -n $sw link set br0 up
     for i in $(seq 0 $((NETNS_NHOSTS - 1))); do
         ip netns add ${tag}h$i
-        ip link add ${tag}v$i type veth peer name ${tag}s$i || fail "cannot create veth pairs"
-        ip link set ${tag}v$i netns ${tag}h$i
-        ip link set ${tag}s$i netns $sw
-        ip -n $sw link set ${tag}s$i master br0
-        ip -n $sw link set ${tag}s$i up
-        ip -n ${tag}h$i addr add $net.$((i + 1))/24 dev ${tag}v$i
-        ip -n ${tag}h$i link set ${tag}v$i up
+        netns_link $i ${tag}v$i ${tag}s$i br0 $net.$((i + 1))
         ip -n ${tag}h$i link set lo up
     done
     # no wait for the bridge to forward: Baton's connects retry until TIMEOUT
@@ -55,12 +61,6 @@ netns_rail2() {
     ip -n $sw link add br1 type bridge && ip -n $sw link set br1 up || fail "cannot create a bridge"
     rail2=10.78.$(($$ % 200))
     for i in $(seq 0 $(($1 - 1))); do
-        ip link add ${tag}w$i type veth peer name ${tag}t$i || fail "cannot create veth pairs"
-        ip link set ${tag}w$i netns ${tag}h$i
-        ip link set ${tag}t$i netns $sw
-        ip -n $sw link set ${tag}t$i master br1
-        ip -n $sw link set ${tag}t$i up
-        ip -n ${tag}h$i addr add $rail2.$((i + 1))/24 dev ${tag}w$i
-        ip -n ${tag}h$i link set ${tag}w$i up
+        netns_link $i ${tag}w$i ${tag}t$i br1 $rail2.$((i + 1))
     done
 }

@@ -72,9 +72,7 @@ static void check_split(const struct bt_topo *tp, const int *order, const char *
 {
     int n = tp->ngpus;
     double m[BT_TOPO_MAX_GPUS * BT_TOPO_MAX_GPUS] = {0}, cmin = 1e300, cmax = 0;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++)
-            m[a * n + b] = a == b ? 0 : bw(tp, a, b);
+    bt_topo_bw_matrix(tp, n, NULL, m);
     for (int p = 0; p < n; p++) {
         double c = m[order[p] * n + order[(p + 1) % n]];
         cmin = c < cmin ? c : cmin;

@@ -110,9 +110,7 @@ int main(int argc, char **argv)
         printf("\n# rings (bottleneck %.1f GB/s)\n", bw);
         double m[BT_TOPO_MAX_GPUS * BT_TOPO_MAX_GPUS];
         int n = t.ngpus;
-        for (int a = 0; a < n; a++)
-            for (int b = 0; b < n; b++)
-                m[a * n + b] = a == b ? 0 : bt_topo_path(&t, t.gpu_node[a], t.gpu_node[b]).bw;
+        bt_topo_bw_matrix(&t, n, NULL, m);
         for (int c = 0; c < nch; c++) {
             uint32_t share[BT_TOPO_MAX_GPUS];
             bt_ring_channel_order(best, n, c, order);

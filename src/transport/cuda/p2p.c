@@ -262,11 +262,11 @@ static bt_status_t map_fifos(struct bt_comm *comm, struct bt_cuda_comm *cc, stru
         struct bt_channel *x = &sg->ch[c];
         int *ord = &sg->order[c * n];
         bt_ring_channel_order(sg->best, n, c, ord);
-        for (int i = 0; i < n; i++)
-            if (ord[i] == me)
-                x->ring.index = i;
-        x->ring.next = ord[(x->ring.index + 1) % n];
-        x->ring.prev = ord[(x->ring.index - 1 + n) % n];
+        struct bt_ring place = {.order = ord}; /* x->ring.order is device memory */
+        bt_ring_place(&place, n, me);
+        x->ring.index = place.index;
+        x->ring.next = place.next;
+        x->ring.prev = place.prev;
         char *next = (char *)cc->peer_base[x->ring.next];
         char *own = (char *)cc->fifo_base;
         bt_cuda_dconn_init(&x->ring_send, next + (size_t)c * fb, &z, x->ring.next, 1, c);
