@@ -23,7 +23,8 @@ def setup(timeout_s=120):
 
 
 def nccl_library():
-    """Path of the libnccl this process mapped (Baton's when LD_PRELOAD put it first)."""
+    """Paths of every libnccl this process mapped. With LD_PRELOAD both are mapped: torch's own
+    dependency on NVIDIA's library is still loaded, only no symbol resolves to it."""
     paths = set()
     with open("/proc/self/maps") as f:
         for line in f:
@@ -33,18 +34,37 @@ def nccl_library():
     return sorted(paths)
 
 
+def nccl_provider():
+    """The file that defines the ncclCommInitRankConfig torch calls: the global symbol lookup
+    (dlsym in the default scope, LD_PRELOAD first, as torch's own references resolve), then
+    dladdr for the object that holds it."""
+    import ctypes
+
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p),
+                    ("sname", ctypes.c_char_p), ("saddr", ctypes.c_void_p)]
+
+    addr = ctypes.cast(ctypes.CDLL(None).ncclCommInitRankConfig, ctypes.c_void_p).value
+    info = DlInfo()
+    if not ctypes.CDLL(None).dladdr(ctypes.c_void_p(addr), ctypes.byref(info)):
+        return "?"
+    return os.path.realpath(info.fname.decode())
+
+
 def expect_library():
-    """BATON_EXPECT=baton|nccl: fail unless the mapped library is the expected one."""
+    """BATON_EXPECT=baton|nccl: fail unless the NCCL functions torch calls are the expected
+    library's."""
     want = os.environ.get("BATON_EXPECT")
     libs = nccl_library()
+    used = nccl_provider()
     rank = dist.get_rank() if dist.is_initialized() else -1
     if rank <= 0:
-        print(f"# libnccl mapped: {libs}", flush=True)
+        print(f"# libnccl mapped: {libs}; ncclCommInitRankConfig from {used}", flush=True)
     if want == "baton":
-        check(any("/build" in p or "baton" in p.lower() for p in libs) and
-              not any("nvidia/nccl" in p for p in libs), f"Baton is not the mapped NCCL: {libs}")
+        check("nvidia/nccl" not in used and used in [os.path.realpath(p) for p in libs],
+              f"Baton does not provide the NCCL functions: {used} (mapped: {libs})")
     elif want == "nccl":
-        check(any("nvidia/nccl" in p for p in libs), f"NVIDIA's NCCL is not mapped: {libs}")
+        check("nvidia/nccl" in used, f"NVIDIA's NCCL does not provide the NCCL functions: {used}")
 
 
 def check(cond, what):
