@@ -48,6 +48,7 @@ void bt_conn_prepare(struct bt_comm *comm, struct bt_conn *conn, int peer, int i
     if (is_send && comm->link_caps && comm->link_caps[peer].bytes_per_ns > 0)
         conn->cap = &comm->link_caps[peer];
     /* The receiver's sizes travel in its blob; the sender adopts them. */
+    conn->sizes.slot_bytes[BT_PROTO_LL128] = 0; /* the CUDA executor's own FIFOs only */
     if (kind == BT_LINK_P2P) {
         conn->sizes.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->p2p_slot;
         conn->sizes.slot_bytes[BT_PROTO_LL] = 0;

@@ -43,8 +43,10 @@
 enum bt_proto {
     BT_PROTO_LL = 0,
     BT_PROTO_SIMPLE = 1,
-    BT_NUM_PROTOS = 2,
+    BT_PROTO_LL128 = 2, /* the CUDA executor's, over NVLink only (see below) */
+    BT_NUM_PROTOS = 3,
 };
+#define BT_NUM_HOST_PROTOS 2 /* LL and Simple: what the host executor runs */
 
 /* An LL line: 8 bytes of payload in two 4-byte halves, each beside a 4-byte flag, stored
  * as two 8-byte atomic words so a reader never sees data without its flag. */
@@ -55,6 +57,14 @@ union bt_ll_line {
     uint64_t v[2];
 };
 #define BT_LL_PAYLOAD 8 /* bytes of payload per 16-byte line */
+
+/* An LL128 line: 128 bytes written by 8 threads of a warp in one store instruction (16 bytes
+ * each), 120 of payload and an 8-byte flag (step + 1) in the last thread's second half. It
+ * relies on what NVLink gives a warp's aligned 128-byte store and load: the line arrives and
+ * is read whole, so a reader that sees the flag sees the line's data. PCIe and host memory
+ * give no such promise: LL128 runs only where every GPU pair is NVLink. */
+#define BT_LL128_LINE 128
+#define BT_LL128_PAYLOAD 120
 
 /* Control block shared by the two ends of a connector. */
 struct bt_fifo_ctrl {
@@ -69,7 +79,7 @@ struct bt_fifo_ctrl {
 
 /* Bytes of each protocol's FIFO, decided by the receiver and sent in the connect blob. */
 struct bt_fifo_sizes {
-    uint32_t slot_bytes[BT_NUM_PROTOS]; /* Simple: payload bytes; LL: line bytes (2x payload) */
+    uint32_t slot_bytes[BT_NUM_PROTOS]; /* Simple: payload bytes; LL, LL128: line bytes (0: none) */
 };
 
 /* Offsets inside a FIFO region (control block first, then each protocol's slots). */
@@ -118,7 +128,9 @@ struct bt_conn {
 static inline BT_HD size_t bt_conn_slot_payload(const struct bt_conn *c, int proto)
 {
     size_t b = c->sizes.slot_bytes[proto];
-    return proto == BT_PROTO_LL ? b / sizeof(union bt_ll_line) * BT_LL_PAYLOAD : b;
+    return proto == BT_PROTO_LL      ? b / sizeof(union bt_ll_line) * BT_LL_PAYLOAD
+           : proto == BT_PROTO_LL128 ? b / BT_LL128_LINE * BT_LL128_PAYLOAD
+                                     : b;
 }
 
 static inline BT_HD char *bt_conn_slot(const struct bt_conn *c, int proto, uint64_t step)

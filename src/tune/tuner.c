@@ -38,6 +38,7 @@ static int list_allows(const char *list, const char *name)
  */
 const struct bt_tune_defaults bt_tune_host_defaults = {
     .ll_threshold = 256,
+    .ll128_threshold = 0, /* no LL128 on host memory */
     .direct_threshold = 32 * 1024,
     .net_direct_threshold = 256 * 1024,
     .tree_threshold = 64 * 1024,
@@ -53,6 +54,7 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
  * channel is a block reading and writing host memory, the limit there). */
 const struct bt_tune_defaults bt_tune_gpu_defaults = {
     .ll_threshold = 512 * 1024,
+    .ll128_threshold = 0, /* not yet measured: only when PROTO or LL128_THRESHOLD ask */
     .direct_threshold = 1024 * 1024,
     .net_direct_threshold = 0,
     .tree_threshold = 0, /* no trees on GPUs yet */
@@ -76,13 +78,16 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
     const char *protos = bt_param_str_proto(), *algos = bt_param_str_algo();
     memset(set, 0, sizeof(*set));
     set->ll_threshold = bt_param_ll_threshold();
+    set->ll128_threshold = bt_param_ll128_threshold();
     set->tree_threshold = bt_param_tree_threshold();
     set->direct_threshold = bt_param_direct_threshold();
     set->min_nchannels = (int32_t)bt_param_min_nchannels();
     set->ll_ok = (uint8_t)list_allows(protos, "LL");
     set->simple_ok = (uint8_t)list_allows(protos, "Simple");
-    if (!set->ll_ok && !set->simple_ok) {
-        BT_WARN("PROTO=%s allows no protocol Baton implements (LL, Simple); using Simple", protos);
+    set->ll128_ok = (uint8_t)list_allows(protos, "LL128");
+    if (!set->ll_ok && !set->simple_ok && !set->ll128_ok) {
+        BT_WARN("PROTO=%s allows no protocol Baton implements (LL, LL128, Simple); using Simple",
+                protos);
         set->simple_ok = 1;
     }
     set->ring_ok = (uint8_t)list_allows(algos, "Ring");
@@ -101,6 +106,7 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     const struct bt_tune_defaults *def = in->def;
     int64_t ll_thr = env->ll_threshold;
     int64_t tree_thr = env->tree_threshold;
+    int64_t ll128_thr = env->ll128_threshold >= 0 ? env->ll128_threshold : def->ll128_threshold;
     if (ll_thr < 0)
         ll_thr = def->ll_threshold;
     if (tree_thr < 0)
@@ -120,6 +126,9 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
             direct_thr = def->direct_threshold / (in->nranks - 1);
             if (direct_thr < 4096)
                 direct_thr = 4096;
+            /* LL128 carries the one-shot further (its threshold counts for 2 ranks) */
+            if (in->ll128_payload > 0 && env->ll128_ok && ll128_thr / (in->nranks - 1) > direct_thr)
+                direct_thr = ll128_thr / (in->nranks - 1);
             if (!in->shm_all)
                 direct_thr = def->net_direct_threshold;
         }
@@ -130,6 +139,15 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
             out->algo = BT_ALGO_DIRECT;
         else if (tree_ok && (!ring_ok || in->bytes <= (size_t)tree_thr))
             out->algo = BT_ALGO_TREE;
+    }
+
+    /* LL128 (the one-shot AllReduce on GPUs joined by NVLink) between LL and Simple: LL's
+     * one flag crossing with 120 of every 128 bytes payload instead of 8 of 16. Where PROTO
+     * allows neither LL nor Simple, LL128 wherever it runs and Simple elsewhere. */
+    if (out->algo == BT_ALGO_DIRECT && in->ll128_payload > 0 && env->ll128_ok) {
+        int above_ll = !ll_ok || in->bytes > (size_t)ll_thr;
+        if (above_ll && (!env->simple_ok || in->bytes <= (size_t)ll128_thr))
+            out->proto = BT_PROTO_LL128;
     }
 
     /* On the host over the network one thread (the launching one, or the proxy) moves every
@@ -154,9 +172,10 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
         nch = env->min_nchannels < max ? env->min_nchannels : max;
     out->nchannels = nch;
 
-    size_t slot = out->proto == BT_PROTO_LL     ? in->ll_payload
-                  : out->algo == BT_ALGO_DIRECT ? in->direct_slot
-                                                : in->simple_slot;
+    size_t slot = out->proto == BT_PROTO_LL      ? in->ll_payload
+                  : out->proto == BT_PROTO_LL128 ? in->ll128_payload
+                  : out->algo == BT_ALGO_DIRECT  ? in->direct_slot
+                                                 : in->simple_slot;
     out->chunk = slot / in->esize;
     if (out->chunk == 0)
         out->chunk = 1;

@@ -15,9 +15,10 @@
  * init; every rank then uses rank 0's, so a stray difference cannot split a schedule. */
 struct bt_tune_settings {
     int64_t ll_threshold, tree_threshold, direct_threshold; /* bytes; -1: the default */
+    int64_t ll128_threshold;
     int32_t min_nchannels;
-    uint8_t ll_ok, simple_ok, ring_ok, tree_ok, direct_ok;
-    uint8_t pad[3];
+    uint8_t ll_ok, simple_ok, ll128_ok, ring_ok, tree_ok, direct_ok;
+    uint8_t pad[2];
 };
 
 void bt_tune_settings_from_env(struct bt_tune_settings *set);
@@ -28,6 +29,7 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set);
  * counts it. */
 struct bt_tune_defaults {
     int64_t ll_threshold;            /* LL up to this many bytes */
+    int64_t ll128_threshold;         /* then LL128 up to this (one-shot AllReduce; 0: never) */
     int64_t direct_threshold;        /* one-shot up to this for 2 ranks (divided by n - 1) */
     int64_t net_direct_threshold;    /* one-shot for 2 ranks over the network */
     int64_t tree_threshold;          /* tree up to this from 4 ranks (0: never by default) */
@@ -50,6 +52,8 @@ struct bt_tune_in {
     int max_channels;
     size_t simple_slot, ll_payload; /* bytes one step carries per protocol */
     size_t direct_slot;             /* Simple bytes per step of the one-shot connectors */
+    size_t ll128_payload;           /* LL128 bytes per step of the one-shot connectors; 0: no
+                                       LL128 (not every GPU pair is NVLink, or the host) */
     int direct_ok;                  /* every rank on this host and reachable through shm */
     int direct_max_channels;        /* channels one-shot may use (its connectors per peer) */
     int tree_ok;                    /* the executor runs trees */

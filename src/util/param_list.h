@@ -86,11 +86,14 @@ BT_PARAM_INT(net_buffsize, "NET_BUFFSIZE", 1 << 22,
 BT_PARAM_INT(ll_buffsize, "LL_BUFFSIZE", 1 << 17,
              "bytes of LL-protocol buffer per connector (NSTEPS slots)")
 BT_PARAM_INT(p2p_chunksize, "P2P_CHUNKSIZE", 1 << 17, "bytes of each slot of send/recv connectors")
-BT_PARAM_STR(proto, "PROTO", NULL, "protocols allowed: LL, Simple (^ excludes)")
+BT_PARAM_STR(proto, "PROTO", NULL, "protocols allowed: LL, LL128, Simple (^ excludes)")
 BT_PARAM_STR(algo, "ALGO", NULL,
              "algorithms allowed for AllReduce: Ring, Tree, Direct (^ excludes)")
 BT_PARAM_INT(ll_threshold, "LL_THRESHOLD", -1,
              "bytes per rank below which LL is used (-1: the tuner decides)")
+BT_PARAM_INT(ll128_threshold, "LL128_THRESHOLD", -1,
+             "GPU one-shot AllReduce bytes up to which LL128 is used above LL (-1: the tuner "
+             "decides; needs NVLink between every pair of GPUs)")
 BT_PARAM_INT(direct_threshold, "DIRECT_THRESHOLD", -1,
              "AllReduce bytes up to which the one-shot (Direct) algorithm is used on one host (-1: "
              "the tuner decides)")

@@ -32,7 +32,8 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     # then with the connectors in host shared memory, then through the network (sockets)
     # (TEST_VARIANTS="A=1 B=2;C=3" runs only those)
     variants=("BATON_X=1" "BATON_PROTO=LL" "BATON_PROTO=Simple" "BATON_ALGO=Ring"
-        "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_P2P_DISABLE=1"
+        "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Direct BATON_PROTO=LL128"
+        "BATON_P2P_DISABLE=1"
         "BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1")
     [ -n "${TEST_VARIANTS:-}" ] && IFS=';' read -r -a variants <<<"$TEST_VARIANTS"
     for v in "${variants[@]}"; do
@@ -47,27 +48,32 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = tests ] || [ "$what" = all ] || [ "$what" = more ]; then
-    # the other gpu tests once each: 10^4 random AllReduces, a rank killed mid-AllReduce
-    for t in "$BUILD"/tests/gpu_test_*; do
-        [ "$(basename "$t")" = gpu_test_gpu_colls ] && continue
-        log="$OUT/$(basename "$t").log"
-        echo "== $t"
-        start=$SECONDS
-        timeout "${TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
-        echo "rc=$? in $((SECONDS - start)) s: $(tail -n 4 "$log" | tr '\n' ' ')"
+    # the other gpu tests: 10^4 random AllReduces, a rank killed mid-AllReduce; with the
+    # tuner's choices, then every AllReduce one-shot LL128
+    for v in "BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL128"; do
+        for t in "$BUILD"/tests/gpu_test_*; do
+            [ "$(basename "$t")" = gpu_test_gpu_colls ] && continue
+            log="$OUT/$(basename "$t")-$(echo "$v" | tr ' =' '_-').log"
+            echo "== $t ($v)"
+            start=$SECONDS
+            env $v timeout "${TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
+            echo "rc=$? in $((SECONDS - start)) s: $(tail -n 4 "$log" | tr '\n' ' ')"
+        done
     done
 fi
 
 if [ "$what" = sanitize ] || [ "$what" = all ]; then
-    # compute-sanitizer on small AllReduces (direct LL, ring LL, Simple) in both processes
+    # compute-sanitizer on small AllReduces (direct LL, ring LL, Simple, one-shot LL128) in both
+    # processes
     CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
     for tool in memcheck racecheck synccheck; do
-        for v in "BATON_X=1" "BATON_ALGO=Ring" "BATON_PROTO=Simple"; do
+        for v in "BATON_X=1" "BATON_ALGO=Ring" "BATON_PROTO=Simple" "BATON_PROTO=LL128"; do
             echo "== compute-sanitizer --tool $tool ($v)"
+            log="$OUT/sanitize-$tool-$(echo "$v" | tr ' =' '_-').log"
             env $v BATON_TIMEOUT=120 timeout 300 "$CS" --tool $tool --target-processes all \
                 --error-exitcode 9 "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce \
-                -b 8 -e 256K -f 32 -c 1 -n 2 -w 1 >"$OUT/sanitize-$tool-${v%%=*}.log" 2>&1
-            echo "rc=$?: $(grep -E 'ERROR SUMMARY|Out of bounds' "$OUT/sanitize-$tool-${v%%=*}.log" | tr '\n' ' ')"
+                -b 8 -e 256K -f 32 -c 1 -n 2 -w 1 >"$log" 2>&1
+            echo "rc=$?: $(grep -E 'ERROR SUMMARY|Out of bounds' "$log" | tr '\n' ' ')"
         done
     done
 fi
@@ -130,7 +136,8 @@ fi
 if [ "$what" = small ] || [ "$what" = all ]; then
     # issue 5's eager sizes: AllReduce 8 B..8 MB, the tuner's choice, one-shot LL, ring LL and
     # NCCL alternating (SMALL_VARIANTS replaces the Baton variants), SMALL_ROUNDS rounds
-    variants=("BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Ring BATON_PROTO=LL")
+    variants=("BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Direct BATON_PROTO=LL128"
+        "BATON_ALGO=Ring BATON_PROTO=LL")
     [ -n "${SMALL_VARIANTS:-}" ] && IFS=';' read -r -a variants <<<"$SMALL_VARIANTS"
     for r in $(seq "${SMALL_ROUNDS:-3}"); do
         for v in "${variants[@]}" nccl; do

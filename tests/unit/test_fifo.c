@@ -36,6 +36,7 @@ static void fifo_init(struct fifo *f, uint64_t start)
     struct bt_fifo_sizes sz;
     sz.slot_bytes[BT_PROTO_SIMPLE] = SIMPLE_SLOT;
     sz.slot_bytes[BT_PROTO_LL] = LL_SLOT;
+    sz.slot_bytes[BT_PROTO_LL128] = 0;
     size_t bytes = (bt_fifo_bytes(&sz) + BT_CACHELINE - 1) & ~(size_t)(BT_CACHELINE - 1);
     f->mem = aligned_alloc(BT_CACHELINE, bytes);
     BT_TEST_CHECK(f->mem != NULL, "out of memory");
@@ -255,7 +256,7 @@ static void test_ll_stale(void)
 
 static void test_zero_bytes(void)
 {
-    for (int proto = 0; proto < BT_NUM_PROTOS; proto++) {
+    for (int proto = 0; proto < BT_NUM_HOST_PROTOS; proto++) {
         const char *name = proto == BT_PROTO_LL ? "LL" : "Simple";
         struct fifo f;
         fifo_init(&f, 0);
@@ -364,7 +365,7 @@ static void test_switch(uint64_t start, int nsteps)
 
 static void test_two_conns(void)
 {
-    for (int proto = 0; proto < BT_NUM_PROTOS; proto++) {
+    for (int proto = 0; proto < BT_NUM_HOST_PROTOS; proto++) {
         const char *name = proto == BT_PROTO_LL ? "LL" : "Simple";
         struct fifo a, b, c;
         fifo_init(&a, 0);

@@ -213,6 +213,7 @@ static void link_conns(struct bt_conn *s, int from, struct bt_conn *r, int to, c
     struct bt_fifo_sizes sz;
     sz.slot_bytes[BT_PROTO_SIMPLE] = SIMPLE_SLOT;
     sz.slot_bytes[BT_PROTO_LL] = LL_SLOT;
+    sz.slot_bytes[BT_PROTO_LL128] = 0;
     size_t bytes = (bt_fifo_bytes(&sz) + BT_CACHELINE - 1) & ~(size_t)(BT_CACHELINE - 1);
     void *mem = aligned_alloc(BT_CACHELINE, bytes);
     BT_TEST_CHECK(mem != NULL, "out of memory");
@@ -726,7 +727,7 @@ static void run_world(int n, int nch, int planned)
     int roots[3] = {0, n / 2, n - 1}, nroots = n == 1 ? 1 : n == 2 ? 2 : 3;
     if (n == 2)
         roots[1] = 1;
-    for (int proto = 0; proto < BT_NUM_PROTOS; proto++) {
+    for (int proto = 0; proto < BT_NUM_HOST_PROTOS; proto++) {
         for (int fl = 0; fl < NFLAVORS; fl++) {
             for (int small = 0; small < 2; small++) {
                 struct op o;

@@ -16,9 +16,9 @@ static struct bt_tune_settings env_defaults(void)
 {
     struct bt_tune_settings s;
     memset(&s, 0, sizeof(s));
-    s.ll_threshold = s.tree_threshold = s.direct_threshold = -1;
+    s.ll_threshold = s.tree_threshold = s.direct_threshold = s.ll128_threshold = -1;
     s.min_nchannels = 1;
-    s.ll_ok = s.simple_ok = s.ring_ok = s.tree_ok = s.direct_ok = 1;
+    s.ll_ok = s.simple_ok = s.ll128_ok = s.ring_ok = s.tree_ok = s.direct_ok = 1;
     return s;
 }
 
@@ -41,6 +41,7 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .simple_slot = gpu ? 512 * KB : 128 * KB,
         .ll_payload = gpu ? 32 * KB : 8 * KB,
         .direct_slot = gpu ? 512 * KB : 64 * KB,
+        .ll128_payload = gpu ? 60 * KB : 0,
         .direct_ok = 1,
         .direct_max_channels = gpu ? 32 : 1,
         .tree_ok = !gpu,
@@ -50,9 +51,10 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
     bt_tune_coll(&in, &out);
     BT_TEST_CHECK(out.nchannels >= 1 && out.nchannels <= in.max_channels,
                   "channels %d outside 1..%d", out.nchannels, in.max_channels);
-    size_t slot = out.proto == BT_PROTO_LL     ? in.ll_payload
-                  : out.algo == BT_ALGO_DIRECT ? in.direct_slot
-                                               : in.simple_slot;
+    size_t slot = out.proto == BT_PROTO_LL      ? in.ll_payload
+                  : out.proto == BT_PROTO_LL128 ? in.ll128_payload
+                  : out.algo == BT_ALGO_DIRECT  ? in.direct_slot
+                                                : in.simple_slot;
     BT_TEST_CHECK(out.chunk == slot / in.esize, "chunk %zu, expected %zu", out.chunk,
                   slot / in.esize);
     return out;
@@ -66,7 +68,7 @@ static void expect(const char *what, struct bt_tune_out o, struct want w)
 }
 
 enum { RING = BT_ALGO_RING, TREE = BT_ALGO_TREE, DIRECT = BT_ALGO_DIRECT };
-enum { LL = BT_PROTO_LL, SIMPLE = BT_PROTO_SIMPLE };
+enum { LL = BT_PROTO_LL, SIMPLE = BT_PROTO_SIMPLE, LL128 = BT_PROTO_LL128 };
 
 static void host_defaults(void)
 {
@@ -155,11 +157,52 @@ static void overrides(void)
     expect("MIN 16 host net", tune(&s, h, AR, 4, 1 * MB, 0, 0), (struct want){RING, SIMPLE, 2});
 }
 
+/* LL128: only the one-shot AllReduce over NVLink, only when PROTO or LL128_THRESHOLD ask
+ * (no default threshold yet), between LL and Simple */
+static void ll128(void)
+{
+    const struct bt_tune_defaults *h = &bt_tune_host_defaults, *g = &bt_tune_gpu_defaults;
+    const int AR = BT_COLL_ALLREDUCE, AG = BT_COLL_ALLGATHER;
+    struct bt_tune_settings s = env_defaults();
+    expect("default 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, SIMPLE, 32});
+    s.ll_ok = s.simple_ok = 0; /* PROTO=LL128 */
+    expect("PROTO=LL128 8 B", tune(&s, g, AR, 2, 8, 1, 1), (struct want){DIRECT, LL128, 1});
+    expect("PROTO=LL128 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    expect("PROTO=LL128 ring AR: Simple", tune(&s, g, AR, 2, 2 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 16});
+    expect("PROTO=LL128 AG: Simple", tune(&s, g, AG, 2, 64 * KB, 1, 1),
+           (struct want){RING, SIMPLE, 1});
+    expect("PROTO=LL128 host: Simple", tune(&s, h, AR, 2, 8, 0, 1),
+           (struct want){DIRECT, SIMPLE, 1});
+    expect("PROTO=LL128 net: Simple", tune(&s, g, AR, 2, 8, 1, 0), (struct want){RING, SIMPLE, 1});
+    s.ring_ok = s.tree_ok = 0; /* and ALGO=Direct */
+    expect("Direct LL128 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    s = env_defaults();
+    s.ll128_threshold = 4 * MB;
+    expect("LL128_THRESHOLD 256 KB: LL", tune(&s, g, AR, 2, 256 * KB, 1, 1),
+           (struct want){DIRECT, LL, 32});
+    expect("LL128_THRESHOLD 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1),
+           (struct want){DIRECT, LL128, 32});
+    expect("LL128_THRESHOLD 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1),
+           (struct want){DIRECT, LL128, 32});
+    expect("LL128_THRESHOLD 8 MB: ring", tune(&s, g, AR, 2, 8 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 64});
+    /* 4 ranks: one-shot up to 4 MB / 3 */
+    expect("LL128_THRESHOLD 4r 1 MB", tune(&s, g, AR, 4, 1 * MB, 1, 1),
+           (struct want){DIRECT, LL128, 32});
+    expect("LL128_THRESHOLD 4r 2 MB: ring", tune(&s, g, AR, 4, 2 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 16});
+    s.ll128_ok = 0; /* PROTO=^LL128 */
+    expect("PROTO=^LL128 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1),
+           (struct want){DIRECT, SIMPLE, 32});
+}
+
 int main(void)
 {
     host_defaults();
     gpu_defaults();
     overrides();
+    ll128();
     printf("test_tuner: ok\n");
     return 0;
 }

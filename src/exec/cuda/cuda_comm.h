@@ -16,10 +16,12 @@ struct bt_comm;
 
 struct bt_cuda_comm {
     int dev;
-    int nch;        /* channels (blocks) collectives may use */
-    int np2p;       /* connector pairs (blocks) per peer for send/recv */
-    size_t slot;    /* bytes of each Simple slot */
-    size_t ll_slot; /* bytes of each LL slot (lines: half of it is payload) */
+    int nch;           /* channels (blocks) collectives may use */
+    int np2p;          /* connector pairs (blocks) per peer for send/recv */
+    size_t slot;       /* bytes of each Simple slot */
+    size_t ll_slot;    /* bytes of each LL slot (lines: half of it is payload) */
+    size_t ll128_slot; /* bytes of each LL128 slot (120 of each 128 are payload); 0 unless
+                          every pair of the communicator's GPUs is NVLink (transport/cuda/p2p.c) */
 
     /* device memory */
     struct bt_channel *dchan; /* [nch]: rings with device connectors */

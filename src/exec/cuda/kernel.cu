@@ -613,40 +613,111 @@ static __device__ void simple_io(const struct bt_prim &p, const struct bt_work *
         io->dst[io->ndst++] = bt_conn_slot(p.send[i], BT_PROTO_SIMPLE, p.send[i]->step);
 }
 
-/* One-shot AllReduce in LL lines, each chunk in one pass instead of the schedule's 2n - 1
- * steps (coll/direct.h): every thread takes lines, sends its own (pre-multiplied) 8 bytes to
- * every peer, then folds the n contributions in rank order (its own at its rank), rounding
- * to T after each fold as the step-by-step schedule does, so the results are the same bits.
- * Connector state is read once per chunk into shared memory. Returns 0 or an enum
- * bt_cuda_kerr. */
+/* ---- one-shot AllReduce in one pass per chunk ------------------------------------------
+ * Instead of the schedule's 2n - 1 steps (coll/direct.h): every thread takes lines, sends its
+ * own (pre-multiplied) payload to every peer, then folds the n contributions in rank order
+ * (its own at its rank), rounding to T after each fold as the step-by-step schedule does, so
+ * the results are the same bits. Connector state is read once per chunk into shared memory.
+ * Two line formats: LL (8 bytes of payload per 16-byte line) and LL128 (120 per 128). */
 #define DIRECT_FAST_MAX_RANKS 16
-#define DIRECT_LL_BATCH 8 /* lines a thread sends before it waits for the first */
+#define DIRECT_LL_BATCH 8    /* lines a thread sends before it waits for the first */
+#define DIRECT_LL128_BATCH 4 /* line rounds a warp sends before it waits for the first */
+
+/* One 8-byte word of payload, element by element: fold, pre-multiply, final division. */
+template <typename T>
+static __device__ __forceinline__ uint64_t word_fold(uint64_t a, uint64_t b, int op)
+{
+    typedef typename Num<T>::C C;
+    const int N = 8 / sizeof(T);
+    T t[N], x[N];
+    memcpy(t, &a, sizeof(t));
+    memcpy(x, &b, sizeof(x));
+    for (int e = 0; e < N; e++)
+        t[e] = Num<T>::store(fold<C>(Num<T>::load(t[e]), Num<T>::load(x[e]), op));
+    memcpy(&a, t, sizeof(t));
+    return a;
+}
+template <typename T>
+static __device__ __forceinline__ uint64_t word_pre(uint64_t a, const struct bt_redop &r)
+{
+    typedef typename Num<T>::C C;
+    const int N = 8 / sizeof(T);
+    T t[N];
+    memcpy(t, &a, sizeof(t));
+    for (int e = 0; e < N; e++)
+        t[e] = Num<T>::store(Scale<C>::mul(Num<T>::load(t[e]), r));
+    memcpy(&a, t, sizeof(t));
+    return a;
+}
+template <typename T>
+static __device__ __forceinline__ uint64_t word_post(uint64_t a, const struct bt_redop &r)
+{
+    typedef typename Num<T>::C C;
+    const int N = 8 / sizeof(T);
+    T t[N];
+    memcpy(t, &a, sizeof(t));
+    for (int e = 0; e < N; e++)
+        t[e] = Num<T>::store(Scale<C>::div(Num<T>::load(t[e]), r));
+    memcpy(&a, t, sizeof(t));
+    return a;
+}
+
+/* Bytes of payload at offset o of an n-byte chunk, up to 8. */
+static __device__ __forceinline__ int word_bytes(size_t n, size_t o)
+{
+    return n > o ? (int)bt_min_sz(8, n - o) : 0;
+}
+
+/* Shared by the line formats: one chunk's connector view in shared memory. */
+struct DirectChunk {
+    char *send[DIRECT_FAST_MAX_RANKS], *recv[DIRECT_FAST_MAX_RANKS];
+    uint64_t sflag[DIRECT_FAST_MAX_RANKS], rflag[DIRECT_FAST_MAX_RANKS];
+};
+
+/* Before a chunk, thread r < n (r != me): peer r's slots and flags (step + 1) for `proto`,
+ * and credit (the peer read step - NSTEPS). Returns 0 or an enum bt_cuda_kerr; the caller
+ * barriers. */
+static __device__ int direct_chunk_begin(const struct bt_work *w, const struct bt_cuda_khdr &h,
+                                         int widx, int proto, DirectChunk *d)
+{
+    int r = threadIdx.x;
+    if (r >= w->nranks || r == w->rank)
+        return 0;
+    struct bt_conn *sc = w->peer_send[r], *rc = w->peer_recv[r];
+    d->send[r] = bt_conn_slot(sc, proto, sc->step);
+    d->sflag[r] = sc->step + 1;
+    d->recv[r] = bt_conn_slot(rc, proto, rc->step);
+    d->rflag[r] = rc->step + 1;
+    if (sc->step < sc->cached + BT_NSTEPS)
+        return 0;
+    uint64_t seen;
+    int err =
+        wait_ge((const uint64_t *)&sc->ctrl->head, sc->step + 1 - BT_NSTEPS, &seen, h, r, widx, 1);
+    sc->cached = seen;
+    return err;
+}
+
+/* After a chunk (every thread is done reading its lines, behind a barrier): return the
+ * slots, move the steps. The caller barriers again before the next chunk reads them. */
+static __device__ void direct_chunk_end(const struct bt_work *w)
+{
+    int r = threadIdx.x;
+    if (r >= w->nranks || r == w->rank)
+        return;
+    struct bt_conn *sc = w->peer_send[r], *rc = w->peer_recv[r];
+    sc->step++;
+    st_relaxed_sys((uint64_t *)&rc->ctrl->head, rc->step + 1);
+    rc->step++;
+}
 
 template <typename T>
 static __device__ int run_direct_ll(const struct bt_work *w, const struct bt_cuda_khdr &h, int widx)
 {
-    typedef typename Num<T>::C C;
-    const int N = BT_LL_PAYLOAD / sizeof(T);
     const int n = w->nranks, me = w->rank;
-    __shared__ union bt_ll_line *s_send[DIRECT_FAST_MAX_RANKS], *s_recv[DIRECT_FAST_MAX_RANKS];
-    __shared__ uint32_t s_sflag[DIRECT_FAST_MAX_RANKS], s_rflag[DIRECT_FAST_MAX_RANKS];
+    __shared__ DirectChunk d;
     const uint64_t nloops = bt_ring_nloops(w);
     for (uint64_t l = 0; l < nloops; l++) {
-        int err = 0;
-        if (threadIdx.x < (unsigned)n && (int)threadIdx.x != me) {
-            int r = threadIdx.x;
-            struct bt_conn *sc = w->peer_send[r], *rc = w->peer_recv[r];
-            s_send[r] = (union bt_ll_line *)bt_conn_slot(sc, BT_PROTO_LL, sc->step);
-            s_sflag[r] = (uint32_t)(sc->step + 1);
-            s_recv[r] = (union bt_ll_line *)bt_conn_slot(rc, BT_PROTO_LL, rc->step);
-            s_rflag[r] = (uint32_t)(rc->step + 1);
-            if (sc->step >= sc->cached + BT_NSTEPS) { /* credit: the peer read step - 8 */
-                uint64_t seen;
-                err = wait_ge((const uint64_t *)&sc->ctrl->head, sc->step + 1 - BT_NSTEPS, &seen, h,
-                              r, widx, 1);
-                sc->cached = seen;
-            }
-        }
+        int err = direct_chunk_begin(w, h, widx, BT_PROTO_LL, &d);
         if (__syncthreads_or(err))
             return err;
         size_t off = w->chan_off + (size_t)l * w->chunk;
@@ -666,60 +737,153 @@ static __device__ int run_direct_ll(const struct bt_work *w, const struct bt_cud
                 size_t line = base + (size_t)k * blockDim.x, o = line * BT_LL_PAYLOAD;
                 if (line >= nlines)
                     break;
-                int nb = nbytes > o ? (int)bt_min_sz(BT_LL_PAYLOAD, nbytes - o) : 0;
-                own[k] = ld_bytes(src + o, nb);
-                if (w->redop.pre_mul) {
-                    T t[N];
-                    memcpy(t, &own[k], sizeof(t));
-                    for (int e = 0; e < N; e++)
-                        t[e] = Num<T>::store(Scale<C>::mul(Num<T>::load(t[e]), w->redop));
-                    memcpy(&own[k], t, sizeof(t));
-                }
+                own[k] = ld_bytes(src + o, word_bytes(nbytes, o));
+                if (w->redop.pre_mul)
+                    own[k] = word_pre<T>(own[k], w->redop);
                 for (int r = 0; r < n; r++)
                     if (r != me)
-                        ll_store(&s_send[r][line], own[k], s_sflag[r]);
+                        ll_store((union bt_ll_line *)d.send[r] + line, own[k],
+                                 (uint32_t)d.sflag[r]);
             }
 #pragma unroll
             for (int k = 0; k < DIRECT_LL_BATCH; k++) {
                 size_t line = base + (size_t)k * blockDim.x, o = line * BT_LL_PAYLOAD;
                 if (line >= nlines || err)
                     break;
-                int nb = nbytes > o ? (int)bt_min_sz(BT_LL_PAYLOAD, nbytes - o) : 0;
-                T t[N], x[N];
                 uint64_t acc = 0;
                 for (int r = 0; r < n && !err; r++) {
-                    uint64_t v =
-                        r == me ? own[k] : ll_load(&s_recv[r][line], s_rflag[r], h, r, widx, &err);
-                    if (r == 0) {
-                        acc = v;
-                        continue;
-                    }
-                    memcpy(t, &acc, sizeof(t));
-                    memcpy(x, &v, sizeof(x));
-                    for (int e = 0; e < N; e++)
-                        t[e] = Num<T>::store(
-                            fold<C>(Num<T>::load(t[e]), Num<T>::load(x[e]), w->redop.op));
-                    memcpy(&acc, t, sizeof(t));
+                    uint64_t v = r == me ? own[k]
+                                         : ll_load((const union bt_ll_line *)d.recv[r] + line,
+                                                   (uint32_t)d.rflag[r], h, r, widx, &err);
+                    acc = r == 0 ? v : word_fold<T>(acc, v, w->redop.op);
                 }
-                if (w->redop.post_div) {
-                    memcpy(t, &acc, sizeof(t));
-                    for (int e = 0; e < N; e++)
-                        t[e] = Num<T>::store(Scale<C>::div(Num<T>::load(t[e]), w->redop));
-                    memcpy(&acc, t, sizeof(t));
-                }
+                if (w->redop.post_div)
+                    acc = word_post<T>(acc, w->redop);
                 if (!err)
-                    st_bytes(dst + o, acc, nb);
+                    st_bytes(dst + o, acc, word_bytes(nbytes, o));
             }
         }
         if (__syncthreads_or(err))
             return err;
-        /* every thread is done reading its lines: return the slots, move the steps */
-        if (threadIdx.x < (unsigned)n && (int)threadIdx.x != me) {
-            struct bt_conn *sc = w->peer_send[threadIdx.x], *rc = w->peer_recv[threadIdx.x];
-            sc->step++;
-            st_relaxed_sys((uint64_t *)&rc->ctrl->head, rc->step + 1);
-            rc->step++;
+        direct_chunk_end(w);
+        __syncthreads(); /* the next chunk reads the steps */
+    }
+    return 0;
+}
+
+/* LL128 lines (transport/conn.h): lane j = 0..7 of each 8-lane group of a warp holds bytes
+ * [16 j, 16 j + 16) of one line, lane 7's second word being the flag; a warp moves 4 lines
+ * per instruction, and its lanes stay converged (the line loops are warp-uniform). */
+static __device__ __forceinline__ void ll128_store(char *line, int j, uint64_t v0, uint64_t v1)
+{
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(line + 16 * j), "l"(v0), "l"(v1)
+                 : "memory");
+}
+
+/* Warp-collective: read this lane's 16 bytes of `line` (when `valid`) until the flag lane of
+ * every group of the warp sees `flag`: then the whole line it read with it is the sender's.
+ * Returns 0 or an enum bt_cuda_kerr, the same in every lane. */
+static __device__ __forceinline__ int ll128_load(const char *line, int j, bool valid, uint64_t flag,
+                                                 uint64_t *v0, uint64_t *v1,
+                                                 const struct bt_cuda_khdr &h, int peer, int widx)
+{
+    uint64_t start = 0, a = 0, b = 0;
+    for (uint32_t spins = 1;; spins++) {
+        if (valid)
+            asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                         : "=l"(a), "=l"(b)
+                         : "l"(line + 16 * j)
+                         : "memory");
+        if (!__any_sync(0xffffffffu, valid && j == 7 && b != flag)) {
+            *v0 = a;
+            *v1 = b;
+            return 0;
         }
+        if ((spins & 1023) == 0) {
+            int err = (threadIdx.x & 31) == 0 ? stall_check(h, &start, peer, widx, 0) : 0;
+            err = __shfl_sync(0xffffffffu, err, 0);
+            if (err)
+                return err;
+        }
+    }
+}
+
+template <typename T>
+static __device__ int run_direct_ll128(const struct bt_work *w, const struct bt_cuda_khdr &h,
+                                       int widx)
+{
+    const int n = w->nranks, me = w->rank;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const int j = lane & 7, g = lane >> 3;
+    __shared__ DirectChunk d;
+    const uint64_t nloops = bt_ring_nloops(w);
+    for (uint64_t l = 0; l < nloops; l++) {
+        int err = direct_chunk_begin(w, h, widx, BT_PROTO_LL128, &d);
+        if (__syncthreads_or(err))
+            return err;
+        size_t off = w->chan_off + (size_t)l * w->chunk;
+        size_t nelem = bt_min_sz(w->chunk, w->chan_off + w->chan_count - off);
+        size_t nbytes = nelem * sizeof(T);
+        size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL128_PAYLOAD) : 1;
+        size_t nrounds = bt_div_up(nlines, (size_t)nwarps * 4); /* 4 lines per warp a round */
+        const char *src = w->sendbuf + off * sizeof(T);
+        char *dst = w->recvbuf + off * sizeof(T);
+        /* as in LL: a batch of rounds out before the first wait */
+        for (size_t q0 = 0; q0 < nrounds && !err; q0 += DIRECT_LL128_BATCH) {
+            uint64_t own0[DIRECT_LL128_BATCH], own1[DIRECT_LL128_BATCH];
+#pragma unroll
+            for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+                if (q0 + k >= nrounds)
+                    break;
+                size_t line = ((q0 + k) * nwarps + warp) * 4 + g;
+                size_t o = line * BT_LL128_PAYLOAD + 16 * j;
+                bool valid = line < nlines;
+                uint64_t a = 0, b = 0;
+                if (valid) {
+                    a = ld_bytes(src + o, word_bytes(nbytes, o));
+                    b = j < 7 ? ld_bytes(src + o + 8, word_bytes(nbytes, o + 8)) : 0;
+                }
+                if (w->redop.pre_mul) {
+                    a = word_pre<T>(a, w->redop);
+                    b = word_pre<T>(b, w->redop);
+                }
+                own0[k] = a;
+                own1[k] = b;
+                for (int r = 0; r < n && valid; r++)
+                    if (r != me)
+                        ll128_store(d.send[r] + line * BT_LL128_LINE, j, a,
+                                    j == 7 ? d.sflag[r] : b);
+            }
+#pragma unroll
+            for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+                if (q0 + k >= nrounds || err)
+                    break;
+                size_t line = ((q0 + k) * nwarps + warp) * 4 + g;
+                size_t o = line * BT_LL128_PAYLOAD + 16 * j;
+                bool valid = line < nlines;
+                uint64_t acc0 = 0, acc1 = 0;
+                for (int r = 0; r < n && !err; r++) {
+                    uint64_t v0 = own0[k], v1 = own1[k];
+                    if (r != me)
+                        err = ll128_load(d.recv[r] + line * BT_LL128_LINE, j, valid, d.rflag[r],
+                                         &v0, &v1, h, r, widx);
+                    acc0 = r == 0 ? v0 : word_fold<T>(acc0, v0, w->redop.op);
+                    acc1 = r == 0 ? v1 : word_fold<T>(acc1, v1, w->redop.op);
+                }
+                if (w->redop.post_div) {
+                    acc0 = word_post<T>(acc0, w->redop);
+                    acc1 = word_post<T>(acc1, w->redop);
+                }
+                if (!err && valid) {
+                    st_bytes(dst + o, acc0, word_bytes(nbytes, o));
+                    if (j < 7)
+                        st_bytes(dst + o + 8, acc1, word_bytes(nbytes, o + 8));
+                }
+            }
+        }
+        if (__syncthreads_or(err))
+            return err;
+        direct_chunk_end(w);
         __syncthreads(); /* the next chunk reads the steps */
     }
     return 0;
@@ -737,9 +901,10 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
             continue;
         const struct bt_work *w = &args.works[wi];
         const bool ll = w->proto == BT_PROTO_LL;
-        if (ll && w->algo == BT_ALGO_DIRECT && w->coll == BT_COLL_ALLREDUCE &&
-            w->nranks <= DIRECT_FAST_MAX_RANKS) {
-            if (run_direct_ll<T>(w, args.h, wi))
+        /* LL128 runs only here: the tuner chooses it for nothing else */
+        if (w->algo == BT_ALGO_DIRECT && w->coll == BT_COLL_ALLREDUCE &&
+            w->nranks <= DIRECT_FAST_MAX_RANKS && (ll || w->proto == BT_PROTO_LL128)) {
+            if (ll ? run_direct_ll<T>(w, args.h, wi) : run_direct_ll128<T>(w, args.h, wi))
                 return;
             continue;
         }

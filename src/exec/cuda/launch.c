@@ -32,6 +32,7 @@
 #define BT_GPU_MAX_CHANNELS 64         /* MAX_NCHANNELS may ask for up to this many */
 #define BT_GPU_SLOT (512 * 1024)       /* bytes per Simple slot: 4 MB FIFOs */
 #define BT_GPU_LL_SLOT (64 * 1024)     /* bytes per LL slot (32 KB of payload) */
+#define BT_GPU_LL128_SLOT (64 * 1024)  /* bytes per LL128 slot (60 KB of payload) */
 #define BT_GPU_ALIGN 512               /* channel shares start at this many bytes */
 #define BT_GPU_P2P_PARTS 32            /* blocks per peer and direction for send/recv */
 #define BT_GPU_P2P_MIN_PART (8 * 1024) /* bytes: smaller messages use fewer blocks */
@@ -119,6 +120,7 @@ static bt_status_t cuda_comm_setup(struct bt_comm *comm)
         cc->ll_slot = 4096;
     if (cc->ll_slot > (1u << 20))
         cc->ll_slot = 1u << 20;
+    cc->ll128_slot = BT_GPU_LL128_SLOT; /* kept only over NVLink (transport/cuda/p2p.c) */
     bt_status_t st = cuda_status(cudaHostAlloc((void **)&cc->abort_h, sizeof(int),
                                                cudaHostAllocMapped | cudaHostAllocPortable),
                                  "cudaHostAlloc (abort flag)");
@@ -260,6 +262,7 @@ static bt_status_t launch_coll(struct bt_op *op)
         .simple_slot = cc->slot,
         .ll_payload = cc->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
         .direct_slot = cc->slot,
+        .ll128_payload = cc->ll128_slot / BT_LL128_LINE * BT_LL128_PAYLOAD,
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
         .direct_max_channels = cc->np2p < cc->nch ? cc->np2p : cc->nch, /* a block per channel */
         .tree_ok = 0,

@@ -64,6 +64,7 @@ static struct bt_fifo_sizes fifo_sizes(const struct bt_cuda_comm *cc)
     struct bt_fifo_sizes z;
     z.slot_bytes[BT_PROTO_LL] = (uint32_t)cc->ll_slot;
     z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)cc->slot;
+    z.slot_bytes[BT_PROTO_LL128] = (uint32_t)cc->ll128_slot;
     return z;
 }
 
@@ -104,12 +105,15 @@ struct stage {
  * and whether P2P_LEVEL keeps P2P off between two of them. Each rank works this out from its
  * own view of the machine; rank 0's ring and any rank's "P2P off" then hold for all (an
  * allgather), so the ranks agree even if their views differed. Without a topology: rank
- * order, P2P wherever CUDA allows. Returns 1 when P2P must stay off, 0, or -1 on failure.
+ * order, P2P wherever CUDA allows. *nvl: 1 when every rank sees NVLink between every pair
+ * of the communicator's GPUs (LL128 needs it). Returns 1 when P2P must stay off, 0, or -1 on
+ * failure.
  */
-static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int remote, int *best)
+static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int remote, int *best,
+                        int *nvl)
 {
-    int n = comm->nranks, me = comm->rank, off = 0;
-    int *votes = calloc((size_t)n * (size_t)(n + 1), sizeof(int));
+    int n = comm->nranks, me = comm->rank, off = 0, w = n + 2; /* a vote: off, nvl, ring */
+    int *votes = calloc((size_t)n * (size_t)w, sizeof(int));
     if (!votes)
         return -1;
     struct bt_topo *t = malloc(sizeof(*t));
@@ -152,7 +156,10 @@ static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int re
         BT_WARN("P2P_LEVEL=%s: the GPUs' paths are not known (no topology); P2P wherever CUDA "
                 "allows",
                 lvl);
+    *nvl = 0;
     if (known) {
+        int x = 0, y = 0;
+        *nvl = bt_topo_p2p_within(t, n, gpu, BT_PATH_NVL, &x, &y);
         double bottleneck = bt_topo_rank_ring(t, n, gpu, best);
         if (me == 0 && n > 2)
             BT_INFO(BT_LOG_INIT, "topology: GPU ring bottleneck %.1f GB/s, rank 0's next is %d",
@@ -172,16 +179,18 @@ static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int re
                     lvl, a, b, bt_topo_path_name(cls));
         }
     }
-    /* agree: rank 0's ring, P2P off if any rank says so */
-    int *row = votes + (size_t)me * (size_t)(n + 1);
+    /* agree: rank 0's ring, P2P off if any rank says so, NVLink if every rank says so */
+    int *row = votes + (size_t)me * (size_t)w;
     row[0] = off;
-    memcpy(row + 1, best, sizeof(int) * (size_t)n);
-    int rc =
-        bt_bootstrap_allgather(comm->bs, votes, sizeof(int) * (size_t)(n + 1)) == BT_OK ? 0 : -1;
-    for (int r = 0; r < n && rc == 0; r++)
-        off |= votes[(size_t)r * (size_t)(n + 1)];
+    row[1] = *nvl;
+    memcpy(row + 2, best, sizeof(int) * (size_t)n);
+    int rc = bt_bootstrap_allgather(comm->bs, votes, sizeof(int) * (size_t)w) == BT_OK ? 0 : -1;
+    for (int r = 0; r < n && rc == 0; r++) {
+        off |= votes[(size_t)r * (size_t)w];
+        *nvl &= votes[(size_t)r * (size_t)w + 1];
+    }
     if (rc == 0)
-        memcpy(best, votes + 1, sizeof(int) * (size_t)n);
+        memcpy(best, votes + 2, sizeof(int) * (size_t)n);
     free(t);
     free(gpu);
     free(votes);
@@ -358,7 +367,8 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
      * thing inside one process; between processes CUDA IPC itself says whether P2P works). */
     for (int r = 0; r < n; r++)
         cc->shm |= all[r].want_shm;
-    int off = gpu_topology(comm, all, remote, sg.best); /* collective */
+    int nvl = 0;
+    int off = gpu_topology(comm, all, remote, sg.best, &nvl); /* collective */
     if (off < 0) {
         st = BT_ERR_SYSTEM;
         goto fail;
@@ -377,6 +387,10 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
             cc->shm |= !can;
         }
     }
+    /* LL128 lines need NVLink's whole 128-byte stores (transport/conn.h): GPU FIFOs only,
+     * and only when every pair is NVLink; elsewhere no LL128 slots at all */
+    if (cc->shm || cc->net || !nvl)
+        cc->ll128_slot = 0;
     if (cc->net)
         bt_cuda_hostconn_geometry(comm, cc);
 
