@@ -48,13 +48,15 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
 };
 
 /* The CUDA executor's defaults, from AllReduce sweeps on 2 x H200 (docs/TUNING.md): one-shot
- * with LL lines up to 512 KB and with Simple slots up to 1 MB, a channel per 2 KB (the
+ * with LL lines up to 512 KB and LL128 lines up to 4 MB where every GPU pair is NVLink (2 MB:
+ * 20.9 us against 28.3 for LL, 31.8 for the Simple ring; 8 MB: 59.9 against the ring's 48.8),
+ * else with Simple slots up to 1 MB, a channel per 2 KB (the
  * one-shot's time at 16-128 KB fell 20-25% from 1 channel to 16); LL rings a channel per
  * 16 KB; Simple rings a channel per 128 KB; through the network a channel per 1 MB (each
  * channel is a block reading and writing host memory, the limit there). */
 const struct bt_tune_defaults bt_tune_gpu_defaults = {
     .ll_threshold = 512 * 1024,
-    .ll128_threshold = 0, /* not yet measured: only when PROTO or LL128_THRESHOLD ask */
+    .ll128_threshold = 4 * 1024 * 1024,
     .direct_threshold = 1024 * 1024,
     .net_direct_threshold = 0,
     .tree_threshold = 0, /* no trees on GPUs yet */

@@ -5,7 +5,7 @@
  *   collective reduces; counts 0, 1, 7, 1M + 3 (and 64M for float sum AllReduce);
  *   out of place, in place, and with buffers one element off 16-byte alignment;
  *   CUDA graph capture of an AllReduce replayed three times; an AllReduce on ncclMemAlloc'ed
- *   (device) memory.
+ *   (device) memory; AllReduces queued on three streams with no order between them.
  * Inputs are small integers (1..4) and the PreMulSum scalar is 2, so every partial result
  * that travels between ranks in the collective's dtype is exact even in fp8 (a ring sends
  * partial reductions in the dtype, as NCCL does: 3 x 3 = 9 would round in e5m2 before the
@@ -365,6 +365,50 @@ static void memalloc_case(int rank, ncclComm_t comm, cudaStream_t stream, size_t
     BT_TEST_OK(ncclMemFree(buf));
 }
 
+/* Collectives of one communicator queued on three streams with nothing ordering them but
+ * the library (torch's FSDP2 reduce-scatters on another stream than it all-gathers): a large
+ * ring AllReduce, then small one-shot ones and others, round robin over the streams, and no
+ * synchronization until the end. The communicator's kernels share connectors: run together
+ * or out of order they hang or mix data. */
+static void streams_case(int rank, ncclComm_t comm, size_t *wrong)
+{
+    enum { NOPS = 20, NSTREAMS = 3 };
+    static const size_t counts[] = {4 << 20, 1024, 256 << 10, 7, 65536};
+    cudaStream_t st[NSTREAMS];
+    for (int i = 0; i < NSTREAMS; i++)
+        CU(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
+    float *buf[NOPS];
+    float *h = malloc(sizeof(float) * (4 << 20));
+    BT_TEST_CHECK(h != NULL, "out of memory");
+    for (size_t i = 0; i < (4 << 20); i++)
+        h[i] = (float)input(rank, i);
+    for (int k = 0; k < NOPS; k++) {
+        size_t n = counts[k % 5];
+        CU(cudaMalloc((void **)&buf[k], n * sizeof(float)));
+        CU(cudaMemcpy(buf[k], h, n * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    CU(cudaDeviceSynchronize());
+    for (int k = 0; k < NOPS; k++)
+        BT_TEST_OK(ncclAllReduce(buf[k], buf[k], counts[k % 5], ncclFloat32, ncclSum, comm,
+                                 st[k % NSTREAMS]));
+    for (int i = 0; i < NSTREAMS; i++)
+        CU(cudaStreamSynchronize(st[i]));
+    for (int k = 0; k < NOPS; k++) {
+        size_t n = counts[k % 5], bad = 0;
+        CU(cudaMemcpy(h, buf[k], n * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < n; i++)
+            bad += h[i] != (float)reduce_ref(ncclFloat32, O_SUM, i, 0);
+        if (bad)
+            fprintf(stderr, "rank %d: streams case op %d (count %zu): %zu wrong\n", rank, k, n,
+                    bad);
+        *wrong += bad;
+        CU(cudaFree(buf[k]));
+    }
+    for (int i = 0; i < NSTREAMS; i++)
+        CU(cudaStreamDestroy(st[i]));
+    free(h);
+}
+
 static int rank_main(int rank, int nranks, void *arg)
 {
     const ncclUniqueId *id = arg;
@@ -388,6 +432,7 @@ static int rank_main(int rank, int nranks, void *arg)
     }
     graph_case(rank, comm, &b, &wrong);
     memalloc_case(rank, comm, b.stream, &wrong);
+    streams_case(rank, comm, &wrong);
     ncclResult_t async;
     BT_TEST_OK(ncclCommGetAsyncError(comm, &async));
     BT_TEST_CHECK(async == ncclSuccess, "async error %d", (int)async);

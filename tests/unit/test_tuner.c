@@ -22,6 +22,8 @@ static struct bt_tune_settings env_defaults(void)
     return s;
 }
 
+static int no_nvlink; /* the GPUs are not all joined by NVLink: no LL128 */
+
 struct want {
     int algo, proto, nch;
 };
@@ -41,7 +43,7 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .simple_slot = gpu ? 512 * KB : 128 * KB,
         .ll_payload = gpu ? 32 * KB : 8 * KB,
         .direct_slot = gpu ? 512 * KB : 64 * KB,
-        .ll128_payload = gpu ? 60 * KB : 0,
+        .ll128_payload = gpu && !no_nvlink ? 60 * KB : 0,
         .direct_ok = 1,
         .direct_max_channels = gpu ? 32 : 1,
         .tree_ok = !gpu,
@@ -103,8 +105,14 @@ static void gpu_defaults(void)
     expect("gpu AR 8 B", tune(&s, d, AR, 2, 8, 1, 1), (struct want){DIRECT, LL, 1});
     expect("gpu AR 16 KB", tune(&s, d, AR, 2, 16 * KB, 1, 1), (struct want){DIRECT, LL, 8});
     expect("gpu AR 512 KB", tune(&s, d, AR, 2, 512 * KB, 1, 1), (struct want){DIRECT, LL, 32});
-    expect("gpu AR 1 MB", tune(&s, d, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, SIMPLE, 32});
-    expect("gpu AR 2 MB", tune(&s, d, AR, 2, 2 * MB, 1, 1), (struct want){RING, SIMPLE, 16});
+    expect("gpu AR 1 MB", tune(&s, d, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    expect("gpu AR 2 MB", tune(&s, d, AR, 2, 2 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    no_nvlink = 1; /* PCIe, or host shared memory: Simple above LL */
+    expect("gpu AR 1 MB no NVLink", tune(&s, d, AR, 2, 1 * MB, 1, 1),
+           (struct want){DIRECT, SIMPLE, 32});
+    expect("gpu AR 2 MB no NVLink", tune(&s, d, AR, 2, 2 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 16});
+    no_nvlink = 0;
     expect("gpu AR 1 GB", tune(&s, d, AR, 2, 1024 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
     /* no trees on GPUs, even when asked */
     struct bt_tune_settings t = s;
@@ -122,12 +130,12 @@ static void overrides(void)
     const struct bt_tune_defaults *h = &bt_tune_host_defaults, *g = &bt_tune_gpu_defaults;
     const int AR = BT_COLL_ALLREDUCE;
     struct bt_tune_settings s = env_defaults();
-    s.simple_ok = 0; /* PROTO=LL */
+    s.simple_ok = s.ll128_ok = 0; /* PROTO=LL */
     expect("PROTO=LL host 4 MB", tune(&s, h, AR, 4, 4 * MB, 0, 1), (struct want){RING, LL, 1});
     expect("PROTO=LL net stays Simple", tune(&s, h, AR, 4, 8, 0, 0),
            (struct want){DIRECT, SIMPLE, 1});
     s = env_defaults();
-    s.ll_ok = 0; /* PROTO=Simple */
+    s.ll_ok = s.ll128_ok = 0; /* PROTO=Simple */
     expect("PROTO=Simple gpu 8 B", tune(&s, g, AR, 2, 8, 1, 1), (struct want){DIRECT, SIMPLE, 1});
     s = env_defaults();
     s.ring_ok = s.tree_ok = 0; /* ALGO=Direct */
@@ -157,19 +165,22 @@ static void overrides(void)
     expect("MIN 16 host net", tune(&s, h, AR, 4, 1 * MB, 0, 0), (struct want){RING, SIMPLE, 2});
 }
 
-/* LL128: only the one-shot AllReduce over NVLink, only when PROTO or LL128_THRESHOLD ask
- * (no default threshold yet), between LL and Simple */
+/* LL128: only the one-shot AllReduce over NVLink, between LL and Simple (up to 4 MB for 2
+ * ranks by default) */
 static void ll128(void)
 {
     const struct bt_tune_defaults *h = &bt_tune_host_defaults, *g = &bt_tune_gpu_defaults;
     const int AR = BT_COLL_ALLREDUCE, AG = BT_COLL_ALLGATHER;
     struct bt_tune_settings s = env_defaults();
-    expect("default 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, SIMPLE, 32});
+    expect("default 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    expect("default 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    expect("default 8 MB", tune(&s, g, AR, 2, 8 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
     s.ll_ok = s.simple_ok = 0; /* PROTO=LL128 */
     expect("PROTO=LL128 8 B", tune(&s, g, AR, 2, 8, 1, 1), (struct want){DIRECT, LL128, 1});
     expect("PROTO=LL128 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
-    expect("PROTO=LL128 ring AR: Simple", tune(&s, g, AR, 2, 2 * MB, 1, 1),
-           (struct want){RING, SIMPLE, 16});
+    expect("PROTO=LL128 2 MB", tune(&s, g, AR, 2, 2 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    expect("PROTO=LL128 ring AR: Simple", tune(&s, g, AR, 2, 8 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 64});
     expect("PROTO=LL128 AG: Simple", tune(&s, g, AG, 2, 64 * KB, 1, 1),
            (struct want){RING, SIMPLE, 1});
     expect("PROTO=LL128 host: Simple", tune(&s, h, AR, 2, 8, 0, 1),

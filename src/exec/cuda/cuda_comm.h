@@ -54,6 +54,13 @@ struct bt_cuda_comm {
     } * netops;
     int nnetops, netops_cap;
 
+    /* the order of the comm's kernels across streams (launch.c: order_streams) */
+    void *last_stream;               /* the stream of the comm's last kernel */
+    unsigned long long last_capture; /* its capture sequence id (0: not captured) */
+    int launched;                    /* a kernel has been queued */
+    int multi_stream;                /* a second stream was seen: record after each launch */
+    void *order_ev;                  /* cudaEvent_t: after the comm's last kernel */
+
     /* host-mapped (cudaHostAlloc): the kernels' abort flag and error report */
     int *abort_h, *error_h; /* error_h[0]: enum bt_cuda_kerr, [1..3]: peer, work, is_send */
     void *abort_d, *error_d;

@@ -174,6 +174,8 @@ void bt_cuda_comm_free(struct bt_comm *comm)
     cudaSetDevice(cc->dev);
     cudaDeviceSynchronize(); /* kernels still running use the FIFOs */
     bt_cuda_p2p_free(comm, cc);
+    if (cc->order_ev)
+        cudaEventDestroy((cudaEvent_t)cc->order_ev);
     cudaFreeHost(cc->abort_h);
     cudaFreeHost(cc->error_h);
     if (prev >= 0)
@@ -202,6 +204,66 @@ static struct bt_work *kargs_add(struct bt_cuda_kargs *a, int block)
     return w;
 }
 
+/* The capture sequence `stream` is in (0: none, or the stream is gone), */
+static unsigned long long capture_id(void *stream)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    if (cudaStreamGetCaptureInfo((cudaStream_t)stream, &cs, &id, NULL, NULL, NULL, NULL) !=
+        cudaSuccess) {
+        (void)cudaGetLastError();
+        return ~0ull; /* unknown: never matches */
+    }
+    return cs == cudaStreamCaptureStatusActive ? id : 0;
+}
+
+/*
+ * A communicator's kernels share its connectors and their device step counters, so they must
+ * run one after another in the order they were queued, whatever streams they are queued on
+ * (NCCL orders a communicator's kernels the same way; FSDP2, for one, reduce-scatters on
+ * another stream than it all-gathers). On one stream CUDA does it and this costs nothing.
+ * When a kernel comes on another stream than the last one's, its stream first waits for an
+ * event after the last kernel: recorded on the old stream at that moment the first time, and
+ * after every launch from then on. Only between launches of one capture sequence, or of none:
+ * a captured graph runs when it is replayed, and its order with other work is the caller's.
+ * Before the launch: *id gets the stream's capture sequence for order_streams_after.
+ */
+static bt_status_t order_streams(struct bt_cuda_comm *cc, void *stream, unsigned long long *id)
+{
+    *id = cc->last_capture;
+    if (cc->launched && stream == cc->last_stream && !cc->multi_stream)
+        return BT_OK;
+    *id = capture_id(stream);
+    if (!cc->launched || stream == cc->last_stream || *id != cc->last_capture)
+        return BT_OK;
+    if (!cc->order_ev)
+        BT_CHECK(cuda_status(
+            cudaEventCreateWithFlags((cudaEvent_t *)&cc->order_ev, cudaEventDisableTiming),
+            "cudaEventCreate (stream order)"));
+    if (!cc->multi_stream) {
+        if (capture_id(cc->last_stream) != *id)
+            return BT_OK; /* the old stream is gone, or now in another capture */
+        BT_CHECK(
+            cuda_status(cudaEventRecord((cudaEvent_t)cc->order_ev, (cudaStream_t)cc->last_stream),
+                        "cudaEventRecord (stream order)"));
+        cc->multi_stream = 1;
+        BT_INFO(BT_LOG_INIT, "GPU operations on a second stream: each waits for the one before");
+    }
+    return cuda_status(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)cc->order_ev, 0),
+                       "cudaStreamWaitEvent (stream order)");
+}
+
+static bt_status_t order_streams_after(struct bt_cuda_comm *cc, void *stream, unsigned long long id)
+{
+    cc->launched = 1;
+    cc->last_stream = stream;
+    cc->last_capture = id;
+    if (!cc->multi_stream)
+        return BT_OK;
+    return cuda_status(cudaEventRecord((cudaEvent_t)cc->order_ev, (cudaStream_t)stream),
+                       "cudaEventRecord (stream order)");
+}
+
 /* Launch the kernel, then hand the network's share of its steps to the proxy (connectors
  * through the network only: transport/cuda/host_conns.c). */
 static bt_status_t kargs_launch(struct bt_comm *comm, const struct bt_cuda_kargs *a, void *stream)
@@ -215,7 +277,10 @@ static bt_status_t kargs_launch(struct bt_comm *comm, const struct bt_cuda_kargs
     /* an earlier network failure stops us before this kernel is queued: once it is, its
      * steps must be posted or it would wait for them until TIMEOUT */
     BT_CHECK(bt_cuda_hostconn_reap(comm, comm->cuda, 0));
+    unsigned long long id;
+    BT_CHECK(order_streams(comm->cuda, stream, &id));
     BT_CHECK(cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream), "kernel launch"));
+    BT_CHECK(order_streams_after(comm->cuda, stream, id));
     return bt_cuda_hostconn_post(comm, a);
 }
 
