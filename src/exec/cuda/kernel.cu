@@ -713,7 +713,8 @@ static __device__ void direct_chunk_end(const struct bt_work *w)
 }
 
 template <typename T>
-static __device__ int run_direct_ll(const struct bt_work *w, const struct bt_cuda_khdr &h, int widx)
+static __device__ __noinline__ int run_direct_ll(const struct bt_work *w,
+                                                 const struct bt_cuda_khdr &h, int widx)
 {
     const int n = w->nranks, me = w->rank;
     __shared__ DirectChunk d;
@@ -811,8 +812,8 @@ static __device__ __forceinline__ int ll128_load(const char *line, int j, bool v
 }
 
 template <typename T>
-static __device__ int run_direct_ll128(const struct bt_work *w, const struct bt_cuda_khdr &h,
-                                       int widx)
+static __device__ __noinline__ int run_direct_ll128(const struct bt_work *w,
+                                                    const struct bt_cuda_khdr &h, int widx)
 {
     const int n = w->nranks, me = w->rank;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
