@@ -639,27 +639,18 @@ static __device__ __forceinline__ uint64_t word_fold(uint64_t a, uint64_t b, int
     memcpy(&a, t, sizeof(t));
     return a;
 }
-template <typename T>
-static __device__ __forceinline__ uint64_t word_pre(uint64_t a, const struct bt_redop &r)
+/* The pre-multiplication (POST false) or the final division (POST true) of a word. */
+template <typename T, bool POST>
+static __device__ __forceinline__ uint64_t word_scale(uint64_t a, const struct bt_redop &r)
 {
     typedef typename Num<T>::C C;
     const int N = 8 / sizeof(T);
     T t[N];
     memcpy(t, &a, sizeof(t));
-    for (int e = 0; e < N; e++)
-        t[e] = Num<T>::store(Scale<C>::mul(Num<T>::load(t[e]), r));
-    memcpy(&a, t, sizeof(t));
-    return a;
-}
-template <typename T>
-static __device__ __forceinline__ uint64_t word_post(uint64_t a, const struct bt_redop &r)
-{
-    typedef typename Num<T>::C C;
-    const int N = 8 / sizeof(T);
-    T t[N];
-    memcpy(t, &a, sizeof(t));
-    for (int e = 0; e < N; e++)
-        t[e] = Num<T>::store(Scale<C>::div(Num<T>::load(t[e]), r));
+    for (int e = 0; e < N; e++) {
+        C x = Num<T>::load(t[e]);
+        t[e] = Num<T>::store(POST ? Scale<C>::div(x, r) : Scale<C>::mul(x, r));
+    }
     memcpy(&a, t, sizeof(t));
     return a;
 }
@@ -742,7 +733,7 @@ static __device__ __noinline__ int run_direct_ll(const struct bt_work *w,
                     break;
                 own[k] = ld_bytes(src + o, word_bytes(nbytes, o));
                 if (w->redop.pre_mul)
-                    own[k] = word_pre<T>(own[k], w->redop);
+                    own[k] = word_scale<T, false>(own[k], w->redop);
                 for (int r = 0; r < n; r++)
                     if (r != me)
                         ll_store((union bt_ll_line *)d.send[r] + line, own[k],
@@ -761,7 +752,7 @@ static __device__ __noinline__ int run_direct_ll(const struct bt_work *w,
                     acc = r == 0 ? v : word_fold<T>(acc, v, w->redop.op);
                 }
                 if (w->redop.post_div)
-                    acc = word_post<T>(acc, w->redop);
+                    acc = word_scale<T, true>(acc, w->redop);
                 if (!err)
                     st_bytes(dst + o, acc, word_bytes(nbytes, o));
             }
@@ -847,8 +838,8 @@ static __device__ __noinline__ int run_direct_ll128(const struct bt_work *w,
                     b = j < 7 ? ld_bytes(src + o + 8, word_bytes(nbytes, o + 8)) : 0;
                 }
                 if (w->redop.pre_mul) {
-                    a = word_pre<T>(a, w->redop);
-                    b = word_pre<T>(b, w->redop);
+                    a = word_scale<T, false>(a, w->redop);
+                    b = word_scale<T, false>(b, w->redop);
                 }
                 own0[k] = a;
                 own1[k] = b;
@@ -874,8 +865,8 @@ static __device__ __noinline__ int run_direct_ll128(const struct bt_work *w,
                     acc1 = r == 0 ? v1 : word_fold<T>(acc1, v1, w->redop.op);
                 }
                 if (w->redop.post_div) {
-                    acc0 = word_post<T>(acc0, w->redop);
-                    acc1 = word_post<T>(acc1, w->redop);
+                    acc0 = word_scale<T, true>(acc0, w->redop);
+                    acc1 = word_scale<T, true>(acc1, w->redop);
                 }
                 if (!err && valid) {
                     st_bytes(dst + o, acc0, word_bytes(nbytes, o));
