@@ -28,43 +28,87 @@ static int list_allows(const char *list, const char *name)
     return neg ? !found : found;
 }
 
+#define R BT_ALGO_RING
+#define T BT_ALGO_TREE
+#define D BT_ALGO_DIRECT
+#define LL BT_PROTO_LL
+#define SI BT_PROTO_SIMPLE
+#define L128 BT_PROTO_LL128
+
 /*
- * Defaults measured on host memory (2-core development machine, see docs/TUNING.md):
- * LL wins while a collective is a few slots of latency-bound steps; Simple past that.
- * Tree beats ring for small AllReduce once the ring is long (latency 2 log n vs 2(n-1)).
- * One-shot sends (n-1) x bytes per rank, the ring 2(n-1)/n x bytes over 2(n-1) hops:
- * measured crossover for 2 ranks 32 KB; two ranks over the network: one-shot moves the
- * ring's bytes in one exchange instead of two, better up to 256 KB.
+ * Host memory, fitted to the 2-rank AllReduce sweeps on the 2-core development machine
+ * (docs/TUNING.md): one-shot Simple 0.87 us + 5.0 GB/s, one-shot LL 0.68 us + 1.2 GB/s (LL
+ * moves twice the bytes; on x86 Simple's tail store is cheap), the Simple ring 2.34 us for its
+ * 2 hops + 6.8 GB/s. Crossovers for 2 ranks: LL to about 280 B, one-shot to about 28 KB.
+ * Trees have the ring's links (different shape only). Over the network (loopback sockets,
+ * one thread moving every channel): one-shot 2 us + 2.4 GB/s, the ring 14.5 us for 2 hops +
+ * 2.8 GB/s: one-shot to about 215 KB for 2 ranks. The ring LL figures are the one-shot LL's
+ * per byte with a shorter hop than Simple's: not measured on their own.
  */
 const struct bt_tune_defaults bt_tune_host_defaults = {
     .ll_threshold = 256,
-    .ll128_threshold = 0, /* no LL128 on host memory */
-    .direct_threshold = 32 * 1024,
-    .net_direct_threshold = 256 * 1024,
-    .tree_threshold = 64 * 1024,
+    .local.c =
+        {
+            [R][SI] = {0.90f, 0.72f, 6.8f},
+            [R][LL] = {0.20f, 0.60f, 1.2f},
+            [T][SI] = {0.90f, 0.72f, 6.8f},
+            [T][LL] = {0.20f, 0.60f, 1.2f},
+            [D][SI] = {0.87f, 0.0f, 5.0f},
+            [D][LL] = {0.68f, 0.0f, 1.2f},
+        },
+    .net.c =
+        {
+            [R][SI] = {2.0f, 6.25f, 2.8f},
+            [T][SI] = {2.0f, 6.25f, 2.8f},
+            [D][SI] = {2.0f, 0.0f, 2.4f},
+        },
     .bytes_per_channel = 512 * 1024,
     .ll_bytes_per_channel = 0,
     .direct_bytes_per_channel = 0,
 };
 
-/* The CUDA executor's defaults, from AllReduce sweeps on 2 x H200 (docs/TUNING.md): one-shot
- * with LL lines up to 512 KB and LL128 lines up to 4 MB where every GPU pair is NVLink (2 MB:
- * 20.9 us against 28.3 for LL, 31.8 for the Simple ring; 8 MB: 59.9 against the ring's 48.8),
- * else with Simple slots up to 1 MB, a channel per 2 KB (the
- * one-shot's time at 16-128 KB fell 20-25% from 1 channel to 16); LL rings a channel per
- * 16 KB; Simple rings a channel per 128 KB; through the network a channel per 1 MB (each
- * channel is a block reading and writing host memory, the limit there). */
+/*
+ * The CUDA executor's, fitted to AllReduce sweeps on 2 x H200 over NVLink (docs/TUNING.md,
+ * bench/results/gpu-2xh200-*.md): one-shot LL 5.5 us + 95 GB/s (batched one pass, 512 KB-2 MB),
+ * one-shot LL128 7.9 us + 162 GB/s (1-8 MB), one-shot Simple 12.5 us + 159 GB/s (1-16 MB), the LL
+ * ring 11 us for 2 hops + 150 GB/s (1-4 MB), the Simple ring 21.2 us for 2 hops + 337 GB/s
+ * (2-32 MB). Two ranks cannot tell a hop from the base (every figure has both hops): 2 us per
+ * hop for LL, 3 for Simple, from the 1-hop AllGather's and Broadcast's 8-byte times against
+ * AllReduce's; to be fitted on 4 and 8 GPUs. Crossovers for 2 ranks: one-shot
+ * LL to about 550 KB, LL128 to about 4.1 MB (NVLink only), else one-shot LL to about 1.5 MB
+ * and the LL ring to 2-4 MB. Through the network: the Simple ring only (figures from 64 MB over
+ * loopback sockets with 8 channels). Other collectives' rings: LL up to 512 KB (measured on
+ * AllGather, whose LL rings were slower at 128-512 KB than the AllReduce fit says), a channel
+ * per 16 KB; Simple a channel per 128 KB; through the network a channel per 1 MB (each
+ * channel is a block reading and writing host memory, the limit there); one-shot a channel
+ * per 2 KB (16 KB: 13.1 us on 1 channel, 10.4 on 16).
+ */
 const struct bt_tune_defaults bt_tune_gpu_defaults = {
     .ll_threshold = 512 * 1024,
-    .ll128_threshold = 4 * 1024 * 1024,
-    .direct_threshold = 1024 * 1024,
-    .net_direct_threshold = 0,
-    .tree_threshold = 0, /* no trees on GPUs yet */
+    .local.c =
+        {
+            [R][SI] = {15.2f, 3.0f, 337.0f},
+            [R][LL] = {7.0f, 2.0f, 150.0f},
+            [D][SI] = {12.5f, 0.0f, 159.0f},
+            [D][LL] = {5.5f, 0.0f, 95.0f},
+            [D][L128] = {7.9f, 0.0f, 162.0f},
+        },
+    .net.c =
+        {
+            [R][SI] = {10.0f, 20.0f, 14.0f},
+        },
     .bytes_per_channel = 128 * 1024,
     .ll_bytes_per_channel = 16 * 1024,
     .direct_bytes_per_channel = 2 * 1024,
     .net_bytes_per_channel = 1024 * 1024,
 };
+
+#undef R
+#undef T
+#undef D
+#undef LL
+#undef SI
+#undef L128
 
 /* Channels for `bytes` at `per` bytes each (0: one), within [1, max]. */
 static int channels_for(size_t bytes, size_t per, int max)
@@ -102,54 +146,109 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
     }
 }
 
+/* A set of (algorithm, protocol) candidates, one bit each. */
+#define CAND(a, p) (1u << ((a)*BT_NUM_PROTOS + (p)))
+
+static unsigned algo_bits(int algo)
+{
+    return CAND(algo, BT_PROTO_LL) | CAND(algo, BT_PROTO_SIMPLE) | CAND(algo, BT_PROTO_LL128);
+}
+
+static unsigned proto_bits(int proto)
+{
+    return CAND(BT_ALGO_RING, proto) | CAND(BT_ALGO_TREE, proto) | CAND(BT_ALGO_DIRECT, proto);
+}
+
+/* The overrides narrow the candidates but never empty them: keep only `keep`, or drop
+ * `drop`, where something is left. */
+static unsigned keep_only(unsigned set, unsigned keep)
+{
+    return set & keep ? set & keep : set;
+}
+static unsigned drop(unsigned set, unsigned d)
+{
+    return set & ~d ? set & ~d : set;
+}
+
+/* AllReduce over 2+ ranks: the cheapest candidate by the cost model among those the executor
+ * runs and PROTO / ALGO allow, narrowed first by whichever *_THRESHOLD is set. */
+static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_ok, int *algo,
+                             int *proto)
+{
+    const struct bt_tune_settings *env = in->set;
+    int ok[BT_NUM_ALGOS] = {env->ring_ok, env->tree_ok && in->tree_ok,
+                            env->direct_ok && in->direct_ok};
+    if (!ok[BT_ALGO_RING] && !ok[BT_ALGO_TREE] && !ok[BT_ALGO_DIRECT])
+        ok[BT_ALGO_RING] = 1; /* e.g. ALGO=Tree where trees do not run */
+    unsigned set = 0;
+    for (int a = 0; a < BT_NUM_ALGOS; a++) {
+        if (!ok[a])
+            continue;
+        unsigned mine = ll_ok ? CAND(a, BT_PROTO_LL) : 0;
+        /* LL128 runs only in the one-shot, only where every GPU pair is NVLink */
+        if (a == BT_ALGO_DIRECT && env->ll128_ok && in->ll128_payload > 0)
+            mine |= CAND(a, BT_PROTO_LL128);
+        if (simple_ok || !mine)
+            mine |= CAND(a, BT_PROTO_SIMPLE);
+        set |= mine;
+    }
+
+    size_t bytes = in->bytes;
+    int64_t thr;
+    if ((thr = env->direct_threshold) >= 0)
+        set = bytes <= (size_t)thr ? keep_only(set, algo_bits(BT_ALGO_DIRECT))
+                                   : drop(set, algo_bits(BT_ALGO_DIRECT));
+    if ((thr = env->tree_threshold) >= 0)
+        set = bytes <= (size_t)thr ? drop(set, algo_bits(BT_ALGO_RING))
+                                   : drop(set, algo_bits(BT_ALGO_TREE));
+    /* LL128_THRESHOLD counts for 2 ranks: the one-shot moves (n - 1) x bytes per rank */
+    if ((thr = env->ll128_threshold) >= 0 && (set & CAND(BT_ALGO_DIRECT, BT_PROTO_LL128))) {
+        unsigned one_shot =
+            CAND(BT_ALGO_DIRECT, BT_PROTO_LL) | CAND(BT_ALGO_DIRECT, BT_PROTO_LL128);
+        set = bytes * (size_t)(in->nranks - 1) <= (size_t)thr
+                  ? keep_only(set, one_shot)
+                  : drop(set, CAND(BT_ALGO_DIRECT, BT_PROTO_LL128));
+    }
+    if ((thr = env->ll_threshold) >= 0)
+        set = bytes <= (size_t)thr ? keep_only(set, proto_bits(BT_PROTO_LL))
+                                   : drop(set, proto_bits(BT_PROTO_LL));
+
+    const struct bt_tune_costs *costs = in->shm_all ? &in->def->local : &in->def->net;
+    double best = 0;
+    int found = 0;
+    for (int a = 0; a < BT_NUM_ALGOS; a++) {
+        for (int p = 0; p < BT_NUM_PROTOS; p++) {
+            if (!(set & CAND(a, p)))
+                continue;
+            double us = bt_tune_allreduce_us(costs, a, p, in->nranks, bytes);
+            if (!found || us < best) {
+                best = us;
+                *algo = a;
+                *proto = p;
+                found = 1;
+            }
+        }
+    }
+}
+
 void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
 {
     const struct bt_tune_settings *env = in->set;
     const struct bt_tune_defaults *def = in->def;
-    int64_t ll_thr = env->ll_threshold;
-    int64_t tree_thr = env->tree_threshold;
-    int64_t ll128_thr = env->ll128_threshold >= 0 ? env->ll128_threshold : def->ll128_threshold;
-    if (ll_thr < 0)
-        ll_thr = def->ll_threshold;
-    if (tree_thr < 0)
-        tree_thr = in->nranks >= 4 ? def->tree_threshold : 0;
     /* Over the network a receive lands in pieces, which LL's per-line flags cannot take. */
-    int ll_ok = env->ll_ok && in->shm_all, simple_ok = env->simple_ok || !in->shm_all;
     int p2p = in->coll == BT_COLL_SEND || in->coll == BT_COLL_RECV;
-    out->proto = p2p || !ll_ok                 ? BT_PROTO_SIMPLE
-                 : !simple_ok                  ? BT_PROTO_LL
-                 : in->bytes <= (size_t)ll_thr ? BT_PROTO_LL
-                                               : BT_PROTO_SIMPLE;
-
-    out->algo = BT_ALGO_RING;
+    int ll_ok = env->ll_ok && in->shm_all && !p2p;
+    int simple_ok = env->simple_ok || !in->shm_all || p2p;
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
-        int64_t direct_thr = env->direct_threshold;
-        if (direct_thr < 0) {
-            direct_thr = def->direct_threshold / (in->nranks - 1);
-            if (direct_thr < 4096)
-                direct_thr = 4096;
-            /* LL128 carries the one-shot further (its threshold counts for 2 ranks) */
-            if (in->ll128_payload > 0 && env->ll128_ok && ll128_thr / (in->nranks - 1) > direct_thr)
-                direct_thr = ll128_thr / (in->nranks - 1);
-            if (!in->shm_all)
-                direct_thr = def->net_direct_threshold;
-        }
-        int ring_ok = env->ring_ok, tree_ok = env->tree_ok && in->tree_ok;
-        int direct_ok = env->direct_ok && in->direct_ok;
-        int only_direct = direct_ok && !ring_ok && !tree_ok;
-        if (direct_ok && (only_direct || in->bytes <= (size_t)direct_thr))
-            out->algo = BT_ALGO_DIRECT;
-        else if (tree_ok && (!ring_ok || in->bytes <= (size_t)tree_thr))
-            out->algo = BT_ALGO_TREE;
-    }
-
-    /* LL128 (the one-shot AllReduce on GPUs joined by NVLink) between LL and Simple: LL's
-     * one flag crossing with 120 of every 128 bytes payload instead of 8 of 16. Where PROTO
-     * allows neither LL nor Simple, LL128 wherever it runs and Simple elsewhere. */
-    if (out->algo == BT_ALGO_DIRECT && in->ll128_payload > 0 && env->ll128_ok) {
-        int above_ll = !ll_ok || in->bytes > (size_t)ll_thr;
-        if (above_ll && (!env->simple_ok || in->bytes <= (size_t)ll128_thr))
-            out->proto = BT_PROTO_LL128;
+        choose_allreduce(in, ll_ok, simple_ok, &out->algo, &out->proto);
+    } else {
+        /* rings; LL up to the threshold (LL128 runs only in the one-shot AllReduce) */
+        int64_t ll_thr = env->ll_threshold >= 0 ? env->ll_threshold : def->ll_threshold;
+        out->algo = BT_ALGO_RING;
+        out->proto = !ll_ok                        ? BT_PROTO_SIMPLE
+                     : !simple_ok                  ? BT_PROTO_LL
+                     : in->bytes <= (size_t)ll_thr ? BT_PROTO_LL
+                                                   : BT_PROTO_SIMPLE;
     }
 
     /* On the host over the network one thread (the launching one, or the proxy) moves every

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "coll/work.h"
+#include "tune/cost.h"
 
 /* What the environment says about choices (PROTO, ALGO, thresholds). Read by each rank at
  * init; every rank then uses rank 0's, so a stray difference cannot split a schedule. */
@@ -26,13 +27,12 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set);
 /* The defaults the settings fall back on, per executor: measured on host memory for the host
  * executor (bt_tune_host_defaults), on the GPU machine for CUDA mode (bt_tune_gpu_defaults);
  * the measurements are in docs/TUNING.md. Byte counts are the collective's size as nccl-tests
- * counts it. */
+ * counts it. AllReduce picks its algorithm and protocol by the cost model (tune/cost.h); the
+ * other collectives run rings, LL up to ll_threshold. */
 struct bt_tune_defaults {
-    int64_t ll_threshold;            /* LL up to this many bytes */
-    int64_t ll128_threshold;         /* then LL128 up to this (one-shot AllReduce; 0: never) */
-    int64_t direct_threshold;        /* one-shot up to this for 2 ranks (divided by n - 1) */
-    int64_t net_direct_threshold;    /* one-shot for 2 ranks over the network */
-    int64_t tree_threshold;          /* tree up to this from 4 ranks (0: never by default) */
+    int64_t ll_threshold;            /* rings of the other collectives: LL up to this */
+    struct bt_tune_costs local;      /* AllReduce, every peer through shm or peer mappings */
+    struct bt_tune_costs net;        /* AllReduce, some peer behind the network */
     size_t bytes_per_channel;        /* Simple ring: a channel per this many bytes */
     size_t ll_bytes_per_channel;     /* LL ring: likewise; 0: one channel */
     size_t direct_bytes_per_channel; /* one-shot: likewise; 0: one channel */

@@ -72,14 +72,29 @@ if [ "$what" = fsdp2 ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = abort ] || [ "$what" = all ]; then
-    # rank 0 must end (an error, not a hang) within the 10 s timeout + 30 s
+    # watchdog: rank 0 must end (SIGABRT after the watchdog's abort, not a hang) within the
+    # 10 s timeout + 15 s; torch's own waits before its teardown made short (a 60 s sleep by
+    # default), no core file. wait: work.wait(timeout) raises in rank 0 and the stream drains.
     for lib in baton nccl; do
         start=$SECONDS
-        run $lib test_abort.py
+        (ulimit -c 0
+            export TORCH_NCCL_ASYNC_ERROR_HANDLING=1 TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=100 \
+                TORCH_NCCL_DUMP_ON_TIMEOUT=0 TORCH_NCCL_TRACE_BUFFER_SIZE=0 \
+                TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN=0
+            run $lib test_abort.py watchdog)
         rc=$?
         took=$((SECONDS - start))
-        [ $rc -ne 0 ] && [ $took -le 40 ] && v=ok || v=FAIL
-        echo "$v abort $lib: torchrun ended with rc=$rc after $took s (want non-zero, <= 40 s)"
+        seen=$(grep -c "Watchdog caught collective operation timeout" "$OUT/test_abort-$lib.log")
+        cp "$OUT/test_abort-$lib.log" "$OUT/test_abort-watchdog-$lib.log"
+        [ $rc -ne 0 ] && [ $took -le 25 ] && [ "$seen" -gt 0 ] && v=ok || v=FAIL
+        echo "$v abort watchdog $lib: torchrun ended with rc=$rc after $took s, watchdog timeout lines: $seen (want non-zero, <= 25 s, > 0)"
+        start=$SECONDS
+        run $lib test_abort.py wait
+        rc=$?
+        took=$((SECONDS - start))
+        cp "$OUT/test_abort-$lib.log" "$OUT/test_abort-wait-$lib.log"
+        grep -q "test_abort: ok" "$OUT/test_abort-$lib.log" && [ $took -le 80 ] && v=ok || v=FAIL
+        echo "$v abort wait $lib: rc=$rc after $took s (rank 1 sleeps 60 s): $(grep -h '^test_abort' "$OUT/test_abort-$lib.log" | head -n 1)"
     done
 fi
 

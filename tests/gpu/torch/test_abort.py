@@ -1,8 +1,20 @@
 """One rank stops taking part (issue 6): rank 1 sleeps instead of calling the AllReduce that
-rank 0 waits in. Rank 0's watchdog must notice at the process group's timeout (10 s) and the
-process must end, not hang: run_torch.sh times rank 0 and wants it gone within 10 + 30 s.
+rank 0 waits in. Two ways torch 2.11 ends rank 0, chosen by the first argument:
+
+  watchdog  rank 0 blocks in torch.cuda.synchronize(); the watchdog thread sees the 10 s
+            timeout, aborts the communicator (ncclCommAbort from another thread while the
+            kernel waits: TORCH_NCCL_ASYNC_ERROR_HANDLING=1) and tears the process down with
+            SIGABRT. run_torch.sh sets the waits torch adds before that (a 60 s sleep "for the
+            dump" by default, TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC x 4) short, and wants rank 0
+            gone with a non-zero status within 10 + 15 s.
+  wait      rank 0 waits with work.wait(timeout): torch aborts the communicator from the main
+            thread and raises; the test then checks the stream drains (the kernel was released),
+            prints the error and exits 0.
+
 Rank 1 exits by itself after 60 s."""
+import datetime
 import os
+import sys
 import time
 
 import torch
@@ -10,6 +22,7 @@ import torch.distributed as dist
 
 from common import expect_library, setup
 
+mode = sys.argv[1] if len(sys.argv) > 1 else "watchdog"
 rank, world, dev = setup(timeout_s=10)
 expect_library()
 t = torch.ones(1 << 20, device=dev)
@@ -19,7 +32,23 @@ if rank == 1:
     time.sleep(60)
     os._exit(0)
 start = time.time()
-dist.all_reduce(t)
-torch.cuda.synchronize()  # the watchdog aborts the communicator and ends the process
-print(f"test_abort: rank 0 came back after {time.time() - start:.1f} s without an error", flush=True)
+if mode == "watchdog":
+    dist.all_reduce(t)
+    torch.cuda.synchronize()  # the watchdog aborts the communicator and ends the process
+    print(f"test_abort: FAIL rank 0 came back after {time.time() - start:.1f} s without an error",
+          flush=True)
+    os._exit(3)
+
+work = dist.all_reduce(t, async_op=True)
+try:
+    work.wait(timeout=datetime.timedelta(seconds=10))
+except Exception as e:  # DistBackendError: the communicator was aborted
+    took = time.time() - start
+    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    torch.cuda.current_stream().synchronize()  # the aborted kernel no longer holds the stream
+    print(f"test_abort: ok wait raised after {took:.1f} s, stream drained after "
+          f"{time.time() - start:.1f} s: {type(e).__name__}: {msg[:200]}", flush=True)
+    os._exit(0)
+print(f"test_abort: FAIL wait returned after {time.time() - start:.1f} s without an error",
+      flush=True)
 os._exit(3)

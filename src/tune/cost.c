@@ -1,0 +1,33 @@
+#include "tune/cost.h"
+
+static int ceil_log2(int n)
+{
+    int k = 0;
+    while ((1 << k) < n)
+        k++;
+    return k;
+}
+
+double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, int nranks,
+                            size_t bytes)
+{
+    const struct bt_tune_cost *c = &t->c[algo][proto];
+    if (c->gbps <= 0 || nranks < 2)
+        return 1e30;
+    double s = (double)bytes, n = nranks, hops, moved;
+    switch (algo) {
+    case BT_ALGO_RING:
+        hops = 2 * (n - 1);
+        moved = 2 * (n - 1) / n * s;
+        break;
+    case BT_ALGO_TREE:
+        hops = 2 * ceil_log2(nranks);
+        moved = 2 * s;
+        break;
+    default: /* BT_ALGO_DIRECT */
+        hops = 1;
+        moved = (n - 1) * s;
+        break;
+    }
+    return c->base_us + hops * c->hop_us + moved / (c->gbps * 1e3);
+}

@@ -1,0 +1,43 @@
+/*
+ * The tuner's cost model for AllReduce: how long one takes by each algorithm and protocol,
+ * from the algorithm's shape and three measured figures per (algorithm, protocol) and kind
+ * of path:
+ *
+ *     time(us) = base + hops * hop + moved / bandwidth
+ *
+ * hops is how many link crossings follow one another before the result is complete, moved
+ * the bytes each rank sends (for n ranks and S bytes):
+ *
+ *     ring     2(n - 1) hops            2(n - 1)/n x S
+ *     tree     2 ceil(log2 n) hops      2 S            (up, then down; links as the ring's)
+ *     direct   1 hop                    (n - 1) x S    (one-shot: every rank sends to every rank)
+ *
+ * The figures are fitted per executor and path to the AllReduce sweeps in bench/results
+ * (docs/TUNING.md gives the fits and the crossovers they imply); the crossovers follow for
+ * any rank count from there instead of thresholds divided by guesses.
+ */
+#ifndef BT_TUNE_COST_H
+#define BT_TUNE_COST_H
+
+#include <stddef.h>
+
+#include "coll/work.h"
+#include "transport/conn.h"
+
+/* One (algorithm, protocol) on one kind of path; gbps 0: it does not run there. */
+struct bt_tune_cost {
+    float base_us; /* once per collective: launch, entry, the last wait */
+    float hop_us;  /* per link crossing in sequence */
+    float gbps;    /* what a rank sends per second, GB/s (10^3 bytes per us) */
+};
+
+struct bt_tune_costs {
+    struct bt_tune_cost c[BT_NUM_ALGOS][BT_NUM_PROTOS];
+};
+
+/* Microseconds one AllReduce of `bytes` over `nranks` ranks takes by `algo` and `proto`
+ * according to `t`; a very large number where that pair has no figures. */
+double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, int nranks,
+                            size_t bytes);
+
+#endif
