@@ -39,6 +39,14 @@ enum bt_coll {
     BT_NUM_COLLS,
 };
 
+/* The collective's name, for messages. */
+static inline const char *bt_coll_name(int coll)
+{
+    static const char *const names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
+                                        "Reduce",    "Send",      "Recv"};
+    return coll >= 0 && coll < BT_NUM_COLLS ? names[coll] : "?";
+}
+
 enum bt_algo {
     BT_ALGO_RING = 0,
     BT_ALGO_TREE = 1,   /* a tree work's up half (the whole work at the root) */

@@ -25,8 +25,6 @@ struct coll_record {
     int32_t pre_mul, post_div;
 };
 
-static const char *coll_names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
-                                   "Reduce",    "Send",      "Recv"};
 static const char *op_names[] = {"sum", "prod", "max", "min"};
 
 static void describe(const struct coll_record *r, char *buf, size_t len)
@@ -36,7 +34,7 @@ static void describe(const struct coll_record *r, char *buf, size_t len)
                                    "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
     const char *dt = r->dtype >= 0 && r->dtype < BT_NUM_DTYPES ? dtypes[r->dtype] : "?";
     const char *op = r->op >= 0 && r->op < 4 ? op_names[r->op] : "?";
-    const char *coll = r->coll >= 0 && r->coll < BT_NUM_COLLS ? coll_names[r->coll] : "?";
+    const char *coll = bt_coll_name(r->coll);
     int reduces = r->coll == BT_COLL_ALLREDUCE || r->coll == BT_COLL_REDUCESCATTER ||
                   r->coll == BT_COLL_REDUCE;
     int rooted = r->coll == BT_COLL_BROADCAST || r->coll == BT_COLL_REDUCE;

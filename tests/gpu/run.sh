@@ -60,6 +60,14 @@ if [ "$what" = tests ] || [ "$what" = all ] || [ "$what" = more ]; then
             echo "rc=$? in $((SECONDS - start)) s: $(tail -n 4 "$log" | tr '\n' ' ')"
         done
     done
+    # the faults with the connectors in host shared memory, then through the network
+    for v in "BATON_P2P_DISABLE=1" "BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1"; do
+        log="$OUT/gpu_test_gpu_fault-$(echo "$v" | tr ' =' '_-').log"
+        echo "== gpu_test_gpu_fault ($v)"
+        start=$SECONDS
+        env $v timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_fault" absent kill >"$log" 2>&1
+        echo "rc=$? in $((SECONDS - start)) s: $(grep -E '^(absent|count|test_gpu)' "$log" | tr '\n' ' ')"
+    done
 fi
 
 if [ "$what" = sanitize ] || [ "$what" = all ]; then

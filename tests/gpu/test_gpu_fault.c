@@ -1,17 +1,25 @@
 /*
- * kill -9 of one rank in the middle of a stream of one-shot AllReduces on GPUs (2 processes,
- * BATON_TIMEOUT=3): the survivor's kernel, spinning on LL flags the dead rank will never
- * write, gives up at the deadline and reports through the host-mapped error word;
- * ncclCommGetAsyncError returns ncclRemoteError within TIMEOUT + 1 s of the kill, and
- * ncclCommAbort plus exit finish cleanly. Rank 1 kills itself right after queueing a
- * collective (its kernel in flight), at a random iteration; the kill time travels in
- * shared memory. Repeated for three sizes (one-shot LL, one-shot Simple, the Simple ring).
+ * Faults on GPUs (2 processes, BATON_TIMEOUT=3), one case per argument (default: all):
+ *
+ * kill      kill -9 of one rank in the middle of a stream of AllReduces: the survivor's
+ *           kernel, spinning on flags the dead rank will never write, gives up at the deadline
+ *           and reports through the host-mapped report; ncclCommGetAsyncError returns
+ *           ncclRemoteError within TIMEOUT + 1 s of the kill, and ncclCommAbort plus exit
+ *           finish cleanly. Rank 1 kills itself right after queueing a collective (its kernel
+ *           in flight), at a random iteration; the kill time travels in shared memory. Three
+ *           sizes: one-shot LL, one-shot LL128 (Simple without NVLink), the Simple ring.
+ * absent    rank 1 never calls the AllReduce rank 0 waits in (HANG_REPORT=1): rank 0 prints a
+ *           hang report naming rank 1 as not arrived, then fails with ncclRemoteError within
+ *           TIMEOUT + 1 s, its message naming the collective and rank 1.
+ * same_gpu  both ranks on GPU 0 (their kernels would wait on each other): ncclInvalidUsage
+ *           at the first GPU operation on both, naming the other rank (needs 1 GPU).
  */
 #include <cuda_runtime_api.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -130,14 +138,178 @@ static void run_case(size_t count, unsigned seed)
     munmap(sh, sizeof(*sh));
 }
 
-int main(void)
+/* Read what a child wrote to `path` (its stderr), up to `len` - 1 bytes. */
+static void slurp(const char *path, char *buf, size_t len)
 {
-    setenv("BATON_TIMEOUT", "3", 1);
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = 0;
+    fclose(f);
+}
+
+/* Rank `rank` of the absent and same_gpu cases: init on `dev`, one AllReduce unless `skip`
+ * (then wait for the other to finish); writes its status to sh->detect_time / exit code. */
+static void absent_rank(int rank, int dev, const ncclUniqueId *id, int skip, struct shared *sh,
+                        ncclResult_t want_launch)
+{
+    if (cudaSetDevice(dev) != cudaSuccess)
+        _exit(20);
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, NR, *id, rank) != ncclSuccess)
+        _exit(21);
+    float *buf;
+    cudaStream_t stream;
+    if (cudaMalloc((void **)&buf, 1024 * sizeof(float)) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+        _exit(22);
+    if (skip) { /* never arrives: stays until the other rank has seen its error */
+        for (int i = 0; i < 200 && sh->detect_time == 0; i++)
+            usleep(50000);
+        ncclCommAbort(comm);
+        _exit(0);
+    }
+    double start = now_s();
+    ncclResult_t r = ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, stream);
+    if (r != want_launch) {
+        fprintf(stderr, "rank %d: ncclAllReduce returned %d, expected %d\n", rank, (int)r,
+                (int)want_launch);
+        _exit(24);
+    }
+    if (r == ncclSuccess) {
+        ncclResult_t async = ncclSuccess;
+        while (cudaStreamQuery(stream) == cudaErrorNotReady && async == ncclSuccess)
+            ncclCommGetAsyncError(comm, &async);
+        ncclCommGetAsyncError(comm, &async);
+        if (async != ncclRemoteError) {
+            fprintf(stderr, "rank %d: async error %d, expected ncclRemoteError\n", rank,
+                    (int)async);
+            _exit(25);
+        }
+        sh->kill_time = start;
+    }
+    sh->detect_time = now_s();
+    ncclCommAbort(comm);
+    _exit(0);
+}
+
+/* Two ranks: rank 0 on dev0 calls an AllReduce, rank 1 on dev1 skips it (or calls it too);
+ * each one's stderr in /tmp; returns both exit statuses. */
+static void run_pair(int dev1, int skip1, ncclResult_t want, struct shared *sh, char logs[NR][256],
+                     int status[NR])
+{
+    ncclUniqueId id;
+    BT_TEST_OK(ncclGetUniqueId(&id));
+    pid_t pids[NR];
+    for (int r = 0; r < NR; r++) {
+        snprintf(logs[r], 256, "/tmp/baton-gpu-fault-%d-%d.log", (int)getpid(), r);
+        pids[r] = fork();
+        BT_TEST_CHECK(pids[r] >= 0, "fork");
+        if (pids[r] == 0) {
+            if (!freopen(logs[r], "w", stderr))
+                _exit(19);
+            setvbuf(stderr, NULL, _IONBF, 0); /* a file is fully buffered; ranks _exit */
+            absent_rank(r, r ? dev1 : 0, &id, r ? skip1 : 0, sh, want);
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        BT_TEST_CHECK(waitpid(pids[r], &status[r], 0) == pids[r], "waitpid rank %d", r);
+}
+
+static struct shared *shared_new(void)
+{
+    struct shared *sh =
+        mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    BT_TEST_CHECK(sh != MAP_FAILED, "mmap");
+    sh->kill_time = sh->detect_time = 0;
+    return sh;
+}
+
+static void absent_case(void)
+{
+    setenv("BATON_HANG_REPORT", "1", 1);
+    struct shared *sh = shared_new();
+    char logs[NR][256], out[16384];
+    int status[NR];
+    run_pair(1, 1, ncclSuccess, sh, logs, status);
+    unsetenv("BATON_HANG_REPORT");
+    slurp(logs[0], out, sizeof(out));
+    for (int r = 0; r < NR; r++)
+        BT_TEST_CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
+                      "rank %d ended with status 0x%x; rank 0 said:\n%s", r, status[r], out);
+    double detect = sh->detect_time - sh->kill_time;
+    printf("absent: rank 0 got ncclRemoteError %.2f s after its AllReduce (TIMEOUT %d s)\n", detect,
+           TIMEOUT_S);
+    BT_TEST_CHECK(detect <= TIMEOUT_S + 1.0, "the error came %.2f s after the call", detect);
+    /* the hang report (HANG_REPORT=1), then the timeout, both naming rank 1 */
+    BT_TEST_CHECK(strstr(out, "has waited 1 s for rank 1"), "no hang report naming rank 1:\n%s",
+                  out);
+    BT_TEST_CHECK(strstr(out, "1 rank(s) have not arrived at collective #1: 1 (last started #0)"),
+                  "the hang report does not name rank 1 as not arrived:\n%s", out);
+    BT_TEST_CHECK(strstr(out, "no progress for TIMEOUT=3 s while waiting for rank 1"),
+                  "the timeout does not name rank 1:\n%s", out);
+    printf("absent: rank 0's report:\n%s", out);
+    for (int r = 0; r < NR; r++)
+        unlink(logs[r]);
+    munmap(sh, sizeof(*sh));
+}
+
+static void same_gpu_case(void)
+{
+    struct shared *sh = shared_new();
+    char logs[NR][256], out[NR][8192];
+    int status[NR];
+    run_pair(0, 0, ncclInvalidUsage, sh, logs, status);
+    for (int r = 0; r < NR; r++) {
+        slurp(logs[r], out[r], sizeof(out[r]));
+        BT_TEST_CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
+                      "rank %d ended with status 0x%x:\n%s", r, status[r], out[r]);
+        BT_TEST_CHECK(strstr(out[r], "use the same GPU"), "rank %d does not say why:\n%s", r,
+                      out[r]);
+        unlink(logs[r]);
+    }
+    printf("same_gpu: both ranks got ncclInvalidUsage: %s", strstr(out[0], "ranks "));
+    munmap(sh, sizeof(*sh));
+}
+
+static void kill_cases(void)
+{
     unsigned seed = (unsigned)time(NULL);
-    /* one-shot LL, one-shot Simple, Simple ring (the GPU tuner's defaults) */
+    /* one-shot LL, one-shot LL128 (NVLink; else LL), the Simple ring (the tuner's choices) */
     size_t counts[] = {1024, 192 * 1024, 4 * 1024 * 1024};
     for (int i = 0; i < 3; i++)
         run_case(counts[i], seed + (unsigned)i * 7919u);
+}
+
+int main(int argc, char **argv)
+{
+    setenv("BATON_TIMEOUT", "3", 1);
+    setenv("BATON_DEBUG", "WARN", 0); /* the messages the cases check */
+    /* counted in a child: CUDA used here would be unusable in the ranks forked after */
+    int ngpus = 0, st;
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(cudaGetDeviceCount(&ngpus) == cudaSuccess ? ngpus : 0);
+    if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+        ngpus = WEXITSTATUS(st);
+    const char *all[] = {"same_gpu", "absent", "kill"};
+    const char **cases = argc > 1 ? (const char **)argv + 1 : all;
+    int ncases = argc > 1 ? argc - 1 : 3;
+    for (int i = 0; i < ncases; i++) {
+        int need = strcmp(cases[i], "same_gpu") == 0 ? 1 : 2;
+        BT_TEST_CHECK(ngpus >= need, "case %s needs %d GPUs, this machine has %d", cases[i], need,
+                      ngpus);
+        if (strcmp(cases[i], "same_gpu") == 0)
+            same_gpu_case();
+        else if (strcmp(cases[i], "absent") == 0)
+            absent_case();
+        else if (strcmp(cases[i], "kill") == 0)
+            kill_cases();
+        else
+            BT_TEST_CHECK(0, "unknown case %s (same_gpu, absent, kill)", cases[i]);
+    }
     printf("test_gpu_fault: ok\n");
     return 0;
 }

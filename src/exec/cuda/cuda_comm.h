@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "exec/cuda/kargs.h"
 #include "graph/channel.h"
 #include "util/shm.h"
 #include "util/status.h"
@@ -61,10 +62,19 @@ struct bt_cuda_comm {
     int multi_stream;                /* a second stream was seen: record after each launch */
     void *order_ev;                  /* cudaEvent_t: after the comm's last kernel */
 
-    /* host-mapped (cudaHostAlloc): the kernels' abort flag and error report */
-    int *abort_h, *error_h; /* error_h[0]: enum bt_cuda_kerr, [1..3]: peer, work, is_send */
-    void *abort_d, *error_d;
+    /* host-mapped (cudaHostAlloc): the kernels' abort flag and their report (errors, stalls) */
+    int *abort_h;
+    struct bt_cuda_report *report_h;
+    void *abort_d, *report_d;
+    int error_told; /* watch.c: the report's error was printed */
 };
+
+/* The watcher (watch.c): a thread, while GPU communicators exist, that prints what their
+ * kernels report: a wait past HANG_REPORT (with the ranks that have not arrived at the
+ * collective) and the error that ended a kernel. add: once the comm's CUDA state is set up;
+ * remove: before it is freed. */
+void bt_cuda_watch_add(struct bt_comm *comm);
+void bt_cuda_watch_remove(struct bt_comm *comm);
 
 /* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */
 static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int is_recv, int part)

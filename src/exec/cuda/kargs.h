@@ -13,19 +13,47 @@
 #define BT_CUDA_MAX_WORKS 128 /* per launch (27 KB of parameters); more: several launches */
 #define BT_CUDA_THREADS 512   /* per block: one block per channel (or per p2p lane) */
 
-/* Kernel errors, written to the host-mapped error word (first one wins). */
+/* The one-shot AllReduce with LL or LL128 lines runs each chunk in one pass, in a kernel of
+ * its own (kernel.cu: bt_cuda_direct_kernel), up to this many ranks and channels; LL128 runs
+ * only there. */
+#define BT_CUDA_ONEPASS_MAX_RANKS 16
+#define BT_CUDA_ONEPASS_MAX_WORKS 32
+static inline BT_HD int bt_cuda_onepass(const struct bt_work *w)
+{
+    return w->algo == BT_ALGO_DIRECT && w->coll == BT_COLL_ALLREDUCE &&
+           w->nranks <= BT_CUDA_ONEPASS_MAX_RANKS &&
+           (w->proto == BT_PROTO_LL || w->proto == BT_PROTO_LL128);
+}
+
+/* Kernel errors, written to the host-mapped report (first one wins). */
 enum bt_cuda_kerr {
     BT_CUDA_KERR_NONE = 0,
     BT_CUDA_KERR_ABORT = 1,   /* the communicator's abort flag was raised */
     BT_CUDA_KERR_TIMEOUT = 2, /* a wait saw no progress for TIMEOUT seconds */
 };
 
+/* Where a kernel waited: the collective (the communicator's operation number, as the arrival
+ * board counts them; 0 for send/recv), the peer and the direction. */
+struct bt_cuda_where {
+    uint64_t seq, count;
+    int32_t coll, peer, work, is_send; /* is_send 1: waiting for credit to send to the peer */
+};
+
+/* Host-mapped, one per communicator: what its kernels report to the host (exec/cuda/watch.c
+ * prints it, ncclCommGetAsyncError returns the error). Plain stores, details before the word
+ * that announces them. */
+struct bt_cuda_report {
+    int32_t error;   /* enum bt_cuda_kerr */
+    int32_t stalled; /* 1: a wait passed HANG_REPORT seconds; the host clears it once reported */
+    struct bt_cuda_where error_at, stall_at;
+};
+
 struct bt_cuda_khdr {
     int nworks;
-    volatile int *abort_flag; /* host-mapped: ncclCommAbort sets it */
-    int *error;               /* host-mapped: enum bt_cuda_kerr, plus details below */
-    int *error_info;          /* [0] peer, [1] work index, [2] 1 = waiting to send */
-    uint64_t timeout_ns;      /* 0: none */
+    volatile int *abort_flag;      /* host-mapped: ncclCommAbort sets it */
+    struct bt_cuda_report *report; /* host-mapped */
+    uint64_t timeout_ns;           /* 0: none */
+    uint64_t hang_ns;              /* a wait this long is reported once (0: never) */
 };
 
 /* What the host fills; the kernel gets the header and the first nworks entries. */

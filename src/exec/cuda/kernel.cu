@@ -50,9 +50,26 @@ static __device__ __forceinline__ uint64_t globaltimer_ns(void)
     return t;
 }
 
-/* Called every 1024 polls of a wait: the abort flag and the deadline (`start` is the first
- * check's time). Returns 0, or an enum bt_cuda_kerr, also recorded in the host-mapped error
- * word with the peer, the work and the direction that stalled. */
+/* The collective the block runs now, for reports (thread 0 sets it as each work starts). */
+static __shared__ uint64_t cur_seq, cur_count;
+static __shared__ int cur_coll;
+
+static __device__ void report_where(volatile struct bt_cuda_where *at, int peer, int widx,
+                                    int is_send)
+{
+    at->seq = cur_seq;
+    at->count = cur_count;
+    at->coll = cur_coll;
+    at->peer = peer;
+    at->work = widx;
+    at->is_send = is_send;
+}
+
+#define STALL_REPORTED (1ull << 63) /* in a wait's start time: its hang was reported */
+
+/* Called every 1024 polls of a wait: the abort flag, the hang report and the deadline
+ * (`start` is the first check's time). Returns 0, or an enum bt_cuda_kerr, also recorded in
+ * the host-mapped report with where the wait stalled. */
 static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uint64_t *start,
                                                int peer, int widx, int is_send)
 {
@@ -60,21 +77,30 @@ static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uin
     if (h.abort_flag && *h.abort_flag)
         err = BT_CUDA_KERR_ABORT;
     uint64_t now = globaltimer_ns();
-    if (*start == 0)
+    volatile struct bt_cuda_report *r = h.report;
+    if (*start == 0) {
         *start = now;
-    else if (h.timeout_ns && now - *start > h.timeout_ns)
-        err = BT_CUDA_KERR_TIMEOUT;
+    } else {
+        uint64_t waited = now - (*start & ~STALL_REPORTED);
+        if (h.timeout_ns && waited > h.timeout_ns)
+            err = BT_CUDA_KERR_TIMEOUT;
+        if (h.hang_ns && waited > h.hang_ns && !(*start & STALL_REPORTED)) {
+            *start |= STALL_REPORTED;
+            if (!r->stalled) {
+                report_where(&r->stall_at, peer, widx, is_send);
+                __threadfence_system();
+                r->stalled = 1;
+            }
+        }
+    }
     if (err) {
         /* Plain stores: atomics on host memory need PCIe AtomicOps, which not every
          * platform has. Threads failing together may mix their details; the code is what
          * matters and every writer writes a non-zero one. */
-        volatile int *e = h.error, *info = h.error_info;
-        if (*e == BT_CUDA_KERR_NONE) {
-            info[0] = peer;
-            info[1] = widx;
-            info[2] = is_send;
+        if (r->error == BT_CUDA_KERR_NONE) {
+            report_where(&r->error_at, peer, widx, is_send);
             __threadfence_system();
-            *e = err;
+            r->error = err;
         }
     }
     return err;
@@ -618,8 +644,8 @@ static __device__ void simple_io(const struct bt_prim &p, const struct bt_work *
  * own (pre-multiplied) payload to every peer, then folds the n contributions in rank order
  * (its own at its rank), rounding to T after each fold as the step-by-step schedule does, so
  * the results are the same bits. Connector state is read once per chunk into shared memory.
- * Two line formats: LL (8 bytes of payload per 16-byte line) and LL128 (120 per 128). */
-#define DIRECT_FAST_MAX_RANKS 16
+ * Two line formats: LL (8 bytes of payload per 16-byte line) and LL128 (120 per 128). It runs
+ * in a kernel of its own (bt_cuda_direct_kernel). */
 #define DIRECT_LL_BATCH 8 /* lines a thread sends before it waits for the first */
 /* LL128: line rounds a warp sends before it waits for the first (8 measured slower, inlined:
  * 2 MB 24.4 us against 20.9) */
@@ -663,8 +689,8 @@ static __device__ __forceinline__ int word_bytes(size_t n, size_t o)
 
 /* Shared by the line formats: one chunk's connector view in shared memory. */
 struct DirectChunk {
-    char *send[DIRECT_FAST_MAX_RANKS], *recv[DIRECT_FAST_MAX_RANKS];
-    uint64_t sflag[DIRECT_FAST_MAX_RANKS], rflag[DIRECT_FAST_MAX_RANKS];
+    char *send[BT_CUDA_ONEPASS_MAX_RANKS], *recv[BT_CUDA_ONEPASS_MAX_RANKS];
+    uint64_t sflag[BT_CUDA_ONEPASS_MAX_RANKS], rflag[BT_CUDA_ONEPASS_MAX_RANKS];
 };
 
 /* Before a chunk, thread r < n (r != me): peer r's slots and flags (step + 1) for `proto`,
@@ -704,8 +730,8 @@ static __device__ void direct_chunk_end(const struct bt_work *w)
 }
 
 template <typename T>
-static __device__ __noinline__ int run_direct_ll(const struct bt_work *w,
-                                                 const struct bt_cuda_khdr &h, int widx)
+static __device__ __forceinline__ int run_direct_ll(const struct bt_work *w,
+                                                    const struct bt_cuda_khdr &h, int widx)
 {
     const int n = w->nranks, me = w->rank;
     __shared__ DirectChunk d;
@@ -803,8 +829,8 @@ static __device__ __forceinline__ int ll128_load(const char *line, int j, bool v
 }
 
 template <typename T>
-static __device__ __noinline__ int run_direct_ll128(const struct bt_work *w,
-                                                    const struct bt_cuda_khdr &h, int widx)
+static __device__ __forceinline__ int run_direct_ll128(const struct bt_work *w,
+                                                       const struct bt_cuda_khdr &h, int widx)
 {
     const int n = w->nranks, me = w->rank;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
@@ -883,9 +909,20 @@ static __device__ __noinline__ int run_direct_ll128(const struct bt_work *w,
     return 0;
 }
 
+/* Sets the block's collective for reports; the work's barriers order it before they read. */
+static __device__ __forceinline__ void set_current(const struct bt_work *w)
+{
+    if (threadIdx.x == 0) {
+        cur_seq = w->seq;
+        cur_count = w->count;
+        cur_coll = w->coll;
+    }
+}
+
 /* One kernel per dtype (and launch size): each gets the registers its own arithmetic
  * needs (the 16-element packs of 1-byte types need many more than float's 4). Every work
- * of a launch has T's dtype; send/recv works are byte copies (uint8). */
+ * of a launch has T's dtype; send/recv works are byte copies (uint8). Works step through
+ * their schedules (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. */
 template <typename T, int W>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
@@ -895,13 +932,7 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
             continue;
         const struct bt_work *w = &args.works[wi];
         const bool ll = w->proto == BT_PROTO_LL;
-        /* LL128 runs only here: the tuner chooses it for nothing else */
-        if (w->algo == BT_ALGO_DIRECT && w->coll == BT_COLL_ALLREDUCE &&
-            w->nranks <= DIRECT_FAST_MAX_RANKS && (ll || w->proto == BT_PROTO_LL128)) {
-            if (ll ? run_direct_ll<T>(w, args.h, wi) : run_direct_ll128<T>(w, args.h, wi))
-                return;
-            continue;
-        }
+        set_current(w);
         for (uint64_t k = 0; k < w->nsteps; k++) {
             struct bt_prim p;
             bt_algo_prim(w, k, &p);
@@ -925,6 +956,25 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     }
 }
 
+/* The one-pass one-shot AllReduce (LL and LL128 lines; launches whose works are all
+ * bt_cuda_onepass). A kernel of its own: inside the general one, its batches raised the
+ * whole kernel's register spills, the Simple ring's loops included, from 24/60 bytes to
+ * 176/176 (ptxas, float), also as noinline calls. */
+template <typename T, int W>
+__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
+    bt_cuda_direct_kernel(const __grid_constant__ KArgs<W> args)
+{
+    for (int wi = 0; wi < args.h.nworks; wi++) {
+        if (args.block[wi] != blockIdx.x)
+            continue;
+        const struct bt_work *w = &args.works[wi];
+        set_current(w);
+        if (w->proto == BT_PROTO_LL ? run_direct_ll<T>(w, args.h, wi)
+                                    : run_direct_ll128<T>(w, args.h, wi))
+            return;
+    }
+}
+
 /* The full-size launch passes the host's struct as it is (same layout); a small one
  * copies its few works into a small struct. */
 static_assert(sizeof(KArgs<BT_CUDA_MAX_WORKS>) == sizeof(struct bt_cuda_kargs),
@@ -932,15 +982,23 @@ static_assert(sizeof(KArgs<BT_CUDA_MAX_WORKS>) == sizeof(struct bt_cuda_kargs),
 
 /* A launch of n works passes them in the smallest size class that holds them: parameters
  * are copied at every launch (measured on H200: a launch carrying 128 works' 29 KB took
- * about 5 us longer than one carrying 4). */
+ * about 5 us longer than one carrying 4). One-pass one-shot launches have at most
+ * BT_CUDA_ONEPASS_MAX_WORKS (a block per channel). */
 template <typename T, int W>
-static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_t stream)
+static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_t stream,
+                         bool onepass)
 {
     KArgs<W> k;
     int n = a->h.nworks;
     k.h = a->h;
     memcpy(k.block, a->block, sizeof(k.block[0]) * (size_t)n);
     memcpy(k.works, a->works, sizeof(k.works[0]) * (size_t)n);
+    if constexpr (W <= BT_CUDA_ONEPASS_MAX_WORKS) {
+        if (onepass) {
+            bt_cuda_direct_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
+            return;
+        }
+    }
     bt_cuda_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
 }
 
@@ -949,14 +1007,17 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
 {
     cudaStream_t stream = (cudaStream_t)stream_v;
     int n = a->h.nworks;
+    bool onepass = n > 0 && n <= BT_CUDA_ONEPASS_MAX_WORKS;
+    for (int i = 0; i < n && onepass; i++)
+        onepass = bt_cuda_onepass(&a->works[i]);
     if (n <= 4)
-        launch_sized<T, 4>(a, nblocks, stream);
+        launch_sized<T, 4>(a, nblocks, stream, onepass);
     else if (n <= 16)
-        launch_sized<T, 16>(a, nblocks, stream);
+        launch_sized<T, 16>(a, nblocks, stream, onepass);
     else if (n <= 32)
-        launch_sized<T, 32>(a, nblocks, stream);
+        launch_sized<T, 32>(a, nblocks, stream, onepass);
     else if (n <= 64)
-        launch_sized<T, 64>(a, nblocks, stream);
+        launch_sized<T, 64>(a, nblocks, stream, onepass);
     else /* the host's struct as it is (same layout) */
         bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>
             <<<nblocks, BT_CUDA_THREADS, 0, stream>>>(*(const KArgs<BT_CUDA_MAX_WORKS> *)a);

@@ -17,6 +17,7 @@
 
 #include "coll/algo.h"
 #include "coll/dtype.h"
+#include "core/arrival.h"
 #include "core/comm.h"
 #include "core/group.h"
 #include "exec/cuda/cuda.h"
@@ -125,34 +126,35 @@ static bt_status_t cuda_comm_setup(struct bt_comm *comm)
                                                cudaHostAllocMapped | cudaHostAllocPortable),
                                  "cudaHostAlloc (abort flag)");
     if (st == BT_OK)
-        st = cuda_status(cudaHostAlloc((void **)&cc->error_h, 4 * sizeof(int),
+        st = cuda_status(cudaHostAlloc((void **)&cc->report_h, sizeof(*cc->report_h),
                                        cudaHostAllocMapped | cudaHostAllocPortable),
-                         "cudaHostAlloc (error word)");
+                         "cudaHostAlloc (kernel report)");
     if (st == BT_OK) {
         *cc->abort_h = comm->abort_flag;
-        memset(cc->error_h, 0, 4 * sizeof(int));
+        memset(cc->report_h, 0, sizeof(*cc->report_h));
         st = cuda_status(cudaHostGetDevicePointer(&cc->abort_d, cc->abort_h, 0),
                          "cudaHostGetDevicePointer");
     }
     if (st == BT_OK)
-        st = cuda_status(cudaHostGetDevicePointer(&cc->error_d, cc->error_h, 0),
+        st = cuda_status(cudaHostGetDevicePointer(&cc->report_d, cc->report_h, 0),
                          "cudaHostGetDevicePointer");
     if (st == BT_OK)
         st = bt_cuda_p2p_setup(comm, cc);
     if (st != BT_OK) {
         cudaFreeHost(cc->abort_h);
-        cudaFreeHost(cc->error_h);
+        cudaFreeHost(cc->report_h);
         free(cc);
         return st;
     }
     comm->cuda = cc;
+    bt_cuda_watch_add(comm);
     return BT_OK;
 }
 
 bt_status_t bt_cuda_comm_error(struct bt_comm *comm)
 {
     struct bt_cuda_comm *cc = comm->cuda;
-    if (!cc || __atomic_load_n(&cc->error_h[0], __ATOMIC_ACQUIRE) == BT_CUDA_KERR_NONE)
+    if (!cc || __atomic_load_n(&cc->report_h->error, __ATOMIC_ACQUIRE) == BT_CUDA_KERR_NONE)
         return BT_OK;
     return BT_ERR_REMOTE;
 }
@@ -169,6 +171,7 @@ void bt_cuda_comm_free(struct bt_comm *comm)
     struct bt_cuda_comm *cc = comm ? comm->cuda : NULL;
     if (!cc)
         return;
+    bt_cuda_watch_remove(comm);
     int prev = -1;
     cudaGetDevice(&prev);
     cudaSetDevice(cc->dev);
@@ -177,7 +180,7 @@ void bt_cuda_comm_free(struct bt_comm *comm)
     if (cc->order_ev)
         cudaEventDestroy((cudaEvent_t)cc->order_ev);
     cudaFreeHost(cc->abort_h);
-    cudaFreeHost(cc->error_h);
+    cudaFreeHost(cc->report_h);
     if (prev >= 0)
         cudaSetDevice(prev);
     free(cc);
@@ -191,9 +194,9 @@ static void kargs_init(struct bt_cuda_kargs *a, struct bt_comm *comm)
     struct bt_cuda_comm *cc = comm->cuda;
     a->h.nworks = 0;
     a->h.abort_flag = cc->abort_d;
-    a->h.error = cc->error_d;
-    a->h.error_info = (int *)cc->error_d + 1;
+    a->h.report = (struct bt_cuda_report *)cc->report_d;
     a->h.timeout_ns = (uint64_t)bt_param_timeout() * 1000000000ull;
+    a->h.hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull;
 }
 
 static struct bt_work *kargs_add(struct bt_cuda_kargs *a, int block)
@@ -299,6 +302,7 @@ static void work_common(struct bt_work *w, const struct bt_op *op, struct bt_com
     w->nranks = comm->nranks;
     w->rank = comm->rank;
     w->owner = comm;
+    w->seq = op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV ? 0 : comm->ncolls;
 }
 
 static size_t coll_bytes(const struct bt_op *op, int nranks)
@@ -307,6 +311,14 @@ static size_t coll_bytes(const struct bt_op *op, int nranks)
     if (op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_REDUCESCATTER)
         b *= (size_t)nranks;
     return b;
+}
+
+/* The one-shot's channels: its send/recv connector parts, at most what a one-pass launch
+ * carries. */
+static int direct_max_channels(const struct bt_cuda_comm *cc)
+{
+    int n = cc->np2p < cc->nch ? cc->np2p : cc->nch;
+    return n < BT_CUDA_ONEPASS_MAX_WORKS ? n : BT_CUDA_ONEPASS_MAX_WORKS;
 }
 
 /* One collective: the tuner's algorithm, protocol and channels (ring, or one-shot
@@ -327,9 +339,12 @@ static bt_status_t launch_coll(struct bt_op *op)
         .simple_slot = cc->slot,
         .ll_payload = cc->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
         .direct_slot = cc->slot,
-        .ll128_payload = cc->ll128_slot / BT_LL128_LINE * BT_LL128_PAYLOAD,
-        .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
-        .direct_max_channels = cc->np2p < cc->nch ? cc->np2p : cc->nch, /* a block per channel */
+        /* LL128 runs only in the one-pass one-shot (kernel.cu), up to its rank count */
+        .ll128_payload = comm->nranks <= BT_CUDA_ONEPASS_MAX_RANKS
+                             ? cc->ll128_slot / BT_LL128_LINE * BT_LL128_PAYLOAD
+                             : 0,
+        .direct_ok = !cc->net,                          /* every rank's FIFOs are mapped here */
+        .direct_max_channels = direct_max_channels(cc), /* a block per channel */
         .tree_ok = 0,
         .shm_all = !cc->net, /* through the network: Simple, one channel */
     };
@@ -531,6 +546,7 @@ static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)
             continue;
         }
         BT_CHECK(read_scalar(op));
+        bt_arrival_start(comm, ++comm->ncolls); /* this rank has called it (hang reports) */
         if (op->count == 0)
             ;
         else if (comm->nranks == 1)

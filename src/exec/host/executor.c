@@ -255,13 +255,6 @@ int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
 
 /* ---- the loop --------------------------------------------------------------------- */
 
-static const char *coll_name(int coll)
-{
-    static const char *names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
-                                  "Reduce",    "Send",      "Recv"};
-    return coll >= 0 && coll < BT_NUM_COLLS ? names[coll] : "?";
-}
-
 /* The connectors work w's current step waits on (receives without data, sends without a
  * free slot); returns how many. None while it waits for the previous collective, which its
  * own lane reports. */
@@ -302,9 +295,10 @@ static void report_blocked(const struct bt_work *w, const char *why, int is_repo
         bt_log(
             is_report ? BT_LEVEL_REPORT : BT_LEVEL_WARN, BT_LOG_ALL, __FILE__, __LINE__,
             "%s #%llu (%llu x %zu bytes) %s at step %llu/%llu %s (%s channel %d, %s step %llu%s)",
-            coll_name(w->coll), (unsigned long long)w->seq, (unsigned long long)w->count, w->esize,
-            why, (unsigned long long)w->step, (unsigned long long)w->nsteps, what, c[i]->kind,
-            c[i]->channel, c[i]->is_send ? "send" : "recv", (unsigned long long)c[i]->step, tail);
+            bt_coll_name(w->coll), (unsigned long long)w->seq, (unsigned long long)w->count,
+            w->esize, why, (unsigned long long)w->step, (unsigned long long)w->nsteps, what,
+            c[i]->kind, c[i]->channel, c[i]->is_send ? "send" : "recv",
+            (unsigned long long)c[i]->step, tail);
     }
 }
 
@@ -387,7 +381,7 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
             for (int i = 0; i < nlanes; i++) {
                 struct bt_work *h = lanes[i]->head;
                 if (h && h->abort_flag && *h->abort_flag) {
-                    BT_WARN("%s aborted (ncclCommAbort or a failed peer)", coll_name(h->coll));
+                    BT_WARN("%s aborted (ncclCommAbort or a failed peer)", bt_coll_name(h->coll));
                     if (failed_p)
                         *failed_p = h;
                     return BT_ERR_REMOTE;

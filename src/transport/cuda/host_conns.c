@@ -246,7 +246,7 @@ void bt_cuda_hostconn_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
     /* The proxy must be done with the FIFOs. Once the kernels are over, only the last
      * sends may still be in flight; after a kernel error nothing will move them, so the
      * proxy is told to drop them (the comm is going away), and once more after TIMEOUT. */
-    if (cc->nnetops > 0 && cc->error_h && cc->error_h[0] != BT_CUDA_KERR_NONE)
+    if (cc->nnetops > 0 && cc->report_h && cc->report_h->error != BT_CUDA_KERR_NONE)
         __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
     (void)bt_cuda_hostconn_reap(comm, cc, 1);
     if (cc->nnetops > 0) {

@@ -1,0 +1,158 @@
+/*
+ * The watcher: the host side of a GPU communicator's reports. Its kernels wait in device
+ * code, where nothing can print, and the launching thread has long returned; so one thread
+ * per process, running while GPU communicators exist, looks at each one's host-mapped report
+ * every WATCH_MS and prints:
+ *   - a wait past HANG_REPORT seconds: the collective (number, type, count), the peer and
+ *     direction, and the ranks that have not called that collective yet (the arrival board,
+ *     ranks on one host);
+ *   - the error that ended a kernel (TIMEOUT, with the same details; an abort at INFO: the
+ *     user asked for it).
+ * It costs a wake-up per WATCH_MS and a few loads; nothing on the launch path.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/arrival.h"
+#include "core/comm.h"
+#include "exec/cuda/cuda_comm.h"
+#include "exec/cuda/kargs.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#define WATCH_MS 100
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    int running;
+    unsigned gen; /* a thread runs while this is the number it was started with */
+    struct bt_comm **comms;
+    int n, cap;
+} w = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+static void describe(char *buf, size_t len, const volatile struct bt_cuda_where *at)
+{
+    if (at->seq == 0) /* send/recv: no common numbering */
+        snprintf(buf, len, "%s of %llu bytes (work %d)", bt_coll_name(at->coll),
+                 (unsigned long long)at->count, at->work);
+    else
+        snprintf(buf, len, "collective #%llu (%s, %llu elements; work %d)",
+                 (unsigned long long)at->seq, bt_coll_name(at->coll), (unsigned long long)at->count,
+                 at->work);
+}
+
+static const char *direction(int is_send)
+{
+    return is_send ? "for room to send to it" : "for data from it";
+}
+
+static void look(struct bt_comm *comm)
+{
+    struct bt_cuda_comm *cc = comm->cuda;
+    volatile struct bt_cuda_report *r = cc->report_h;
+    char what[160];
+    if (__atomic_load_n(&r->stalled, __ATOMIC_ACQUIRE)) {
+        bt_log_set_rank(comm->rank);
+        describe(what, sizeof(what), &r->stall_at);
+        BT_REPORT("hang report: GPU %s has waited %d s for rank %d %s", what,
+                  (int)bt_param_hang_report(), r->stall_at.peer, direction(r->stall_at.is_send));
+        if (r->stall_at.seq)
+            bt_arrival_report(comm, r->stall_at.seq);
+        r->stalled = 0;
+    }
+    int err = __atomic_load_n(&r->error, __ATOMIC_ACQUIRE);
+    if (err != BT_CUDA_KERR_NONE && !cc->error_told) {
+        cc->error_told = 1;
+        bt_log_set_rank(comm->rank);
+        describe(what, sizeof(what), &r->error_at);
+        if (err == BT_CUDA_KERR_ABORT) {
+            BT_INFO(BT_LOG_COLL, "GPU %s stopped by ncclCommAbort while waiting for rank %d", what,
+                    r->error_at.peer);
+        } else {
+            BT_WARN("GPU %s: no progress for TIMEOUT=%d s while waiting for rank %d %s; the "
+                    "communicator has failed (ncclRemoteError)",
+                    what, (int)bt_param_timeout(), r->error_at.peer,
+                    direction(r->error_at.is_send));
+            if (r->error_at.seq)
+                bt_arrival_report(comm, r->error_at.seq);
+        }
+    }
+}
+
+static void *watch_main(void *arg)
+{
+    unsigned gen = (unsigned)(uintptr_t)arg;
+    pthread_mutex_lock(&w.lock);
+    while (w.gen == gen) {
+        for (int i = 0; i < w.n; i++)
+            look(w.comms[i]);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += WATCH_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        int rc = 0;
+        while (w.gen == gen && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&w.wake, &w.lock, &ts);
+    }
+    pthread_mutex_unlock(&w.lock);
+    return NULL;
+}
+
+void bt_cuda_watch_add(struct bt_comm *comm)
+{
+    pthread_mutex_lock(&w.lock);
+    if (w.n == w.cap) {
+        int cap = w.cap ? 2 * w.cap : 8;
+        struct bt_comm **c = realloc(w.comms, sizeof(*c) * (size_t)cap);
+        if (!c) {
+            pthread_mutex_unlock(&w.lock);
+            BT_WARN("rank %d: out of memory: this communicator's kernel reports go unwatched",
+                    comm->rank);
+            return;
+        }
+        w.comms = c;
+        w.cap = cap;
+    }
+    w.comms[w.n++] = comm;
+    if (!w.running) {
+        if (pthread_create(&w.thread, NULL, watch_main, (void *)(uintptr_t)w.gen) == 0)
+            w.running = 1;
+        else
+            BT_WARN("rank %d: cannot start the GPU watcher thread: hang reports and kernel "
+                    "errors of GPU communicators will not be printed",
+                    comm->rank);
+    }
+    pthread_mutex_unlock(&w.lock);
+}
+
+void bt_cuda_watch_remove(struct bt_comm *comm)
+{
+    pthread_t join;
+    int stopping = 0;
+    pthread_mutex_lock(&w.lock);
+    for (int i = 0; i < w.n; i++) {
+        if (w.comms[i] == comm) {
+            look(comm); /* a last look: what the kernels left unsaid */
+            w.comms[i] = w.comms[--w.n];
+            break;
+        }
+    }
+    if (w.n == 0 && w.running) { /* no GPU communicator left: no thread either */
+        w.gen++;
+        w.running = 0;
+        join = w.thread;
+        stopping = 1;
+        pthread_cond_signal(&w.wake);
+    }
+    pthread_mutex_unlock(&w.lock);
+    if (stopping)
+        pthread_join(join, NULL);
+}
