@@ -1,0 +1,25 @@
+#!/bin/bash
+# One call of the GPU machine (device time is scarce, a call returns few files): run.sh's
+# modes, or "torch:MODE" for tests/gpu/torch/run_torch.sh, in order, each with its output
+# under $OUT/<mode>/ and the console in $OUT/<mode>.txt, then everything in one tarball:
+#   BUILD=build-gpu OUT=$OUT tests/gpu/session.sh tests done small torch:abort ...
+# Environment for the modes (TEST_VARIANTS, SMALL_ROUNDS, ...) passes through.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build-gpu}
+OUT=${OUT:-/tmp/baton-session}
+mkdir -p "$OUT/logs"
+export BATON_COMMIT=${BATON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+for m in "$@"; do
+    name=${m/:/-}
+    start=$SECONDS
+    echo "==== $m ($(date -u +%T))"
+    if [ "${m%%:*}" = torch ]; then
+        BUILD=$BUILD OUT="$OUT/logs/$name" tests/gpu/torch/run_torch.sh "${m#torch:}" 2>&1 |
+            tee "$OUT/logs/$name.txt"
+    else
+        BUILD=$BUILD OUT="$OUT/logs/$name" tests/gpu/run.sh "$m" 2>&1 | tee "$OUT/logs/$name.txt"
+    fi
+    echo "==== $m took $((SECONDS - start)) s"
+done
+tar -C "$OUT" -czf "$OUT/session.tgz" logs && rm -rf "$OUT/logs"
