@@ -77,7 +77,9 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
  * AllReduce's; to be fitted on 4 and 8 GPUs. Crossovers for 2 ranks: one-shot
  * LL to about 550 KB, LL128 to about 4.1 MB (NVLink only), else one-shot LL to about 1.5 MB
  * and the LL ring to 2-4 MB. Through the network: the Simple ring only (figures from 64 MB over
- * loopback sockets with 8 channels). Other collectives' rings: LL up to 512 KB (measured on
+ * loopback sockets with 8 channels). Where not every GPU pair is NVLink (PCIe peers, or the
+ * connectors in host memory: never measured) AllReduce keeps LL within 512 KB, as before the
+ * model. Other collectives' rings: LL up to 512 KB (measured on
  * AllGather, whose LL rings were slower at 128-512 KB than the AllReduce fit says), a channel
  * per 16 KB; Simple a channel per 128 KB; through the network a channel per 1 MB (each
  * channel is a block reading and writing host memory, the limit there); one-shot a channel
@@ -85,6 +87,7 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
  */
 const struct bt_tune_defaults bt_tune_gpu_defaults = {
     .ll_threshold = 512 * 1024,
+    .ll_cap_off_nvlink = 512 * 1024,
     .local.c =
         {
             [R][SI] = {15.2f, 3.0f, 337.0f},
@@ -198,7 +201,7 @@ static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_
     if ((thr = env->direct_threshold) >= 0)
         set = bytes <= (size_t)thr ? keep_only(set, algo_bits(BT_ALGO_DIRECT))
                                    : drop(set, algo_bits(BT_ALGO_DIRECT));
-    if ((thr = env->tree_threshold) >= 0)
+    if ((thr = env->tree_threshold) >= 0 && (set & algo_bits(BT_ALGO_TREE)))
         set = bytes <= (size_t)thr ? drop(set, algo_bits(BT_ALGO_RING))
                                    : drop(set, algo_bits(BT_ALGO_TREE));
     /* LL128_THRESHOLD counts for 2 ranks: the one-shot moves (n - 1) x bytes per rank */
@@ -212,6 +215,9 @@ static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_
     if ((thr = env->ll_threshold) >= 0)
         set = bytes <= (size_t)thr ? keep_only(set, proto_bits(BT_PROTO_LL))
                                    : drop(set, proto_bits(BT_PROTO_LL));
+    else if (in->def->ll_cap_off_nvlink > 0 && in->ll128_payload == 0 &&
+             bytes > (size_t)in->def->ll_cap_off_nvlink)
+        set = drop(set, proto_bits(BT_PROTO_LL));
 
     const struct bt_tune_costs *costs = in->shm_all ? &in->def->local : &in->def->net;
     double best = 0;

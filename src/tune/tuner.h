@@ -31,6 +31,8 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set);
  * other collectives run rings, LL up to ll_threshold. */
 struct bt_tune_defaults {
     int64_t ll_threshold;            /* rings of the other collectives: LL up to this */
+    int64_t ll_cap_off_nvlink;       /* AllReduce without LL128 (GPUs not all joined by
+                                        NVLink: the figures are NVLink's): LL up to this */
     struct bt_tune_costs local;      /* AllReduce, every peer through shm or peer mappings */
     struct bt_tune_costs net;        /* AllReduce, some peer behind the network */
     size_t bytes_per_channel;        /* Simple ring: a channel per this many bytes */

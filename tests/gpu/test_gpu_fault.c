@@ -7,10 +7,12 @@
  *           ncclRemoteError within TIMEOUT + 1 s of the kill, and ncclCommAbort plus exit
  *           finish cleanly. Rank 1 kills itself right after queueing a collective (its kernel
  *           in flight), at a random iteration; the kill time travels in shared memory. Three
- *           sizes: one-shot LL, one-shot LL128 (Simple without NVLink), the Simple ring.
- * absent    rank 1 never calls the AllReduce rank 0 waits in (HANG_REPORT=1): rank 0 prints a
- *           hang report naming rank 1 as not arrived, then fails with ncclRemoteError within
- *           TIMEOUT + 1 s, its message naming the collective and rank 1.
+ *           sizes: one-shot LL, one-shot LL128 (without NVLink: one-shot LL or Simple), the
+ *           Simple ring.
+ * absent    after one AllReduce together, rank 1 never calls the second, which rank 0 waits in
+ *           (HANG_REPORT=1): rank 0 prints a hang report naming rank 1 as not arrived, then
+ *           fails with ncclRemoteError within TIMEOUT + 1 s, its message naming the collective
+ *           and rank 1.
  * same_gpu  both ranks on GPU 0 (their kernels would wait on each other): ncclInvalidUsage
  *           at the first GPU operation on both, naming the other rank (needs 1 GPU).
  */
@@ -165,6 +167,13 @@ static void absent_rank(int rank, int dev, const ncclUniqueId *id, int skip, str
     if (cudaMalloc((void **)&buf, 1024 * sizeof(float)) != cudaSuccess ||
         cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
         _exit(22);
+    /* both ranks take part in a first AllReduce (it also connects the GPUs: a collective
+     * setup every rank joins at its first GPU operation) */
+    if (want_launch == ncclSuccess) {
+        if (ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, stream) != ncclSuccess ||
+            cudaStreamSynchronize(stream) != cudaSuccess)
+            _exit(23);
+    }
     if (skip) { /* never arrives: stays until the other rank has seen its error */
         for (int i = 0; i < 200 && sh->detect_time == 0; i++)
             usleep(50000);
@@ -246,7 +255,7 @@ static void absent_case(void)
     /* the hang report (HANG_REPORT=1), then the timeout, both naming rank 1 */
     BT_TEST_CHECK(strstr(out, "has waited 1 s for rank 1"), "no hang report naming rank 1:\n%s",
                   out);
-    BT_TEST_CHECK(strstr(out, "1 rank(s) have not arrived at collective #1: 1 (last started #0)"),
+    BT_TEST_CHECK(strstr(out, "1 rank(s) have not arrived at collective #2: 1 (last started #1)"),
                   "the hang report does not name rank 1 as not arrived:\n%s", out);
     BT_TEST_CHECK(strstr(out, "no progress for TIMEOUT=3 s while waiting for rank 1"),
                   "the timeout does not name rank 1:\n%s", out);

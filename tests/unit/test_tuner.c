@@ -107,10 +107,13 @@ static void gpu_defaults(void)
     expect("gpu AR 512 KB", tune(&s, d, AR, 2, 512 * KB, 1, 1), (struct want){DIRECT, LL, 32});
     expect("gpu AR 1 MB", tune(&s, d, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
     expect("gpu AR 2 MB", tune(&s, d, AR, 2, 2 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
-    no_nvlink = 1; /* PCIe, or host shared memory: no LL128 */
-    expect("gpu AR 1 MB no NVLink", tune(&s, d, AR, 2, 1 * MB, 1, 1),
+    no_nvlink = 1; /* PCIe, or host shared memory: no LL128, and LL kept within 512 KB */
+    expect("gpu AR 512 KB no NVLink", tune(&s, d, AR, 2, 512 * KB, 1, 1),
            (struct want){DIRECT, LL, 32});
-    expect("gpu AR 2 MB no NVLink", tune(&s, d, AR, 2, 2 * MB, 1, 1), (struct want){RING, LL, 64});
+    expect("gpu AR 1 MB no NVLink", tune(&s, d, AR, 2, 1 * MB, 1, 1),
+           (struct want){DIRECT, SIMPLE, 32});
+    expect("gpu AR 2 MB no NVLink", tune(&s, d, AR, 2, 2 * MB, 1, 1),
+           (struct want){DIRECT, SIMPLE, 32});
     expect("gpu AR 4 MB no NVLink", tune(&s, d, AR, 2, 4 * MB, 1, 1),
            (struct want){RING, SIMPLE, 32});
     no_nvlink = 0;
@@ -119,6 +122,10 @@ static void gpu_defaults(void)
     struct bt_tune_settings t = s;
     t.ring_ok = t.direct_ok = 0;
     expect("gpu ALGO=Tree", tune(&t, d, AR, 8, 16 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
+    /* nor does TREE_THRESHOLD turn the ring into the one-shot where trees do not run */
+    t = s;
+    t.tree_threshold = 4 * MB;
+    expect("gpu TREE_THRESHOLD", tune(&t, d, AR, 8, 2 * MB, 1, 1), (struct want){RING, LL, 64});
     expect("gpu AG 64 KB", tune(&s, d, BT_COLL_ALLGATHER, 2, 64 * KB, 1, 1),
            (struct want){RING, LL, 4});
     /* through the network: Simple, a channel per MB */

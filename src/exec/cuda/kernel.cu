@@ -969,6 +969,7 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
             continue;
         const struct bt_work *w = &args.works[wi];
         set_current(w);
+        __syncthreads(); /* the credit waits of threads 1..n-1 come before any other barrier */
         if (w->proto == BT_PROTO_LL ? run_direct_ll<T>(w, args.h, wi)
                                     : run_direct_ll128<T>(w, args.h, wi))
             return;

@@ -171,11 +171,11 @@ void bt_cuda_comm_free(struct bt_comm *comm)
     struct bt_cuda_comm *cc = comm ? comm->cuda : NULL;
     if (!cc)
         return;
-    bt_cuda_watch_remove(comm);
     int prev = -1;
     cudaGetDevice(&prev);
     cudaSetDevice(cc->dev);
-    cudaDeviceSynchronize(); /* kernels still running use the FIFOs */
+    cudaDeviceSynchronize();    /* kernels still running use the FIFOs */
+    bt_cuda_watch_remove(comm); /* after the kernels: its last look sees what they reported */
     bt_cuda_p2p_free(comm, cc);
     if (cc->order_ev)
         cudaEventDestroy((cudaEvent_t)cc->order_ev);

@@ -33,7 +33,37 @@ static struct {
     unsigned gen; /* a thread runs while this is the number it was started with */
     struct bt_comm **comms;
     int n, cap;
-} w = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+} w = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* A program may exit with communicators alive (torch often does): stop the thread before
+ * the CUDA runtime's own exit handler (registered earlier, so run later) frees the reports. */
+static void stop_at_exit(void)
+{
+    pthread_t join;
+    pthread_mutex_lock(&w.lock);
+    int running = w.running;
+    join = w.thread;
+    w.gen++;
+    w.running = 0;
+    w.n = 0;
+    pthread_cond_signal(&w.wake);
+    pthread_mutex_unlock(&w.lock);
+    if (running)
+        pthread_join(join, NULL);
+}
+
+/* The wake-up's clock is CLOCK_MONOTONIC: a wall-clock step must not silence the watcher. */
+static void init_once(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.wake, &a);
+    pthread_condattr_destroy(&a);
+    atexit(stop_at_exit);
+}
 
 static void describe(char *buf, size_t len, const volatile struct bt_cuda_where *at)
 {
@@ -92,7 +122,7 @@ static void *watch_main(void *arg)
         for (int i = 0; i < w.n; i++)
             look(w.comms[i]);
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += WATCH_MS * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
@@ -108,6 +138,7 @@ static void *watch_main(void *arg)
 
 void bt_cuda_watch_add(struct bt_comm *comm)
 {
+    pthread_once(&once, init_once);
     pthread_mutex_lock(&w.lock);
     if (w.n == w.cap) {
         int cap = w.cap ? 2 * w.cap : 8;

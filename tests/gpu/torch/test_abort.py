@@ -7,8 +7,8 @@ rank 0 waits in. Two ways torch 2.11 ends rank 0, chosen by the first argument:
             SIGABRT. run_torch.sh sets the waits torch adds before that (a 60 s sleep "for the
             dump" by default, TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC x 4) short, and wants rank 0
             gone with a non-zero status within 10 + 15 s.
-  wait      rank 0 waits with work.wait(timeout): torch aborts the communicator from the main
-            thread and raises; the test then checks the stream drains (the kernel was released),
+  wait      rank 0 waits with work.wait(timeout=3 s, before the watchdog's 10): torch aborts the
+            communicator from the main thread and raises; the test then checks the stream drains (the kernel was released),
             prints the error and exits 0.
 
 Rank 1 exits by itself after 60 s."""
@@ -41,7 +41,7 @@ if mode == "watchdog":
 
 work = dist.all_reduce(t, async_op=True)
 try:
-    work.wait(timeout=datetime.timedelta(seconds=10))
+    work.wait(timeout=datetime.timedelta(seconds=3))  # before the watchdog's 10 s
 except Exception as e:  # DistBackendError: the communicator was aborted
     took = time.time() - start
     msg = str(e).splitlines()[0] if str(e) else type(e).__name__
