@@ -9,6 +9,8 @@
  *  - SOCKET_DELAY_US: completions are late but the data is right;
  *  - SOCKET_FAIL_AFTER_BYTES: the receiver gets BT_ERR_REMOTE within a second;
  *  - a garbage connection to the listener is dropped, and a real one still works;
+ *  - stalled strangers (silent, half a header) do not hold up a real peer and are dropped
+ *    when their header is 5 s late;
  *  - idle helper threads use < 10 ms of CPU in 1 s; they carry their names;
  *  - no fd or thread left at the end.
  */
@@ -333,6 +335,66 @@ static void test_garbage(void)
     printf("garbage connection dropped after %.3f s: ok\n", now_s() - t0);
 }
 
+/* Strangers that connect and stall (one silent, one with half a header) while a real peer
+ * connects: the real connection is accepted beside them at once, and they are dropped when
+ * their header is 5 s late. */
+static void test_half_open(void)
+{
+    struct bt_net_socket_config cfg = config(0, 1);
+    bt_net_socket_config_set(&cfg);
+    unsigned char handle[BT_NET_HANDLE_BYTES];
+    void *l = NULL;
+    BT_TEST_OK(net->listen(0, handle, &l));
+    union bt_sockaddr addr;
+    memcpy(&addr, handle + 16, sizeof(addr)); /* struct sock_handle: tag, magic, addr */
+    struct bt_socket_wait w = {.deadline = bt_time_ns() + 5000000000ull};
+    int silent = -1, half = -1;
+    BT_TEST_OK(bt_socket_connect(&addr, &w, &silent));
+    BT_TEST_OK(bt_socket_connect(&addr, &w, &half));
+    uint64_t magic;
+    memcpy(&magic, handle + 8, sizeof(magic)); /* the right magic, then nothing */
+    magic = htobe64(magic);
+    BT_TEST_OK(bt_socket_send_all(half, &magic, sizeof(magic), &w));
+    double t0 = now_s();
+    void *s = NULL, *r = NULL;
+    while (s == NULL || r == NULL) {
+        if (s == NULL)
+            BT_TEST_OK(net->connect(0, handle, &s));
+        if (r == NULL)
+            BT_TEST_OK(net->accept(l, &r));
+        BT_TEST_CHECK(now_s() - t0 < 1, "a real peer waited behind stalled strangers");
+    }
+    double took = now_s() - t0;
+    struct pair p = {.listen = NULL, .send = s, .recv = r};
+    static const size_t sizes[] = {7, 65539};
+    transfer(&p, sizes, 2, 0, 2, BT_OK, BT_OK, NULL);
+    /* the strangers go when their header is late (accept() looks at them) */
+    int gone = 0;
+    while (gone < 2 && now_s() - t0 < 8) {
+        void *c = NULL;
+        BT_TEST_OK(net->accept(l, &c));
+        BT_TEST_CHECK(c == NULL, "a stranger was accepted");
+        gone = 0;
+        int fds[2] = {silent, half};
+        for (int i = 0; i < 2; i++) {
+            char b;
+            ssize_t n = recv(fds[i], &b, 1, MSG_DONTWAIT);
+            gone += n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+        }
+        usleep(10000);
+    }
+    double dropped = now_s() - t0;
+    BT_TEST_CHECK(gone == 2, "stalled strangers still connected after %.1f s", dropped);
+    BT_TEST_CHECK(dropped >= 4.5, "strangers dropped after %.1f s, before their 5 s", dropped);
+    close(silent);
+    close(half);
+    p.listen = l;
+    pair_close(&p);
+    printf("half-open strangers: the real peer connected in %.3f s beside them, they were dropped "
+           "after %.1f s: ok\n",
+           took, dropped);
+}
+
 static long long thread_cpu_ns(int tid)
 {
     char path[64], buf[256];
@@ -435,6 +497,7 @@ int main(void)
     test_fail_after(0, 1);
     test_fail_after(2, 2);
     test_garbage();
+    test_half_open();
     test_idle();
     test_params();
     bt_test_leaks_end(&leaks);
