@@ -13,6 +13,9 @@
  *           (HANG_REPORT=1): rank 0 prints a hang report naming rank 1 as not arrived, then
  *           fails with ncclRemoteError within TIMEOUT + 1 s, its message naming the collective
  *           and rank 1.
+ * absent_first  rank 1 never calls the first AllReduce: rank 0 waits in the GPU setup every
+ *           rank joins at its first GPU operation, reports the hang naming rank 1 (HANG_REPORT=1)
+ *           and fails within TIMEOUT + 1 s.
  * same_gpu  both ranks on GPU 0 (their kernels would wait on each other): ncclInvalidUsage
  *           at the first GPU operation on both, naming the other rank (needs 1 GPU).
  */
@@ -152,12 +155,18 @@ static void slurp(const char *path, char *buf, size_t len)
     fclose(f);
 }
 
-/* Rank `rank` of the absent and same_gpu cases: init on `dev`, one AllReduce unless `skip`
- * (then wait for the other to finish); writes its status to sh->detect_time / exit code. */
-static void absent_rank(int rank, int dev, const ncclUniqueId *id, int skip, struct shared *sh,
-                        ncclResult_t want_launch)
+/* The cases of two ranks that do not both call (or cannot run) the same AllReduce. */
+enum pair_mode {
+    SAME_GPU,     /* both on GPU 0: the call fails with ncclInvalidUsage */
+    ABSENT,       /* one AllReduce together, then rank 1 skips the second */
+    ABSENT_FIRST, /* rank 1 skips the first: rank 0 waits in the GPU setup */
+};
+
+/* Rank `rank` of a pair case; writes when rank 0 called and saw its error to sh; the exit
+ * code says what went wrong. */
+static void pair_rank(int rank, enum pair_mode mode, const ncclUniqueId *id, struct shared *sh)
 {
-    if (cudaSetDevice(dev) != cudaSuccess)
+    if (cudaSetDevice(mode == SAME_GPU ? 0 : rank) != cudaSuccess)
         _exit(20);
     ncclComm_t comm;
     if (ncclCommInitRank(&comm, NR, *id, rank) != ncclSuccess)
@@ -169,12 +178,12 @@ static void absent_rank(int rank, int dev, const ncclUniqueId *id, int skip, str
         _exit(22);
     /* both ranks take part in a first AllReduce (it also connects the GPUs: a collective
      * setup every rank joins at its first GPU operation) */
-    if (want_launch == ncclSuccess) {
+    if (mode == ABSENT) {
         if (ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, stream) != ncclSuccess ||
             cudaStreamSynchronize(stream) != cudaSuccess)
             _exit(23);
     }
-    if (skip) { /* never arrives: stays until the other rank has seen its error */
+    if (rank == 1 && mode != SAME_GPU) { /* never arrives: stays until rank 0 saw its error */
         for (int i = 0; i < 200 && sh->detect_time == 0; i++)
             usleep(50000);
         ncclCommAbort(comm);
@@ -182,12 +191,13 @@ static void absent_rank(int rank, int dev, const ncclUniqueId *id, int skip, str
     }
     double start = now_s();
     ncclResult_t r = ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, stream);
-    if (r != want_launch) {
-        fprintf(stderr, "rank %d: ncclAllReduce returned %d, expected %d\n", rank, (int)r,
-                (int)want_launch);
+    if (mode == SAME_GPU ? r != ncclInvalidUsage
+        : mode == ABSENT ? r != ncclSuccess
+                         : r == ncclSuccess) {
+        fprintf(stderr, "rank %d: ncclAllReduce returned %d\n", rank, (int)r);
         _exit(24);
     }
-    if (r == ncclSuccess) {
+    if (r == ncclSuccess) { /* ABSENT: the kernel's error, through the async error */
         ncclResult_t async = ncclSuccess;
         while (cudaStreamQuery(stream) == cudaErrorNotReady && async == ncclSuccess)
             ncclCommGetAsyncError(comm, &async);
@@ -197,17 +207,16 @@ static void absent_rank(int rank, int dev, const ncclUniqueId *id, int skip, str
                     (int)async);
             _exit(25);
         }
-        sh->kill_time = start;
     }
+    sh->kill_time = start;
     sh->detect_time = now_s();
     ncclCommAbort(comm);
     _exit(0);
 }
 
-/* Two ranks: rank 0 on dev0 calls an AllReduce, rank 1 on dev1 skips it (or calls it too);
- * each one's stderr in /tmp; returns both exit statuses. */
-static void run_pair(int dev1, int skip1, ncclResult_t want, struct shared *sh, char logs[NR][256],
-                     int status[NR])
+/* Both ranks of a pair case, each one's stderr in a file (names in logs); their exit
+ * statuses. */
+static void run_pair(enum pair_mode mode, struct shared *sh, char logs[NR][256], int status[NR])
 {
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
@@ -220,7 +229,7 @@ static void run_pair(int dev1, int skip1, ncclResult_t want, struct shared *sh, 
             if (!freopen(logs[r], "w", stderr))
                 _exit(19);
             setvbuf(stderr, NULL, _IONBF, 0); /* a file is fully buffered; ranks _exit */
-            absent_rank(r, r ? dev1 : 0, &id, r ? skip1 : 0, sh, want);
+            pair_rank(r, mode, &id, sh);
         }
     }
     for (int r = 0; r < NR; r++)
@@ -236,30 +245,45 @@ static struct shared *shared_new(void)
     return sh;
 }
 
-static void absent_case(void)
+/* Rank 1 does not call the AllReduce rank 0 waits in (HANG_REPORT=1): rank 0 reports the
+ * hang naming rank 1 (in the kernel, or in the GPU setup when it is the first), then fails
+ * within TIMEOUT + 1 s. */
+static void absent_case(enum pair_mode mode)
 {
+    const char *name = mode == ABSENT ? "absent" : "absent_first";
     setenv("BATON_HANG_REPORT", "1", 1);
     struct shared *sh = shared_new();
     char logs[NR][256], out[16384];
     int status[NR];
-    run_pair(1, 1, ncclSuccess, sh, logs, status);
+    run_pair(mode, sh, logs, status);
     unsetenv("BATON_HANG_REPORT");
     slurp(logs[0], out, sizeof(out));
     for (int r = 0; r < NR; r++)
         BT_TEST_CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
-                      "rank %d ended with status 0x%x; rank 0 said:\n%s", r, status[r], out);
+                      "%s: rank %d ended with status 0x%x; rank 0 said:\n%s", name, r, status[r],
+                      out);
     double detect = sh->detect_time - sh->kill_time;
-    printf("absent: rank 0 got ncclRemoteError %.2f s after its AllReduce (TIMEOUT %d s)\n", detect,
+    printf("%s: rank 0 got its error %.2f s after its AllReduce (TIMEOUT %d s)\n", name, detect,
            TIMEOUT_S);
-    BT_TEST_CHECK(detect <= TIMEOUT_S + 1.0, "the error came %.2f s after the call", detect);
-    /* the hang report (HANG_REPORT=1), then the timeout, both naming rank 1 */
-    BT_TEST_CHECK(strstr(out, "has waited 1 s for rank 1"), "no hang report naming rank 1:\n%s",
-                  out);
-    BT_TEST_CHECK(strstr(out, "1 rank(s) have not arrived at collective #2: 1 (last started #1)"),
-                  "the hang report does not name rank 1 as not arrived:\n%s", out);
-    BT_TEST_CHECK(strstr(out, "no progress for TIMEOUT=3 s while waiting for rank 1"),
-                  "the timeout does not name rank 1:\n%s", out);
-    printf("absent: rank 0's report:\n%s", out);
+    BT_TEST_CHECK(detect <= TIMEOUT_S + 1.0, "%s: the error came %.2f s after the call", name,
+                  detect);
+    if (mode == ABSENT) { /* the kernel's hang report, then its timeout, naming rank 1 */
+        BT_TEST_CHECK(strstr(out, "has waited 1 s for rank 1"), "no hang report naming rank 1:\n%s",
+                      out);
+        BT_TEST_CHECK(
+            strstr(out, "1 rank(s) have not arrived at collective #2: 1 (last started #1)"),
+            "the hang report does not name rank 1 as not arrived:\n%s", out);
+        BT_TEST_CHECK(strstr(out, "no progress for TIMEOUT=3 s while waiting for rank 1"),
+                      "the timeout does not name rank 1:\n%s", out);
+    } else { /* the setup's hang report */
+        BT_TEST_CHECK(strstr(out, "GPU setup, which every rank joins at its first GPU operation "
+                                  "(here collective #1), has waited 1 s"),
+                      "no hang report of the GPU setup:\n%s", out);
+        BT_TEST_CHECK(
+            strstr(out, "1 rank(s) have not arrived at collective #1: 1 (last started #0)"),
+            "the setup's hang report does not name rank 1 as not arrived:\n%s", out);
+    }
+    printf("%s: rank 0's report:\n%s", name, out);
     for (int r = 0; r < NR; r++)
         unlink(logs[r]);
     munmap(sh, sizeof(*sh));
@@ -270,7 +294,7 @@ static void same_gpu_case(void)
     struct shared *sh = shared_new();
     char logs[NR][256], out[NR][8192];
     int status[NR];
-    run_pair(0, 0, ncclInvalidUsage, sh, logs, status);
+    run_pair(SAME_GPU, sh, logs, status);
     for (int r = 0; r < NR; r++) {
         slurp(logs[r], out[r], sizeof(out[r]));
         BT_TEST_CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
@@ -303,9 +327,9 @@ int main(int argc, char **argv)
         _exit(cudaGetDeviceCount(&ngpus) == cudaSuccess ? ngpus : 0);
     if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
         ngpus = WEXITSTATUS(st);
-    const char *all[] = {"same_gpu", "absent", "kill"};
+    const char *all[] = {"same_gpu", "absent", "absent_first", "kill"};
     const char **cases = argc > 1 ? (const char **)argv + 1 : all;
-    int ncases = argc > 1 ? argc - 1 : 3;
+    int ncases = argc > 1 ? argc - 1 : 4;
     for (int i = 0; i < ncases; i++) {
         int need = strcmp(cases[i], "same_gpu") == 0 ? 1 : 2;
         BT_TEST_CHECK(ngpus >= need, "case %s needs %d GPUs, this machine has %d", cases[i], need,
@@ -313,11 +337,13 @@ int main(int argc, char **argv)
         if (strcmp(cases[i], "same_gpu") == 0)
             same_gpu_case();
         else if (strcmp(cases[i], "absent") == 0)
-            absent_case();
+            absent_case(ABSENT);
+        else if (strcmp(cases[i], "absent_first") == 0)
+            absent_case(ABSENT_FIRST);
         else if (strcmp(cases[i], "kill") == 0)
             kill_cases();
         else
-            BT_TEST_CHECK(0, "unknown case %s (same_gpu, absent, kill)", cases[i]);
+            BT_TEST_CHECK(0, "unknown case %s (same_gpu, absent, absent_first, kill)", cases[i]);
     }
     printf("test_gpu_fault: ok\n");
     return 0;

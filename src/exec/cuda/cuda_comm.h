@@ -71,9 +71,12 @@ struct bt_cuda_comm {
 
 /* The watcher (watch.c): a thread, while GPU communicators exist, that prints what their
  * kernels report: a wait past HANG_REPORT (with the ranks that have not arrived at the
- * collective) and the error that ended a kernel. add: once the comm's CUDA state is set up;
- * remove: before it is freed. */
-void bt_cuda_watch_add(struct bt_comm *comm);
+ * collective) and the error that ended a kernel; also a GPU setup that waits past
+ * HANG_REPORT. setup: before the comm's GPU setup (its first GPU operation; `seq` the
+ * collective it runs for, 0 for a send/recv); setup_done: after it (success or not);
+ * remove: after its kernels finished, before its CUDA state is freed. */
+void bt_cuda_watch_setup(struct bt_comm *comm, uint64_t seq);
+void bt_cuda_watch_setup_done(struct bt_comm *comm);
 void bt_cuda_watch_remove(struct bt_comm *comm);
 
 /* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */

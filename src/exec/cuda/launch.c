@@ -147,7 +147,6 @@ static bt_status_t cuda_comm_setup(struct bt_comm *comm)
         return st;
     }
     comm->cuda = cc;
-    bt_cuda_watch_add(comm);
     return BT_OK;
 }
 
@@ -509,6 +508,27 @@ static bt_status_t setup_comms(struct bt_op *ops, int nops)
     return bt_for_each_comm(ops, nops, needs_setup, setup_one, NULL);
 }
 
+/* The setup is collective: every rank joins it at its first GPU operation. Before it, each
+ * communicator that sets up marks its first collective of the launch on the arrival board
+ * (launch_comm_ops marks it again, the same number) and tells the watcher, so that a rank
+ * that never comes shows in a hang report instead of a silent wait. Ops of one comm are
+ * contiguous. */
+static void watch_setups(const struct bt_op *ops, int nops)
+{
+    for (int i = 0; i < nops; i++) {
+        if (!needs_setup(&ops[i]) || (i > 0 && ops[i].comm == ops[i - 1].comm))
+            continue;
+        struct bt_comm *comm = ops[i].comm;
+        uint64_t seq = 0;
+        for (int j = i; j < nops && ops[j].comm == comm && !seq; j++)
+            if (ops[j].coll != BT_COLL_SEND && ops[j].coll != BT_COLL_RECV)
+                seq = comm->ncolls + 1;
+        if (seq)
+            bt_arrival_start(comm, seq);
+        bt_cuda_watch_setup(comm, seq);
+    }
+}
+
 /* Through the network the launch hands the proxy each kernel's steps as it queues the
  * kernel; a graph would replay kernels without them. */
 static bt_status_t check_capture(const struct bt_op *ops, int i0, int nops)
@@ -564,7 +584,14 @@ bt_status_t bt_cuda_launch(struct bt_op *ops, int nops)
     cudaGetDevice(&prev);
     for (int i = 0; i < nops; i++)
         setup |= needs_setup(&ops[i]);
-    bt_status_t st = setup ? setup_comms(ops, nops) : BT_OK;
+    bt_status_t st = BT_OK;
+    if (setup) {
+        watch_setups(ops, nops);
+        st = setup_comms(ops, nops);
+        for (int i = 0; i < nops; i++)
+            if (i == 0 || ops[i].comm != ops[i - 1].comm)
+                bt_cuda_watch_setup_done(ops[i].comm);
+    }
     /* a refused capture leaves the communicators as they are: nothing was queued */
     for (int i = 0; i < nops && st == BT_OK; i++)
         if (i == 0 || ops[i].comm != ops[i - 1].comm)

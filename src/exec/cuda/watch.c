@@ -7,7 +7,9 @@
  *     direction, and the ranks that have not called that collective yet (the arrival board,
  *     ranks on one host);
  *   - the error that ended a kernel (TIMEOUT, with the same details; an abort at INFO: the
- *     user asked for it).
+ *     user asked for it);
+ *   - a communicator's GPU setup (collective: every rank joins it at its first GPU operation)
+ *     waiting past HANG_REPORT, with the ranks that have not called that first collective.
  * It costs a wake-up per WATCH_MS and a few loads; nothing on the launch path.
  */
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include "exec/cuda/kargs.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/time.h"
 
 #define WATCH_MS 100
 
@@ -31,7 +34,12 @@ static struct {
     pthread_t thread;
     int running;
     unsigned gen; /* a thread runs while this is the number it was started with */
-    struct bt_comm **comms;
+    struct watched {
+        struct bt_comm *comm;
+        int setting_up, setup_told; /* the GPU setup runs; its hang was reported */
+        uint64_t setup_seq;         /* the collective that set up (0: a send/recv) */
+        uint64_t setup_since;       /* bt_time_ns */
+    } * comms;
     int n, cap;
 } w = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -81,6 +89,20 @@ static const char *direction(int is_send)
     return is_send ? "for room to send to it" : "for data from it";
 }
 
+static void look_setup(struct watched *e)
+{
+    uint64_t hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull;
+    if (e->setup_told || !hang_ns || bt_time_ns() - e->setup_since < hang_ns)
+        return;
+    e->setup_told = 1;
+    bt_log_set_rank(e->comm->rank);
+    BT_REPORT("hang report: the communicator's GPU setup, which every rank joins at its first GPU "
+              "operation (here collective #%llu), has waited %d s",
+              (unsigned long long)e->setup_seq, (int)bt_param_hang_report());
+    if (e->setup_seq)
+        bt_arrival_report(e->comm, e->setup_seq);
+}
+
 static void look(struct bt_comm *comm)
 {
     struct bt_cuda_comm *cc = comm->cuda;
@@ -119,8 +141,12 @@ static void *watch_main(void *arg)
     unsigned gen = (unsigned)(uintptr_t)arg;
     pthread_mutex_lock(&w.lock);
     while (w.gen == gen) {
-        for (int i = 0; i < w.n; i++)
-            look(w.comms[i]);
+        for (int i = 0; i < w.n; i++) {
+            if (w.comms[i].setting_up)
+                look_setup(&w.comms[i]);
+            else
+                look(w.comms[i].comm);
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += WATCH_MS * 1000000L;
@@ -136,13 +162,25 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-void bt_cuda_watch_add(struct bt_comm *comm)
+static struct watched *find(struct bt_comm *comm)
+{
+    for (int i = 0; i < w.n; i++)
+        if (w.comms[i].comm == comm)
+            return &w.comms[i];
+    return NULL;
+}
+
+void bt_cuda_watch_setup(struct bt_comm *comm, uint64_t seq)
 {
     pthread_once(&once, init_once);
     pthread_mutex_lock(&w.lock);
+    if (find(comm)) {
+        pthread_mutex_unlock(&w.lock);
+        return;
+    }
     if (w.n == w.cap) {
         int cap = w.cap ? 2 * w.cap : 8;
-        struct bt_comm **c = realloc(w.comms, sizeof(*c) * (size_t)cap);
+        struct watched *c = realloc(w.comms, sizeof(*c) * (size_t)cap);
         if (!c) {
             pthread_mutex_unlock(&w.lock);
             BT_WARN("rank %d: out of memory: this communicator's kernel reports go unwatched",
@@ -152,7 +190,8 @@ void bt_cuda_watch_add(struct bt_comm *comm)
         w.comms = c;
         w.cap = cap;
     }
-    w.comms[w.n++] = comm;
+    w.comms[w.n++] = (struct watched){
+        .comm = comm, .setting_up = 1, .setup_seq = seq, .setup_since = bt_time_ns()};
     if (!w.running) {
         if (pthread_create(&w.thread, NULL, watch_main, (void *)(uintptr_t)w.gen) == 0)
             w.running = 1;
@@ -164,17 +203,29 @@ void bt_cuda_watch_add(struct bt_comm *comm)
     pthread_mutex_unlock(&w.lock);
 }
 
+void bt_cuda_watch_setup_done(struct bt_comm *comm)
+{
+    if (!comm->cuda) { /* it failed: nothing to watch */
+        bt_cuda_watch_remove(comm);
+        return;
+    }
+    pthread_mutex_lock(&w.lock);
+    struct watched *e = find(comm);
+    if (e)
+        e->setting_up = 0;
+    pthread_mutex_unlock(&w.lock);
+}
+
 void bt_cuda_watch_remove(struct bt_comm *comm)
 {
     pthread_t join;
     int stopping = 0;
     pthread_mutex_lock(&w.lock);
-    for (int i = 0; i < w.n; i++) {
-        if (w.comms[i] == comm) {
+    struct watched *e = find(comm);
+    if (e) {
+        if (!e->setting_up)
             look(comm); /* a last look: what the kernels left unsaid */
-            w.comms[i] = w.comms[--w.n];
-            break;
-        }
+        *e = w.comms[--w.n];
     }
     if (w.n == 0 && w.running) { /* no GPU communicator left: no thread either */
         w.gen++;
