@@ -9,6 +9,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/baton-gpu}
+# ranks (one GPU each) for baton-perf and gpu_test_gpu_colls (BATON_TEST_GPUS); the random
+# and fault tests are 2-rank tests
+NRANKS=${NRANKS:-2}
+export BATON_TEST_GPUS=$NRANKS
 what=${1:-all}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -79,7 +83,7 @@ if [ "$what" = sanitize ] || [ "$what" = all ]; then
             echo "== compute-sanitizer --tool $tool ($v)"
             log="$OUT/sanitize-$tool-$(echo "$v" | tr ' =' '_-').log"
             env $v BATON_TIMEOUT=120 timeout 300 "$CS" --tool $tool --target-processes all \
-                --error-exitcode 9 "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" allreduce \
+                --error-exitcode 9 "$BUILD/bin/baton-run" -n "$NRANKS" "$BUILD/bin/baton-perf" allreduce \
                 -b 8 -e 256K -f 32 -c 1 -n 2 -w 1 >"$log" 2>&1
             echo "rc=$?: $(grep -E 'ERROR SUMMARY|Out of bounds' "$log" | tr '\n' ' ')"
         done
@@ -93,7 +97,7 @@ perf()
     shift 2
     local env=()
     [ "$lib" = nccl ] && env=(LD_LIBRARY_PATH="$NCCL_LIB")
-    env "${env[@]}" timeout 300 "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" "$coll" "$@" 2>&1
+    env "${env[@]}" timeout 300 "$BUILD/bin/baton-run" -n "$NRANKS" "$BUILD/bin/baton-perf" "$coll" "$@" 2>&1
 }
 
 # variant V COLL ARGS...: baton-perf over 2 ranks, Baton under the environment words V
@@ -105,7 +109,7 @@ variant()
     if [ "$v" = nccl ]; then
         perf nccl "$@"
     else
-        env $v "$BUILD/bin/baton-run" -n 2 "$BUILD/bin/baton-perf" "$@" 2>&1
+        env $v "$BUILD/bin/baton-run" -n "$NRANKS" "$BUILD/bin/baton-perf" "$@" 2>&1
     fi
 }
 
@@ -121,14 +125,15 @@ if [ "$what" = tune ] || [ "$what" = all ]; then
     # small and middle sizes: the tuner's choice against each algorithm x protocol (and more
     # channels), NCCL beside; then the other collectives with and without LL
     for r in $(seq "${TUNE_ROUNDS:-2}"); do
-        for v in "BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Ring BATON_PROTO=LL" \
+        for v in "BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Direct BATON_PROTO=LL128" \
+            "BATON_ALGO=Ring BATON_PROTO=LL" \
             "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Ring BATON_PROTO=Simple" \
             "BATON_ALGO=Direct BATON_PROTO=LL BATON_MIN_NCHANNELS=16" \
             "BATON_ALGO=Ring BATON_PROTO=LL BATON_MIN_NCHANNELS=16" \
             "BATON_ALGO=Direct BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" \
             "BATON_ALGO=Ring BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" nccl; do
             echo "#### round $r allreduce $v" >>"$OUT/tune.txt"
-            variant "$v" allreduce -b 8 -e 32M -f 2 -c 0 -n 50 -w 10 >>"$OUT/tune.txt"
+            variant "$v" allreduce -b 8 -e "${TUNE_MAX:-32M}" -f 2 -c 0 -n 50 -w 10 >>"$OUT/tune.txt"
         done
     done
     for coll in ${TUNE_COLLS:-allgather reducescatter broadcast sendrecv}; do
@@ -213,7 +218,7 @@ if [ "$what" = perf ] || [ "$what" = all ]; then
     for coll in allreduce allgather reducescatter broadcast reduce sendrecv alltoall; do
         for lib in baton nccl; do
             echo "#### $coll $lib" >>"$OUT/perf-sweep.txt"
-            perf $lib $coll -b 8 -e 512M -f 4 -c 1 -n 20 -w 5 >>"$OUT/perf-sweep.txt"
+            perf $lib $coll -b 8 -e "${PERF_MAX:-512M}" -f 4 -c 1 -n 20 -w 5 >>"$OUT/perf-sweep.txt"
         done
     done
     grep -E '^####|Out of bounds|Avg bus' "$OUT/perf-sweep.txt"

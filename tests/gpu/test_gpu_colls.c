@@ -10,8 +10,10 @@
  * that travels between ranks in the collective's dtype is exact even in fp8 (a ring sends
  * partial reductions in the dtype, as NCCL does: 3 x 3 = 9 would round in e5m2 before the
  * next rank adds to it); only final results may round, the same way on both sides.
- * Two modes: two processes with one GPU each (ncclCommInitRank), and one process driving
- * both GPUs (ncclCommInitAll, collectives inside ncclGroupStart/End). Needs 2 GPUs.
+ * With more than 2 ranks (BATON_TEST_GPUS=4 or 8) inputs are 0 or 1, so that partial sums of
+ * 8 ranks stay exact in e5m2 too.
+ * Two modes: N processes with one GPU each (ncclCommInitRank), and one process driving
+ * every GPU (ncclCommInitAll, collectives inside ncclGroupStart/End). Needs N GPUs.
  */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -23,7 +25,9 @@
 #include "harness.h"
 #include "nccl.h"
 
-#define NR 2
+/* Ranks, one GPU each: BATON_TEST_GPUS (default 2, at most MAX_NR). */
+#define MAX_NR 8
+static int NR = 2;
 #define BIG (1024 * 1024 + 3)
 
 #define CU(call)                                                                                   \
@@ -52,6 +56,8 @@ static int is_float(int t)
 
 static double input(int rank, size_t i)
 {
+    if (NR > 2) /* 0 or 1: partial sums of up to 8 ranks (x 2 for PreMulSum) stay exact in e5m2 */
+        return (double)((i * 7 + (size_t)rank * 3) % 2);
     return (double)(1 + (i * 7 + (size_t)rank * 3) % 4);
 }
 
@@ -440,16 +446,16 @@ static int rank_main(int rank, int nranks, void *arg)
     CU(cudaFree(b.base));
     CU(cudaStreamDestroy(b.stream));
     BT_TEST_CHECK(wrong == 0, "rank %d: %zu wrong elements over %d cases", rank, wrong, ncases);
-    printf("rank %d: %d cases (2 processes) ok\n", rank, ncases);
+    printf("rank %d: %d cases (%d processes) ok\n", rank, ncases, NR);
     return 0;
 }
 
-/* One process, both GPUs: every case as a group over the two communicators. */
+/* One process, every GPU: every case as a group over the communicators. */
 static void single_process(void)
 {
-    ncclComm_t comms[NR];
+    ncclComm_t comms[MAX_NR];
     BT_TEST_OK(ncclCommInitAll(comms, NR, NULL));
-    struct rank_bufs b[NR];
+    struct rank_bufs b[MAX_NR];
     memset(b, 0, sizeof(b));
     for (int g = 0; g < NR; g++) {
         CU(cudaSetDevice(g));
@@ -498,13 +504,17 @@ static void single_process(void)
         CU(cudaStreamDestroy(b[g].stream));
     }
     BT_TEST_CHECK(wrong == 0, "one process: %zu wrong elements over %d cases", wrong, ncases);
-    printf("one process, 2 GPUs: %d cases ok\n", ncases);
+    printf("one process, %d GPUs: %d cases ok\n", NR, ncases);
 }
 
 int main(void)
 {
     /* CUDA is not touched before the fork: the children initialize it themselves. The id's
      * rendezvous root runs here, in the parent. */
+    const char *g = getenv("BATON_TEST_GPUS");
+    if (g)
+        NR = atoi(g);
+    BT_TEST_CHECK(NR >= 2 && NR <= MAX_NR, "BATON_TEST_GPUS=%s: 2..%d", g, MAX_NR);
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
     BT_TEST_OK(bt_test_run_ranks(NR, rank_main, &id, 600));

@@ -1,0 +1,33 @@
+#!/bin/bash
+# Issue 9: the runs for 4 and 8 GPUs, ready for when such a machine is lent (NVIDIA NCCL
+# 2.28.9 beside Baton in the same call, NCCL_NVLS_ENABLE=0 as run.sh sets). One device call per
+# rank count, from the repository root, with build-gpu carried:
+#   NRANKS=8 BUILD=build-gpu OUT=$OUT tests/gpu/many.sh [part...]
+# parts (default all, in this order; split them over calls if one runs past 10 minutes):
+#   tests   gpu_test_gpu_colls over N GPUs (N processes, and one process driving all), with the
+#           tuner's choices and with ALGO=Ring; the 2-rank random and fault tests
+#   perf    every collective 8 B..4 GB with -c 1 (#wrong), Baton and NCCL
+#   tune    AllReduce 8 B..1 GB per algorithm x protocol and the tuner's choice, NCCL beside:
+#           the tuner against the best measured at each size, and the figures to fit the cost
+#           model's hops on (docs/TUNING.md)
+#   ddp     torch DDP over N processes, Baton and NCCL (losses within LOSS_RTOL: N > 2 ranks
+#           reduce in different orders)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export NRANKS=${NRANKS:-$(nvidia-smi -L | grep -c '^GPU')}
+export BUILD=${BUILD:-build-gpu} OUT=${OUT:-/tmp/baton-many}
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(tests perf tune ddp)
+modes=()
+for p in "${parts[@]}"; do
+    case $p in
+    tests) modes+=(tests) ;;
+    perf) modes+=(perf) ;;
+    tune) modes+=(tune) ;;
+    ddp) modes+=(torch:ddp) ;;
+    *) echo "unknown part $p" >&2; exit 2 ;;
+    esac
+done
+TEST_VARIANTS="BATON_X=1;BATON_ALGO=Ring" PERF_MAX=4G TUNE_MAX=1G TUNE_ROUNDS=1 \
+    TUNE_COLLS="allgather reducescatter" NPROC=$NRANKS LOSS_RTOL=${LOSS_RTOL:-1e-5} \
+    exec tests/gpu/session.sh "${modes[@]}"
