@@ -55,6 +55,9 @@ BT_PARAM_INT(ring_split, "RING_SPLIT", 1,
 BT_PARAM_STR(inject_link_bw, "INJECT_LINK_BW", NULL,
              "testing: cap send rates of host-memory links, SRC>DST:MB/s entries (rank or *), "
              "comma-separated, later ones win; e.g. '*>*:2000,0>1:1000'")
+BT_PARAM_INT(test_same_gpu, "TEST_SAME_GPU", 0,
+             "testing only: 1 lets ranks of one process share a GPU (their kernels must fit on "
+             "it together; two ranks of up to 64 channels fit an H200); refused otherwise")
 BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0,
              "1: GPU connectors in host shared memory (cudaHostRegister) instead of GPU memory "
              "mapped between GPUs")

@@ -451,14 +451,15 @@ static int rank_main(int rank, int nranks, void *arg)
 }
 
 /* One process, every GPU: every case as a group over the communicators. */
-static void single_process(void)
+static void single_process(int one_gpu)
 {
     ncclComm_t comms[MAX_NR];
-    BT_TEST_OK(ncclCommInitAll(comms, NR, NULL));
+    int devs[MAX_NR] = {0};
+    BT_TEST_OK(ncclCommInitAll(comms, NR, one_gpu ? devs : NULL));
     struct rank_bufs b[MAX_NR];
     memset(b, 0, sizeof(b));
     for (int g = 0; g < NR; g++) {
-        CU(cudaSetDevice(g));
+        CU(cudaSetDevice(one_gpu ? 0 : g));
         CU(cudaStreamCreateWithFlags(&b[g].stream, cudaStreamNonBlocking));
     }
     size_t wrong = 0;
@@ -468,13 +469,13 @@ static void single_process(void)
         if (c.count == BIG && (c.dtype != ncclFloat32 && c.dtype != ncclInt8))
             continue; /* the 2-process run covers every dtype at this size */
         for (int g = 0; g < NR; g++) {
-            CU(cudaSetDevice(g));
+            CU(cudaSetDevice(one_gpu ? 0 : g));
             prepare(&c, g, &b[g]);
         }
         if (c.coll != C_SENDRECV)
             BT_TEST_OK(ncclGroupStart());
         for (int g = 0; g < NR; g++) {
-            CU(cudaSetDevice(g));
+            CU(cudaSetDevice(one_gpu ? 0 : g));
             if (c.coll == C_SENDRECV) /* both ranks' sends and receives in one group */
                 continue;
             issue(&c, g, comms[g], &b[g]);
@@ -482,7 +483,7 @@ static void single_process(void)
         if (c.coll == C_SENDRECV) {
             BT_TEST_OK(ncclGroupStart());
             for (int g = 0; g < NR; g++) {
-                CU(cudaSetDevice(g));
+                CU(cudaSetDevice(one_gpu ? 0 : g));
                 BT_TEST_OK(ncclSend(b[g].send, c.count, (ncclDataType_t)c.dtype, (g + 1) % NR,
                                     comms[g], b[g].stream));
                 BT_TEST_OK(ncclRecv(b[g].recv, c.count, (ncclDataType_t)c.dtype, (g - 1 + NR) % NR,
@@ -491,7 +492,7 @@ static void single_process(void)
         }
         BT_TEST_OK(ncclGroupEnd());
         for (int g = 0; g < NR; g++) {
-            CU(cudaSetDevice(g));
+            CU(cudaSetDevice(one_gpu ? 0 : g));
             CU(cudaStreamSynchronize(b[g].stream));
             wrong += verify(&c, g, &b[g]);
             finish(&c, comms[g], &b[g]);
@@ -499,12 +500,13 @@ static void single_process(void)
     }
     for (int g = 0; g < NR; g++) {
         BT_TEST_OK(ncclCommDestroy(comms[g]));
-        CU(cudaSetDevice(g));
+        CU(cudaSetDevice(one_gpu ? 0 : g));
         CU(cudaFree(b[g].base));
         CU(cudaStreamDestroy(b[g].stream));
     }
     BT_TEST_CHECK(wrong == 0, "one process: %zu wrong elements over %d cases", wrong, ncases);
-    printf("one process, %d GPUs: %d cases ok\n", NR, ncases);
+    printf("one process, %d ranks on %s: %d cases ok\n", NR, one_gpu ? "GPU 0" : "as many GPUs",
+           ncases);
 }
 
 int main(void)
@@ -515,13 +517,21 @@ int main(void)
     if (g)
         NR = atoi(g);
     BT_TEST_CHECK(NR >= 2 && NR <= MAX_NR, "BATON_TEST_GPUS=%s: 2..%d", g, MAX_NR);
+    /* BATON_TEST_SAME_GPU=1 (a one-GPU machine): the one-process mode only, every rank on
+     * GPU 0 (the library allows it within one process when asked) */
+    const char *same = getenv("BATON_TEST_SAME_GPU");
+    if (same && atoi(same)) {
+        single_process(1);
+        printf("test_gpu_colls: ok (one process, every rank on GPU 0)\n");
+        return 0;
+    }
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
     BT_TEST_OK(bt_test_run_ranks(NR, rank_main, &id, 600));
     int n = 0;
     CU(cudaGetDeviceCount(&n));
     BT_TEST_CHECK(n >= NR, "this test needs %d GPUs, the process sees %d", NR, n);
-    single_process();
+    single_process(0);
     printf("test_gpu_colls: ok\n");
     return 0;
 }
