@@ -16,6 +16,8 @@
  * absent_first  rank 1 never calls the first AllReduce: rank 0 waits in the GPU setup every
  *           rank joins at its first GPU operation, reports the hang naming rank 1 (HANG_REPORT=1)
  *           and fails within TIMEOUT + 1 s.
+ * absent_one_gpu  the absent case with both ranks in one process on GPU 0 (TEST_SAME_GPU;
+ *           runs on a one-GPU machine; not in the default list).
  * same_gpu  both ranks on GPU 0 (their kernels would wait on each other): ncclInvalidUsage
  *           at the first GPU operation on both, naming the other rank (needs 1 GPU).
  */
@@ -289,6 +291,72 @@ static void absent_case(enum pair_mode mode)
     munmap(sh, sizeof(*sh));
 }
 
+/* The absent case inside one process on one GPU (TEST_SAME_GPU; a one-GPU machine): two
+ * communicators on GPU 0 run an AllReduce together, then only rank 0 calls the second. Runs
+ * in a child whose stderr goes to `log`; exit 0 when rank 0 got ncclRemoteError in time. */
+static void absent_one_gpu_child(const char *log)
+{
+    if (!freopen(log, "w", stderr))
+        _exit(19);
+    setvbuf(stderr, NULL, _IONBF, 0);
+    ncclComm_t comms[NR];
+    int devs[NR] = {0, 0};
+    if (ncclCommInitAll(comms, NR, devs) != ncclSuccess)
+        _exit(21);
+    float *buf[NR];
+    cudaStream_t st[NR];
+    for (int r = 0; r < NR; r++)
+        if (cudaMalloc((void **)&buf[r], 1024 * sizeof(float)) != cudaSuccess ||
+            cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking) != cudaSuccess)
+            _exit(22);
+    ncclGroupStart();
+    for (int r = 0; r < NR; r++)
+        ncclAllReduce(buf[r], buf[r], 1024, ncclFloat32, ncclSum, comms[r], st[r]);
+    if (ncclGroupEnd() != ncclSuccess || cudaDeviceSynchronize() != cudaSuccess)
+        _exit(23);
+    double start = now_s();
+    if (ncclAllReduce(buf[0], buf[0], 1024, ncclFloat32, ncclSum, comms[0], st[0]) != ncclSuccess)
+        _exit(24);
+    ncclResult_t async = ncclSuccess;
+    while (cudaStreamQuery(st[0]) == cudaErrorNotReady && async == ncclSuccess)
+        ncclCommGetAsyncError(comms[0], &async);
+    ncclCommGetAsyncError(comms[0], &async);
+    double took = now_s() - start;
+    if (async != ncclRemoteError)
+        _exit(25);
+    fprintf(stderr, "absent_one_gpu: ncclRemoteError after %.2f s\n", took);
+    for (int r = 0; r < NR; r++)
+        ncclCommAbort(comms[r]);
+    _exit(took <= TIMEOUT_S + 1.0 ? 0 : 26);
+}
+
+static void absent_one_gpu_case(void)
+{
+    setenv("BATON_HANG_REPORT", "1", 1);
+    setenv("BATON_TEST_SAME_GPU", "1", 1);
+    char log[256], out[16384];
+    snprintf(log, sizeof(log), "/tmp/baton-gpu-fault-%d-one.log", (int)getpid());
+    pid_t pid = fork();
+    BT_TEST_CHECK(pid >= 0, "fork");
+    if (pid == 0)
+        absent_one_gpu_child(log);
+    int status;
+    BT_TEST_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+    unsetenv("BATON_HANG_REPORT");
+    unsetenv("BATON_TEST_SAME_GPU");
+    slurp(log, out, sizeof(out));
+    unlink(log);
+    BT_TEST_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "absent_one_gpu: ended with status 0x%x:\n%s", status, out);
+    BT_TEST_CHECK(strstr(out, "has waited 1 s for rank 1"), "no hang report naming rank 1:\n%s",
+                  out);
+    BT_TEST_CHECK(strstr(out, "1 rank(s) have not arrived at collective #2: 1 (last started #1)"),
+                  "the hang report does not name rank 1 as not arrived:\n%s", out);
+    BT_TEST_CHECK(strstr(out, "no progress for TIMEOUT=3 s while waiting for rank 1"),
+                  "the timeout does not name rank 1:\n%s", out);
+    printf("absent_one_gpu: rank 0's report:\n%s", out);
+}
+
 static void same_gpu_case(void)
 {
     struct shared *sh = shared_new();
@@ -331,7 +399,8 @@ int main(int argc, char **argv)
     const char **cases = argc > 1 ? (const char **)argv + 1 : all;
     int ncases = argc > 1 ? argc - 1 : 4;
     for (int i = 0; i < ncases; i++) {
-        int need = strcmp(cases[i], "same_gpu") == 0 ? 1 : 2;
+        int need =
+            strcmp(cases[i], "same_gpu") == 0 || strcmp(cases[i], "absent_one_gpu") == 0 ? 1 : 2;
         BT_TEST_CHECK(ngpus >= need, "case %s needs %d GPUs, this machine has %d", cases[i], need,
                       ngpus);
         if (strcmp(cases[i], "same_gpu") == 0)
@@ -340,10 +409,14 @@ int main(int argc, char **argv)
             absent_case(ABSENT);
         else if (strcmp(cases[i], "absent_first") == 0)
             absent_case(ABSENT_FIRST);
+        else if (strcmp(cases[i], "absent_one_gpu") == 0)
+            absent_one_gpu_case();
         else if (strcmp(cases[i], "kill") == 0)
             kill_cases();
         else
-            BT_TEST_CHECK(0, "unknown case %s (same_gpu, absent, absent_first, kill)", cases[i]);
+            BT_TEST_CHECK(0,
+                          "unknown case %s (same_gpu, absent, absent_first, absent_one_gpu, kill)",
+                          cases[i]);
     }
     printf("test_gpu_fault: ok\n");
     return 0;
