@@ -1,0 +1,31 @@
+#!/bin/bash
+# Regression hunting on the GPU machine: baton-perf over 2 ranks with several builds of the
+# library side by side (alternating, ROUNDS rounds), NVIDIA's NCCL beside. Each build is a
+# folder with libnccl.so.2 (build-libs/<commit>, made on the development machine from a
+# worktree of that commit); the binaries are this build's (the API is NCCL's, the kernels
+# live in the library). From the repository root, build-gpu and build-libs carried:
+#   OUT=$OUT tests/gpu/compare_libs.sh [COLL:SIZE ...]   (default allreduce:128M allgather:128M sendrecv:128M)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=$(realpath "${BUILD:-build-gpu}")
+OUT=${OUT:-/tmp/baton-compare}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0
+NCCL_LIB=${NCCL_LIB:-$(python3 -c "import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))" 2>/dev/null)}
+cases=("$@")
+[ ${#cases[@]} -eq 0 ] && cases=(allreduce:128M allgather:128M sendrecv:128M)
+libs=("$B/lib")
+for d in build-libs/*/; do libs+=("$(realpath "$d")"); done
+[ -n "$NCCL_LIB" ] && libs+=("$NCCL_LIB")
+for r in $(seq "${ROUNDS:-2}"); do
+    for l in "${libs[@]}"; do
+        for c in "${cases[@]}"; do
+            coll=${c%%:*} size=${c#*:}
+            line=$(LD_LIBRARY_PATH="$l" timeout 120 "$B/bin/baton-run" -n 2 "$B/bin/baton-perf" \
+                "$coll" -b "$size" -e "$size" -c 0 -n 20 -w 5 2>&1 | tee -a "$OUT/compare.log" |
+                grep -E '^ +[0-9]+ ' | tail -n 1)
+            printf 'round %s %-28s %-14s %s\n' "$r" "$(basename "$(dirname "$l")")/$(basename "$l")" \
+                "$coll" "$line"
+        done
+    done
+done | tee "$OUT/compare.txt"
