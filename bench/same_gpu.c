@@ -38,6 +38,10 @@ int main(int argc, char **argv)
     int ag = strcmp(argv[1], "allgather") == 0;
     size_t bytes = strtoull(argv[2], NULL, 0), count = bytes / sizeof(float);
     int iters = atoi(argv[3]);
+    if (iters < 1 || bytes < 2 * sizeof(float)) {
+        fprintf(stderr, "baton-same-gpu: ITERS >= 1 and BYTES >= 8, please\n");
+        return 2;
+    }
     ncclComm_t comms[2];
     int devs[2] = {0, 0};
     CHECK(ncclCommInitAll(comms, 2, devs) == ncclSuccess);
@@ -69,7 +73,8 @@ int main(int argc, char **argv)
     }
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
     double us = (now_s() - t0) / iters * 1e6;
-    printf("%s %zu bytes: %.1f us, %.1f GB/s (bytes / time)\n", argv[1], bytes, us, bytes / us / 1e3);
+    printf("%s %zu bytes: %.1f us, %.1f GB/s (bytes / time)\n", argv[1], bytes, us,
+           bytes / us / 1e3);
     for (int r = 0; r < 2; r++)
         ncclCommDestroy(comms[r]);
     return 0;

@@ -6,10 +6,12 @@
 # live in the library). From the repository root, build-gpu and build-libs carried:
 #   OUT=$OUT tests/gpu/compare_libs.sh [COLL:SIZE ...]   (default allreduce:128M allgather:128M sendrecv:128M)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=$(realpath "${BUILD:-build-gpu}")
 OUT=${OUT:-/tmp/baton-compare}
 mkdir -p "$OUT"
+OUT=$(realpath "$OUT") # before the cd: relative to where the script was started
+cd "$(dirname "$0")/../.."
+B=$(realpath "${BUILD:-build-gpu}")
+shopt -s nullglob
 export NCCL_NVLS_ENABLE=0
 NCCL_LIB=${NCCL_LIB:-$(python3 -c "import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))" 2>/dev/null)}
 cases=("$@")
@@ -24,6 +26,7 @@ for r in $(seq "${ROUNDS:-2}"); do
             line=$(LD_LIBRARY_PATH="$l" timeout 120 "$B/bin/baton-run" -n 2 "$B/bin/baton-perf" \
                 "$coll" -b "$size" -e "$size" -c 0 -n 20 -w 5 2>&1 | tee -a "$OUT/compare.log" |
                 grep -E '^ +[0-9]+ ' | tail -n 1)
+            [ -n "$line" ] || line="(no result: see compare.log)"
             printf 'round %s %-28s %-14s %s\n' "$r" "$(basename "$(dirname "$l")")/$(basename "$l")" \
                 "$coll" "$line"
         done

@@ -13,9 +13,11 @@
 #   ddp     torch DDP over N processes, Baton and NCCL (losses within LOSS_RTOL: N > 2 ranks
 #           reduce in different orders)
 set -uo pipefail
+OUT=${OUT:-/tmp/baton-many}
+mkdir -p "$OUT"
+export OUT=$(realpath "$OUT") BUILD=$(realpath "${BUILD:-build-gpu}") # before the cd
 cd "$(dirname "$0")/../.."
 export NRANKS=${NRANKS:-$(nvidia-smi -L | grep -c '^GPU')}
-export BUILD=${BUILD:-build-gpu} OUT=${OUT:-/tmp/baton-many}
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests perf tune ddp)
 modes=()

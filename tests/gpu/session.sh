@@ -5,10 +5,11 @@
 #   BUILD=build-gpu OUT=$OUT tests/gpu/session.sh tests done small torch:abort ...
 # Environment for the modes (TEST_VARIANTS, SMALL_ROUNDS, ...) passes through.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-/tmp/baton-session}
 mkdir -p "$OUT/logs"
+OUT=$(realpath "$OUT")                   # both relative to where it was started
+BUILD=$(realpath "${BUILD:-build-gpu}") # (the repository root, as a rule)
+cd "$(dirname "$0")/../.."
 export BATON_COMMIT=${BATON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 for m in "$@"; do
     name=${m/:/-}

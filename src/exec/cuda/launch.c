@@ -495,7 +495,9 @@ static bt_status_t setup_one(struct bt_comm *comm, void *unused)
 {
     (void)unused;
     cudaError_t e = cudaSetDevice(comm->cuda_dev);
-    return e == cudaSuccess ? cuda_comm_setup(comm) : cuda_status(e, "cudaSetDevice");
+    bt_status_t st = e == cudaSuccess ? cuda_comm_setup(comm) : cuda_status(e, "cudaSetDevice");
+    bt_cuda_watch_setup_done(comm); /* now: another comm of the group may still wait */
+    return st;
 }
 
 static int needs_setup(const struct bt_op *op)
@@ -588,9 +590,13 @@ bt_status_t bt_cuda_launch(struct bt_op *ops, int nops)
     if (setup) {
         watch_setups(ops, nops);
         st = setup_comms(ops, nops);
-        for (int i = 0; i < nops; i++)
-            if (i == 0 || ops[i].comm != ops[i - 1].comm)
-                bt_cuda_watch_setup_done(ops[i].comm);
+        for (int i = 0; i < nops; i++) {
+            if (i > 0 && ops[i].comm == ops[i - 1].comm)
+                continue;
+            bt_cuda_watch_setup_done(ops[i].comm); /* again, for a setup that never ran */
+            if (!ops[i].comm->cuda) /* it failed: the collective did not start after all */
+                bt_arrival_start(ops[i].comm, ops[i].comm->ncolls);
+        }
     }
     /* a refused capture leaves the communicators as they are: nothing was queued */
     for (int i = 0; i < nops && st == BT_OK; i++)

@@ -96,9 +96,12 @@ static void look_setup(struct watched *e)
         return;
     e->setup_told = 1;
     bt_log_set_rank(e->comm->rank);
+    char first[48] = "a send/recv";
+    if (e->setup_seq)
+        snprintf(first, sizeof(first), "collective #%llu", (unsigned long long)e->setup_seq);
     BT_REPORT("hang report: the communicator's GPU setup, which every rank joins at its first GPU "
-              "operation (here collective #%llu), has waited %d s",
-              (unsigned long long)e->setup_seq, (int)bt_param_hang_report());
+              "operation (here %s), has waited %d s",
+              first, (int)bt_param_hang_report());
     if (e->setup_seq)
         bt_arrival_report(e->comm, e->setup_seq);
 }
