@@ -2,7 +2,7 @@
 # Regression hunting on the GPU machine: baton-perf over 2 ranks with several builds of the
 # library side by side (alternating, ROUNDS rounds), NVIDIA's NCCL beside. Each build is a
 # folder with libnccl.so.2 (build-libs/<commit>, made on the development machine from a
-# worktree of that commit); the binaries are this build's (the API is NCCL's, the kernels
+# worktree of that commit: tests/gpu/build_lib_at.sh); the binaries are this build's (the API is NCCL's, the kernels
 # live in the library). From the repository root, build-gpu and build-libs carried:
 #   OUT=$OUT tests/gpu/compare_libs.sh [COLL:SIZE ...]   (default allreduce:128M allgather:128M sendrecv:128M)
 set -uo pipefail
