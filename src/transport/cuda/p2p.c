@@ -394,7 +394,13 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     }
     /* LL128 lines need NVLink's whole 128-byte stores (transport/conn.h): GPU FIFOs only,
      * and only when every pair is NVLink; elsewhere no LL128 slots at all */
-    if (cc->shm || cc->net || !nvl)
+    /* TEST_SAME_GPU, every rank of one process on one GPU: LL128 too, so that a one-GPU
+     * machine runs its code. Whether the GPU's own memory shows a warp's 128-byte store whole,
+     * as NVLink does, the memory model does not promise: a failure there may be that. */
+    int one_gpu = bt_param_test_same_gpu();
+    for (int r = 0; r < n && one_gpu; r++)
+        one_gpu = all[r].pid == mine->pid && strcmp(all[r].bus, mine->bus) == 0;
+    if (cc->shm || cc->net || !(nvl || one_gpu))
         cc->ll128_slot = 0;
     if (cc->net)
         bt_cuda_hostconn_geometry(comm, cc);
