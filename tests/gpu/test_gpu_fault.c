@@ -50,20 +50,28 @@ struct shared {
     volatile double detect_time;
 };
 
+/* A rank's communicator on `dev`, a buffer of `count` floats and a stream; exits 20-22 on
+ * failure (the exit codes the cases read). */
+static void rank_open(int rank, int dev, const ncclUniqueId *id, size_t count, ncclComm_t *comm,
+                      float **buf, cudaStream_t *stream)
+{
+    if (cudaSetDevice(dev) != cudaSuccess)
+        _exit(20);
+    if (ncclCommInitRank(comm, NR, *id, rank) != ncclSuccess)
+        _exit(21);
+    if (cudaMalloc((void **)buf, count * sizeof(float)) != cudaSuccess ||
+        cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking) != cudaSuccess)
+        _exit(22);
+}
+
 /* Exit codes: 0 the survivor saw the error in time; others name what went wrong. */
 static void rank_main(int rank, const ncclUniqueId *id, size_t count, int kill_at,
                       struct shared *sh, int ready_fd)
 {
-    if (cudaSetDevice(rank) != cudaSuccess)
-        _exit(20);
     ncclComm_t comm;
-    if (ncclCommInitRank(&comm, NR, *id, rank) != ncclSuccess)
-        _exit(21);
     float *buf;
     cudaStream_t stream;
-    if (cudaMalloc((void **)&buf, count * sizeof(float)) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
-        _exit(22);
+    rank_open(rank, rank, id, count, &comm, &buf, &stream);
     cudaMemset(buf, 0, count * sizeof(float));
     cudaDeviceSynchronize();
     char c = 1;
@@ -168,16 +176,10 @@ enum pair_mode {
  * code says what went wrong. */
 static void pair_rank(int rank, enum pair_mode mode, const ncclUniqueId *id, struct shared *sh)
 {
-    if (cudaSetDevice(mode == SAME_GPU ? 0 : rank) != cudaSuccess)
-        _exit(20);
     ncclComm_t comm;
-    if (ncclCommInitRank(&comm, NR, *id, rank) != ncclSuccess)
-        _exit(21);
     float *buf;
     cudaStream_t stream;
-    if (cudaMalloc((void **)&buf, 1024 * sizeof(float)) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
-        _exit(22);
+    rank_open(rank, mode == SAME_GPU ? 0 : rank, id, 1024, &comm, &buf, &stream);
     /* both ranks take part in a first AllReduce (it also connects the GPUs: a collective
      * setup every rank joins at its first GPU operation) */
     if (mode == ABSENT) {

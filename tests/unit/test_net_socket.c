@@ -291,15 +291,44 @@ static void test_fail_after(int nthreads, int nspt)
            nthreads, nspt, rs.err_time);
 }
 
-static void test_garbage(void)
+/* A listener with the one-channel config, and the raw address a stranger can dial. */
+static void *listen_raw(unsigned char *handle, union bt_sockaddr *addr)
 {
     struct bt_net_socket_config cfg = config(0, 1);
     bt_net_socket_config_set(&cfg);
-    unsigned char handle[BT_NET_HANDLE_BYTES];
     void *l = NULL;
     BT_TEST_OK(net->listen(0, handle, &l));
+    memcpy(addr, handle + 16, sizeof(*addr)); /* struct sock_handle: tag, magic, addr */
+    return l;
+}
+
+/* Connect a real peer to listener l (both ends driven here) within `limit` s of t0. */
+static void connect_real(void *l, const unsigned char *handle, double t0, double limit,
+                         const char *what, void **s, void **r)
+{
+    *s = *r = NULL;
+    while (*s == NULL || *r == NULL) {
+        if (*s == NULL)
+            BT_TEST_OK(net->connect(0, handle, s));
+        if (*r == NULL)
+            BT_TEST_OK(net->accept(l, r));
+        BT_TEST_CHECK(now_s() - t0 < limit, "%s", what);
+    }
+}
+
+/* The far end of fd has closed it (or reset it). */
+static int peer_closed(int fd)
+{
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static void test_garbage(void)
+{
+    unsigned char handle[BT_NET_HANDLE_BYTES];
     union bt_sockaddr addr;
-    memcpy(&addr, handle + 16, sizeof(addr)); /* struct sock_handle: tag, magic, addr */
+    void *l = listen_raw(handle, &addr);
     struct bt_socket_wait w = {.deadline = bt_time_ns() + 5000000000ull};
     int fd = -1;
     BT_TEST_OK(bt_socket_connect(&addr, &w, &fd));
@@ -312,22 +341,14 @@ static void test_garbage(void)
         void *c = NULL;
         BT_TEST_OK(net->accept(l, &c));
         BT_TEST_CHECK(c == NULL, "garbage connection accepted");
-        char b;
-        ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT);
-        closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+        closed = peer_closed(fd);
         usleep(1000);
     }
     BT_TEST_CHECK(closed, "garbage connection not dropped in 3 s");
     close(fd);
     /* the listener still serves a real peer */
-    void *s = NULL, *r = NULL;
-    while (s == NULL || r == NULL) {
-        if (s == NULL)
-            BT_TEST_OK(net->connect(0, handle, &s));
-        if (r == NULL)
-            BT_TEST_OK(net->accept(l, &r));
-        BT_TEST_CHECK(now_s() - t0 < 6, "connect after garbage did not finish");
-    }
+    void *s, *r;
+    connect_real(l, handle, t0, 6, "connect after garbage did not finish", &s, &r);
     struct pair p = {.listen = l, .send = s, .recv = r};
     static const size_t sizes[] = {7, 65539};
     transfer(&p, sizes, 2, 0, 2, BT_OK, BT_OK, NULL);
@@ -340,13 +361,9 @@ static void test_garbage(void)
  * their header is 5 s late. */
 static void test_half_open(void)
 {
-    struct bt_net_socket_config cfg = config(0, 1);
-    bt_net_socket_config_set(&cfg);
     unsigned char handle[BT_NET_HANDLE_BYTES];
-    void *l = NULL;
-    BT_TEST_OK(net->listen(0, handle, &l));
     union bt_sockaddr addr;
-    memcpy(&addr, handle + 16, sizeof(addr)); /* struct sock_handle: tag, magic, addr */
+    void *l = listen_raw(handle, &addr);
     struct bt_socket_wait w = {.deadline = bt_time_ns() + 5000000000ull};
     int silent = -1, half = -1;
     BT_TEST_OK(bt_socket_connect(&addr, &w, &silent));
@@ -356,14 +373,8 @@ static void test_half_open(void)
     magic = htobe64(magic);
     BT_TEST_OK(bt_socket_send_all(half, &magic, sizeof(magic), &w));
     double t0 = now_s();
-    void *s = NULL, *r = NULL;
-    while (s == NULL || r == NULL) {
-        if (s == NULL)
-            BT_TEST_OK(net->connect(0, handle, &s));
-        if (r == NULL)
-            BT_TEST_OK(net->accept(l, &r));
-        BT_TEST_CHECK(now_s() - t0 < 1, "a real peer waited behind stalled strangers");
-    }
+    void *s, *r;
+    connect_real(l, handle, t0, 1, "a real peer waited behind stalled strangers", &s, &r);
     double took = now_s() - t0;
     struct pair p = {.listen = NULL, .send = s, .recv = r};
     static const size_t sizes[] = {7, 65539};
@@ -374,13 +385,7 @@ static void test_half_open(void)
         void *c = NULL;
         BT_TEST_OK(net->accept(l, &c));
         BT_TEST_CHECK(c == NULL, "a stranger was accepted");
-        gone = 0;
-        int fds[2] = {silent, half};
-        for (int i = 0; i < 2; i++) {
-            char b;
-            ssize_t n = recv(fds[i], &b, 1, MSG_DONTWAIT);
-            gone += n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-        }
+        gone = peer_closed(silent) + peer_closed(half);
         usleep(10000);
     }
     double dropped = now_s() - t0;
