@@ -5,6 +5,9 @@
 # worktree of that commit: tests/gpu/build_lib_at.sh); the binaries are this build's (the API is NCCL's, the kernels
 # live in the library). From the repository root, build-gpu and build-libs carried:
 #   OUT=$OUT tests/gpu/compare_libs.sh [COLL:SIZE ...]   (default allreduce:128M allgather:128M sendrecv:128M)
+# On a one-GPU machine, SAME_GPU=1 runs baton-same-gpu instead (two ranks of one process on GPU 0,
+# allreduce and allgather only; NVIDIA's NCCL refuses that, so it is left out): what it compares
+# is the kernels' own work, not the link.
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-compare}
 mkdir -p "$OUT"
@@ -14,18 +17,28 @@ B=$(realpath "${BUILD:-build-gpu}")
 shopt -s nullglob
 export NCCL_NVLS_ENABLE=0
 NCCL_LIB=${NCCL_LIB:-$(python3 -c "import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))" 2>/dev/null)}
+SAME_GPU=${SAME_GPU:-0}
 cases=("$@")
+[ ${#cases[@]} -eq 0 ] && [ "$SAME_GPU" = 1 ] && cases=(allreduce:128M allgather:128M allreduce:1M)
 [ ${#cases[@]} -eq 0 ] && cases=(allreduce:128M allgather:128M sendrecv:128M)
 libs=("$B/lib")
 for d in build-libs/*/; do libs+=("$(realpath "$d")"); done
-[ -n "$NCCL_LIB" ] && libs+=("$NCCL_LIB")
+[ -n "$NCCL_LIB" ] && [ "$SAME_GPU" != 1 ] && libs+=("$NCCL_LIB")
+one() { # LIB COLL SIZE: one result line
+    if [ "$SAME_GPU" = 1 ]; then
+        BATON_TEST_SAME_GPU=1 LD_LIBRARY_PATH="$1" timeout 120 "$B/bin/baton-same-gpu" "$2" \
+            "$(numfmt --from=iec "$3")" "${ITERS:-20}" 2>&1 | tee -a "$OUT/compare.log" | tail -n 1
+    else
+        LD_LIBRARY_PATH="$1" timeout 120 "$B/bin/baton-run" -n 2 "$B/bin/baton-perf" \
+            "$2" -b "$3" -e "$3" -c 0 -n 20 -w 5 2>&1 | tee -a "$OUT/compare.log" |
+            grep -E '^ +[0-9]+ ' | tail -n 1
+    fi
+}
 for r in $(seq "${ROUNDS:-2}"); do
     for l in "${libs[@]}"; do
         for c in "${cases[@]}"; do
             coll=${c%%:*} size=${c#*:}
-            line=$(LD_LIBRARY_PATH="$l" timeout 120 "$B/bin/baton-run" -n 2 "$B/bin/baton-perf" \
-                "$coll" -b "$size" -e "$size" -c 0 -n 20 -w 5 2>&1 | tee -a "$OUT/compare.log" |
-                grep -E '^ +[0-9]+ ' | tail -n 1)
+            line=$(one "$l" "$coll" "$size")
             [ -n "$line" ] || line="(no result: see compare.log)"
             printf 'round %s %-28s %-14s %s\n' "$r" "$(basename "$(dirname "$l")")/$(basename "$l")" \
                 "$coll" "$line"
