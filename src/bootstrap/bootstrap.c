@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -49,10 +50,18 @@ struct bt_bootstrap {
     int ring_send_fd;         /* to rank+1 */
     int ring_recv_fd;         /* from rank-1 */
     union bt_sockaddr *peers; /* listen address of every rank */
+    /* `lock` guards what follows: the queue, the pending set and accepting on listen_fd, which
+     * a second thread may move along too (the GPU watcher answering other ranks' questions,
+     * core/arrival.c). Held for one slice of a wait at most (BS_SLICE_NS), never across a
+     * whole blocking call; the ring links and sends need none (one thread uses the ring, a
+     * send opens its own connection). */
+    pthread_mutex_t lock;
     struct bt_bs_msg *unexp_head, *unexp_tail;
     struct bs_pending pending[BS_MAX_PENDING];
     int npending;
 };
+
+#define BS_SLICE_NS 10000000ull /* 10 ms */
 
 static struct bt_socket_wait bs_wait(struct bt_bootstrap *bs, uint64_t deadline)
 {
@@ -173,12 +182,12 @@ static void bs_queue_push(struct bt_bootstrap *bs, struct bt_bs_msg *m)
     bs->unexp_tail = m;
 }
 
-/* Remove and return the oldest queued message of (peer, tag), or NULL. */
+/* Remove and return the oldest queued message of (peer, tag) (peer -1: any), or NULL. */
 static struct bt_bs_msg *bs_queue_take(struct bt_bootstrap *bs, int peer, int tag)
 {
     struct bt_bs_msg *prev = NULL;
     for (struct bt_bs_msg *m = bs->unexp_head; m; prev = m, m = m->next) {
-        if (m->peer != peer || m->tag != tag)
+        if ((peer >= 0 && m->peer != peer) || m->tag != tag)
             continue;
         if (prev)
             prev->next = m->next;
@@ -274,15 +283,22 @@ static void bs_pending_drop(struct bt_bootstrap *bs, int i, const char *why)
  * come, so a stranger that connects and stalls (or sends half a header) costs the real
  * ranks nothing; it is dropped after BT_BS_HELLO_TIMEOUT_S. Errors: abort, `deadline`
  * passed (BT_ERR_REMOTE; the caller reports), a failing listen socket, bs_handle's.
+ * Deadline 0: only what is ready, without waiting (BT_ERR_REMOTE when nothing was).
  */
 static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int want_ring)
 {
-    for (;;) {
+    /* A real rank sends its payload right behind the header: a second is plenty even when the
+     * caller's own wait (a slice, or none) is shorter. */
+    uint64_t payload_by = bt_time_ns() + 1000000000ull;
+    if (deadline > payload_by)
+        payload_by = deadline;
+    for (int look = 1;;) {
         if (bs_aborted(bs))
             return BT_ERR_REMOTE;
         uint64_t now = bt_time_ns();
-        if (now >= deadline)
+        if (deadline == 0 ? !look : now >= deadline)
             return BT_ERR_REMOTE;
+        look = 0; /* deadline 0: another look only after taking a connection in */
         uint64_t wake = deadline;
         for (int i = 0; i < bs->npending; i++)
             if (bs->pending[i].drop_at < wake)
@@ -292,7 +308,7 @@ static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int
         for (int i = 0; i < bs->npending; i++)
             pf[1 + i] = (struct pollfd){.fd = bs->pending[i].fd, .events = POLLIN};
         uint64_t ms = wake > now ? (wake - now + 999999) / 1000000 : 0;
-        int rc = poll(pf, (nfds_t)(1 + bs->npending), ms > 100 ? 100 : (int)ms);
+        int rc = poll(pf, (nfds_t)(1 + bs->npending), deadline == 0 ? 0 : ms > 100 ? 100 : (int)ms);
         if (rc < 0 && errno != EINTR) {
             BT_WARN("Bootstrap: rank %d: poll failed: %s", bs->rank, strerror(errno));
             return BT_ERR_SYSTEM;
@@ -322,7 +338,7 @@ static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int
             int fd = p->fd;
             union bt_sockaddr from = p->from;
             bs->pending[i] = bs->pending[--bs->npending];
-            return bs_handle(bs, fd, &h, &from, deadline, want_ring);
+            return bs_handle(bs, fd, &h, &from, payload_by, want_ring);
         }
         if (rc <= 0 || !(pf[0].revents & POLLIN))
             continue;
@@ -345,6 +361,7 @@ static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int
         }
         bs->pending[bs->npending++] = (struct bs_pending){
             .fd = fd, .drop_at = now + BT_BS_HELLO_TIMEOUT_S * 1000000000ull, .from = from};
+        look = 1;
     }
 }
 
@@ -456,6 +473,7 @@ bt_status_t bt_bootstrap_init(const void *id, int rank, int nranks, volatile int
         BT_WARN("Bootstrap: out of memory");
         return BT_ERR_SYSTEM;
     }
+    pthread_mutex_init(&bs->lock, NULL);
     bs->magic = magic;
     bs->rank = rank;
     bs->nranks = nranks;
@@ -553,7 +571,9 @@ bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, 
         m->size = size;
         if (size > 0)
             memcpy(m->data, data, size);
+        pthread_mutex_lock(&bs->lock);
         bs_queue_push(bs, m);
+        pthread_mutex_unlock(&bs->lock);
         return BT_OK;
     }
 
@@ -594,8 +614,17 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
         return BT_ERR_INVALID_ARG;
     }
     struct bt_bs_msg *m;
-    while ((m = bs_queue_take(bs, peer, tag)) == NULL) {
-        bt_status_t st = bs_accept_one(bs, deadline, 0);
+    for (;;) {
+        /* in slices, so that another thread's look (bt_bootstrap_poll) waits one at most */
+        pthread_mutex_lock(&bs->lock);
+        m = bs_queue_take(bs, peer, tag);
+        uint64_t now = bt_time_ns(), slice = now + BS_SLICE_NS;
+        bt_status_t st = m ? BT_OK : bs_accept_one(bs, slice < deadline ? slice : deadline, 0);
+        pthread_mutex_unlock(&bs->lock);
+        if (m)
+            break;
+        if (st == BT_ERR_REMOTE && !bs_aborted(bs) && bt_time_ns() < deadline)
+            continue; /* the slice ended */
         if (st != BT_OK) {
             if (quiet && st == BT_ERR_REMOTE)
                 return st;
@@ -633,6 +662,32 @@ bt_status_t bt_bootstrap_recv_until(struct bt_bootstrap *bs, int peer, int tag, 
     return bs_recv(bs, peer, tag, data, size, deadline, 1);
 }
 
+int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size)
+{
+    struct bt_bs_msg *m;
+    pthread_mutex_lock(&bs->lock);
+    /* a bounded number of looks: a flood of connections must not keep the caller here */
+    for (int i = 0; (m = bs_queue_take(bs, -1, tag)) == NULL && i < BS_MAX_PENDING; i++)
+        if (bs_accept_one(bs, 0, 0) != BT_OK)
+            break;
+    pthread_mutex_unlock(&bs->lock);
+    if (!m)
+        return -1;
+    int peer = m->peer;
+    if (m->size != size) {
+        BT_INFO(BT_LOG_BOOTSTRAP,
+                "Bootstrap: rank %d dropping a %zu-byte message (tag %d) from rank "
+                "%d: %zu bytes expected",
+                bs->rank, m->size, tag, peer, size);
+        peer = -1;
+    } else if (size > 0) {
+        memcpy(data, m->data, size);
+    }
+    free(m->data);
+    free(m);
+    return peer;
+}
+
 void bt_bootstrap_abort(struct bt_bootstrap *bs)
 {
     if (bs)
@@ -665,5 +720,6 @@ void bt_bootstrap_destroy(struct bt_bootstrap *bs)
         BT_INFO(BT_LOG_BOOTSTRAP, "Bootstrap: rank %d destroyed with %d unreceived messages",
                 bs->rank, left);
     free(bs->peers);
+    pthread_mutex_destroy(&bs->lock);
     free(bs);
 }

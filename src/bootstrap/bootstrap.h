@@ -75,6 +75,12 @@ bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, 
 bt_status_t bt_bootstrap_recv_until(struct bt_bootstrap *bs, int peer, int tag, void *data,
                                     size_t size, uint64_t deadline);
 
+/* A message of `tag` from any rank that has come already (connections waiting on the listen
+ * socket are taken in, without waiting for more): copies it to `data` and returns the sender's
+ * rank; -1 when none has come (or one of another size, dropped). For messages a rank may be
+ * sent at any time, read while it waits for something else (core/arrival.c's questions). */
+int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size);
+
 /* Make every current and future wait of this bootstrap fail at once (ncclCommAbort). */
 void bt_bootstrap_abort(struct bt_bootstrap *bs);
 

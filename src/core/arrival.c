@@ -1,6 +1,7 @@
 /* The arrival board (arrival.h). */
 #include "core/arrival.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "transport/conn.h"
 #include "transport/transport.h"
 #include "util/log.h"
+#include "util/param.h"
 #include "util/shm.h"
 #include "util/time.h"
 
@@ -19,11 +21,21 @@ struct bt_arrival_line {
     _Atomic int32_t gone; /* 1 + the rank whose death made this rank fail, or 0 */
 };
 
+struct bt_arrival_query {
+    uint64_t seq;      /* the collective asked about */
+    uint64_t until;    /* bt_time_ns: report with the answers in by then */
+    int answers;       /* how many have come */
+    int reported;      /* printed: this seq is done with */
+    uint64_t *started; /* [nranks]: the collective each rank had called, or NO_ANSWER */
+};
+
 /* Every rank on this host, in this IPC namespace: the board can be shared (whether or not
  * the shared-memory transport is allowed: SHM_DISABLE concerns data, this is 128 bytes a
  * rank). */
 static int board_possible(const struct bt_comm *comm)
 {
+    if (!bt_param_arrival_board())
+        return 0;
     const struct bt_peer_info *me = &comm->peers[comm->rank];
     for (int r = 0; r < comm->nranks; r++)
         if (comm->peers[r].host_hash != me->host_hash || comm->peers[r].shm_ns != me->shm_ns)
@@ -78,6 +90,11 @@ bt_status_t bt_arrival_init(struct bt_comm *comm)
 
 void bt_arrival_free(struct bt_comm *comm)
 {
+    if (comm->query) {
+        free(comm->query->started);
+        free(comm->query);
+        comm->query = NULL;
+    }
     if (!comm->arrival_seg)
         return;
     bt_shm_close(comm->arrival_seg);
@@ -88,6 +105,7 @@ void bt_arrival_free(struct bt_comm *comm)
 
 void bt_arrival_start(struct bt_comm *comm, uint64_t seq)
 {
+    atomic_store_explicit(&comm->arrived, seq, memory_order_relaxed);
     if (comm->arrival)
         atomic_store_explicit(&comm->arrival[comm->rank].started, seq, memory_order_relaxed);
 }
@@ -121,6 +139,143 @@ int bt_arrival_report(struct bt_comm *comm, uint64_t seq)
         BT_REPORT("hang report: every rank has arrived at collective #%llu",
                   (unsigned long long)seq);
     return n;
+}
+
+/*
+ * Without a board: questions over the bootstrap. A rank whose collective #seq hangs asks
+ * every other rank which collective it has called; a rank answers while it waits inside a
+ * collective of this communicator (bt_arrival_serve, from the executor's stall checks), so
+ * the ranks that answer with a smaller number have not arrived, and those that do not
+ * answer within ASK_WAIT_MS are not waiting in this communicator at all: they have not
+ * called it either (or finished it and left, which a rank stuck in it rarely allows).
+ */
+#define BT_TAG_ASK 0x30001
+#define BT_TAG_ANSWER 0x30002
+#define ASK_SEND_MS 100  /* per rank: a dead host must not hold the asker up for long */
+#define ASK_WAIT_MS 1000 /* for the answers: the others look every ~50 ms of a stall */
+#define NO_ANSWER UINT64_MAX
+
+struct arrival_msg {
+    uint64_t seq;     /* ask: the collective asked about; answer: the one asked about */
+    uint64_t started; /* answer: the last collective the answering rank has called */
+};
+
+static void query_print(struct bt_comm *comm, struct bt_arrival_query *q)
+{
+    char late[384] = "", silent[256] = "";
+    size_t nl = 0, ns = 0;
+    int nlate = 0, nsilent = 0;
+    for (int r = 0; r < comm->nranks; r++) {
+        uint64_t s = q->started[r];
+        if (r == comm->rank || (s != NO_ANSWER && s >= q->seq))
+            continue;
+        if (s == NO_ANSWER) {
+            if (ns < sizeof(silent) - 16)
+                ns += (size_t)snprintf(silent + ns, sizeof(silent) - ns, "%s%d",
+                                       nsilent ? ", " : "", r);
+            nsilent++;
+        } else {
+            if (nl < sizeof(late) - 48)
+                nl += (size_t)snprintf(late + nl, sizeof(late) - nl, "%s%d (last started #%llu)",
+                                       nlate ? ", " : "", r, (unsigned long long)s);
+            nlate++;
+        }
+    }
+    if (nlate + nsilent == 0) {
+        BT_REPORT("hang report: every rank has arrived at collective #%llu (all %d answered)",
+                  (unsigned long long)q->seq, comm->nranks - 1);
+        return;
+    }
+    BT_REPORT("hang report: %d rank(s) have not arrived at collective #%llu: %s%s%s%s",
+              nlate + nsilent, (unsigned long long)q->seq, late, nlate && nsilent ? ", " : "",
+              silent,
+              nsilent ? " (no answer in 1 s: not inside a collective of this communicator)" : "");
+}
+
+void bt_arrival_hang(struct bt_comm *comm, uint64_t seq)
+{
+    if (comm->arrival)
+        bt_arrival_report(comm, seq);
+    else
+        (void)bt_arrival_ask(comm, seq);
+}
+
+/* Guards every communicator's query: the thread that runs a host collective and the GPU
+ * watcher may both ask and serve (one communicator can run both kinds of collectives).
+ * Never held across a message send. */
+static pthread_mutex_t query_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bt_status_t bt_arrival_ask(struct bt_comm *comm, uint64_t seq)
+{
+    if (comm->arrival || !comm->bs || comm->nranks < 2)
+        return BT_OK;
+    pthread_mutex_lock(&query_lock);
+    struct bt_arrival_query *q = comm->query;
+    if (q && q->seq == seq) {
+        pthread_mutex_unlock(&query_lock);
+        return BT_OK; /* asked already */
+    }
+    if (!q) {
+        q = calloc(1, sizeof(*q));
+        if (q)
+            q->started = malloc(sizeof(uint64_t) * (size_t)comm->nranks);
+        if (!q || !q->started) {
+            free(q);
+            pthread_mutex_unlock(&query_lock);
+            return BT_ERR_SYSTEM;
+        }
+        comm->query = q;
+    }
+    q->seq = seq;
+    q->answers = 0;
+    q->reported = 0;
+    for (int r = 0; r < comm->nranks; r++)
+        q->started[r] = NO_ANSWER;
+    q->until = UINT64_MAX; /* not before the questions are out */
+    pthread_mutex_unlock(&query_lock);
+
+    struct arrival_msg m = {.seq = seq};
+    for (int r = 0; r < comm->nranks; r++) {
+        if (r == comm->rank)
+            continue;
+        uint64_t deadline = bt_time_ns() + ASK_SEND_MS * 1000000ull;
+        (void)bt_bootstrap_send_until(comm->bs, r, BT_TAG_ASK, &m, sizeof(m), deadline);
+    }
+    pthread_mutex_lock(&query_lock);
+    if (q->seq == seq)
+        q->until = bt_time_ns() + ASK_WAIT_MS * 1000000ull;
+    pthread_mutex_unlock(&query_lock);
+    BT_INFO(BT_LOG_COLL, "rank %d: asked the other %d ranks which collective they have called",
+            comm->rank, comm->nranks - 1);
+    return BT_OK;
+}
+
+void bt_arrival_serve(struct bt_comm *comm)
+{
+    if (comm->arrival || !comm->bs)
+        return;
+    struct arrival_msg m;
+    int from;
+    while ((from = bt_bootstrap_poll(comm->bs, BT_TAG_ASK, &m, sizeof(m))) >= 0) {
+        struct arrival_msg a = {
+            .seq = m.seq, .started = atomic_load_explicit(&comm->arrived, memory_order_relaxed)};
+        uint64_t deadline = bt_time_ns() + ASK_SEND_MS * 1000000ull;
+        (void)bt_bootstrap_send_until(comm->bs, from, BT_TAG_ANSWER, &a, sizeof(a), deadline);
+    }
+    pthread_mutex_lock(&query_lock);
+    struct bt_arrival_query *q = comm->query;
+    while ((from = bt_bootstrap_poll(comm->bs, BT_TAG_ANSWER, &m, sizeof(m))) >= 0) {
+        if (!q || q->reported || m.seq != q->seq || q->started[from] != NO_ANSWER)
+            continue; /* an answer to an earlier question */
+        q->started[from] = m.started;
+        q->answers++;
+    }
+    int print = q && !q->reported && (q->answers == comm->nranks - 1 || bt_time_ns() >= q->until);
+    if (print) {
+        q->reported = 1;
+        query_print(comm, q);
+    }
+    pthread_mutex_unlock(&query_lock);
 }
 
 #define BT_TAG_CAUSE 0x30000

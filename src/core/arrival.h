@@ -5,8 +5,9 @@
  * the ranks that have not arrived at the collective this rank is stuck in; a rank that
  * fails because its neighbour failed reads the neighbour's cause, so every survivor names
  * the rank that died, not only the first link of the chain. Without a shared host (ranks
- * on several hosts, or IPC namespaces apart) there is no board: hang reports name only the
- * peers this rank waits for, and the cause of a failure travels in bootstrap messages.
+ * on several hosts, or IPC namespaces apart) there is no board: a hang report asks the other
+ * ranks in bootstrap messages (bt_arrival_ask), and the cause of a failure travels in
+ * bootstrap messages too.
  */
 #ifndef BT_CORE_ARRIVAL_H
 #define BT_CORE_ARRIVAL_H
@@ -27,8 +28,23 @@ void bt_arrival_free(struct bt_comm *comm);
 void bt_arrival_start(struct bt_comm *comm, uint64_t seq);
 void bt_arrival_done(struct bt_comm *comm, uint64_t seq);
 
-/* Print (WARN) the ranks that have not started operation `seq` yet; returns how many. */
+/* Print (WARN) the ranks that have not started operation `seq` yet; returns how many. From
+ * the board only (any thread: the GPU watcher calls it); 0 without one. */
 int bt_arrival_report(struct bt_comm *comm, uint64_t seq);
+
+/*
+ * Without a board (ranks on several hosts): ask every other rank, in bootstrap messages,
+ * which collective it has called. bt_arrival_serve answers the others' questions, takes the
+ * answers in and prints the report (ranks behind, ranks that did not answer) once every rank
+ * has answered or a second has passed; called every ~50 ms while a host collective waits
+ * (executor stall checks) and every 100 ms by the GPU watcher for GPU communicators (so a
+ * GPU rank answers even while it is outside the library). Thread-safe; nothing with a board.
+ */
+bt_status_t bt_arrival_ask(struct bt_comm *comm, uint64_t seq);
+void bt_arrival_serve(struct bt_comm *comm);
+
+/* A hang report's second half, for collective `seq`: from the board, or else by asking. */
+void bt_arrival_hang(struct bt_comm *comm, uint64_t seq);
 
 /*
  * This rank fails because rank `gone_rank` died (the first cause sticks): on the board, and

@@ -65,6 +65,7 @@ struct bt_comm_config {
 };
 
 struct bt_arrival_line;
+struct bt_arrival_query;
 struct bt_shm_seg;
 
 struct bt_comm {
@@ -114,6 +115,8 @@ struct bt_comm {
     uint64_t ncolls;                 /* collectives issued: the same sequence on every rank */
     struct bt_arrival_line *arrival; /* core/arrival.h: [nranks] in shared memory, or NULL */
     struct bt_shm_seg *arrival_seg;
+    struct bt_arrival_query *query; /* core/arrival.h: no board, a hang report's question */
+    _Atomic uint64_t arrived;       /* the last collective called (bt_arrival_start): answers */
     int cause_sent;     /* this rank told the others which rank died (no board: across hosts) */
     uint64_t split_seq; /* splits done: distinct bootstrap tags for each */
 };

@@ -27,6 +27,7 @@
 #include "tune/tuner.h"
 #include "util/array.h"
 #include "util/param.h"
+#include "util/time.h"
 
 /* Per-thread scratch, reused across launches so the hot path does not allocate. */
 struct launch_scratch {
@@ -597,7 +598,21 @@ static void hang_report(const struct bt_work *w)
         return; /* send/recv: no common numbering to compare */
     last_comm = w->owner;
     last_seq = w->seq;
-    bt_arrival_report(w->owner, w->seq);
+    bt_arrival_hang(w->owner, w->seq); /* without a board the answers come in via stalled() */
+}
+
+/* Every ~50 ms of a stall, for each stuck work: answer the other ranks' questions and take in
+ * the answers to ours (once per communicator and pass: its channels' works come together). */
+static void stalled(const struct bt_work *w)
+{
+    static __thread const void *last_comm;
+    static __thread uint64_t last_ns;
+    uint64_t now = bt_time_ns();
+    if (w->owner == last_comm && now - last_ns < 10000000ull)
+        return;
+    last_comm = w->owner;
+    last_ns = now;
+    bt_arrival_serve(w->owner);
 }
 
 /* If a local peer's process is gone, say so, naming the rank whose death started the chain
@@ -852,7 +867,8 @@ static bt_status_t launch(struct bt_op *ops, int nops)
                                       .hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull,
                                       .hang = hang_report,
                                       .report_now = dump_signalled,
-                                      .peer_gone = peer_gone};
+                                      .peer_gone = peer_gone,
+                                      .stalled = stalled};
         for (int i = 0; i < nops; i++)
             if (ops[i].comm->oversubscribed)
                 wait.spin = 0;

@@ -37,6 +37,10 @@ BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
 BT_PARAM_INT(hang_report, "HANG_REPORT", 30,
              "seconds without progress after which a waiting collective prints what it waits "
              "for (collective, peer, stage) and which ranks have not arrived; 0: never")
+BT_PARAM_INT(arrival_board, "ARRIVAL_BOARD", 1,
+             "1: ranks on one host keep a shared-memory arrival board (which collective each "
+             "has called, for hang reports and failure causes); 0: none, as across hosts (hang "
+             "reports ask the other ranks in bootstrap messages)")
 BT_PARAM_INT(check_coll, "CHECK_COLL", 0,
              "1: before each collective the ranks compare what they call (collective, count, "
              "dtype, op, root) and fail with the first mismatch named, instead of hanging or "

@@ -1,10 +1,15 @@
 /*
- * A rank that never calls the collective (HANG_REPORT=1, TIMEOUT=4): ranks 0 and 1 enter an
- * AllReduce that rank 2 skips. After a second without progress each waiting rank prints a
- * hang report naming the peer it waits for and, from the arrival board, rank 2 as not
- * arrived at collective #2; at the timeout the AllReduce fails. Rank 0 also gets the dump
- * signal (PROXY_DUMP_SIGNAL=10) while it waits, and reports at once. Each rank's stderr goes
- * to a file the parent reads afterwards.
+ * A rank that never calls the collective (HANG_REPORT=1, TIMEOUT=4): the other ranks enter an
+ * AllReduce that the last rank skips. After a second without progress each waiting rank prints
+ * a hang report naming the peer it waits for and the last rank as not arrived at collective
+ * #2; at the timeout the AllReduce fails. Rank 0 also gets the dump signal
+ * (PROXY_DUMP_SIGNAL=10) while it waits, and reports at once. Each rank's stderr goes to a
+ * file the parent reads afterwards. Two cases:
+ *   board:    3 ranks on shared memory; who has arrived comes from the arrival board;
+ *   no board: 4 ranks over sockets with ARRIVAL_BOARD=0, as across hosts: the waiting ranks
+ *             ask each other in bootstrap messages, and the absent rank does not answer
+ *             (rank 1 waits on rank 3 through nobody it is joined with: only the answers
+ *             can name rank 3 there).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -19,6 +24,7 @@
 struct arg {
     ncclUniqueId id;
     char dir[64];
+    int board;
 };
 
 static void *signal_soon(void *unused)
@@ -39,21 +45,24 @@ static int rank_main(int rank, int nranks, void *argp)
     fflush(stderr);
     BT_TEST_CHECK(dup2(fileno(f), 2) == 2, "dup2");
     fclose(f);
-    setenv("BATON_HANG_REPORT", "1", 1);
-    setenv("BATON_TIMEOUT", "4", 1);
+    if (!a->board) {
+        setenv("BATON_ARRIVAL_BOARD", "0", 1);
+        setenv("BATON_SHM_DISABLE", "1", 1);
+    }
     ncclComm_t comm;
     BT_TEST_OK(ncclCommInitRank(&comm, nranks, a->id, rank));
     int32_t in[1024], out[1024];
     memset(in, 0, sizeof(in));
     BT_TEST_OK(ncclAllReduce(in, out, 1024, ncclInt32, ncclSum, comm, NULL)); /* #1: everyone */
-    if (rank == 2) {
+    if (rank == nranks - 1) {
         sleep(6); /* skips #2 until the others gave up */
     } else {
         pthread_t t;
         if (rank == 0)
             BT_TEST_CHECK(pthread_create(&t, NULL, signal_soon, NULL) == 0, "pthread_create");
         ncclResult_t r = ncclAllReduce(in, out, 1024, ncclInt32, ncclSum, comm, NULL);
-        BT_TEST_CHECK(r != ncclSuccess, "rank %d: the AllReduce without rank 2 succeeded", rank);
+        BT_TEST_CHECK(r != ncclSuccess, "rank %d: the AllReduce without rank %d succeeded", rank,
+                      nranks - 1);
         if (rank == 0)
             pthread_join(t, NULL);
     }
@@ -72,35 +81,55 @@ static char *slurp(const char *path)
     return buf;
 }
 
-int main(void)
+static void run_case(int board)
 {
-    /* before the first library call: the log level is read once per process, and the ranks
-     * inherit the parent's (the timeout's own lines need WARN; reports print anyway) */
-    setenv("BATON_DEBUG", "WARN", 1);
-    setenv("BATON_PROXY_DUMP_SIGNAL", "10", 1);
-    struct arg a;
+    int nranks = board ? 3 : 4, absent = nranks - 1;
+    struct arg a = {.board = board};
     snprintf(a.dir, sizeof(a.dir), "/tmp/baton-hang-XXXXXX");
     BT_TEST_CHECK(mkdtemp(a.dir) != NULL, "mkdtemp");
     BT_TEST_OK(ncclGetUniqueId(&a.id));
-    BT_TEST_CHECK(bt_test_run_ranks(3, rank_main, &a, 60) == 0, "ranks failed");
-    for (int r = 0; r < 2; r++) {
+    BT_TEST_CHECK(bt_test_run_ranks(nranks, rank_main, &a, 60) == 0, "ranks failed");
+    char want[128];
+    if (board)
+        snprintf(want, sizeof(want), "have not arrived at collective #2: %d (last started #1)",
+                 absent);
+    else
+        snprintf(want, sizeof(want), "1 rank(s) have not arrived at collective #2: %d (no answer",
+                 absent);
+    for (int r = 0; r < nranks; r++) {
         char path[128];
         snprintf(path, sizeof(path), "%s/rank%d.log", a.dir, r);
         const char *log = slurp(path);
+        if (r == absent) {
+            unlink(path);
+            continue;
+        }
         BT_TEST_CHECK(strstr(log, "(hang report)") != NULL, "rank %d printed no hang report:\n%s",
                       r, log);
-        BT_TEST_CHECK(strstr(log, "have not arrived at collective #2: 2 (last started #1)") != NULL,
-                      "rank %d's report does not name rank 2 as missing:\n%s", r, log);
-        BT_TEST_CHECK(strstr(log, "timed out") != NULL, "rank %d did not time out:\n%s", r, log);
+        BT_TEST_CHECK(strstr(log, want) != NULL,
+                      "rank %d's report does not name rank %d as missing (%s board):\n%s", r,
+                      absent, board ? "with a" : "without", log);
+        /* a waiting rank times out, or sees a neighbour that timed out a moment earlier leave */
+        BT_TEST_CHECK(strstr(log, "timed out") != NULL || strstr(log, " is gone") != NULL,
+                      "rank %d did not time out:\n%s", r, log);
         if (r == 0)
             BT_TEST_CHECK(strstr(log, "(dump signal)") != NULL,
                           "rank 0 did not report on the dump signal:\n%s", log);
         unlink(path);
     }
-    char path[128];
-    snprintf(path, sizeof(path), "%s/rank2.log", a.dir);
-    unlink(path);
     rmdir(a.dir);
-    printf("hang report: ok\n");
+    printf("hang report %s board: ok\n", board ? "with a" : "without");
+}
+
+int main(void)
+{
+    /* before the first library call: settings are read once per process, and the ranks
+     * inherit the parent's (the timeout's own lines need WARN; reports print anyway) */
+    setenv("BATON_DEBUG", "WARN", 1);
+    setenv("BATON_PROXY_DUMP_SIGNAL", "10", 1);
+    setenv("BATON_HANG_REPORT", "1", 1);
+    setenv("BATON_TIMEOUT", "4", 1);
+    run_case(1);
+    run_case(0);
     return 0;
 }

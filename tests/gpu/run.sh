@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|graph|net|quick|shm|variants|perf|done|all]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|graph|net|quick|shm|variants|perf|done|all|onegpu]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -69,9 +69,31 @@ if [ "$what" = tests ] || [ "$what" = all ] || [ "$what" = more ]; then
         log="$OUT/gpu_test_gpu_fault-$(echo "$v" | tr ' =' '_-').log"
         echo "== gpu_test_gpu_fault ($v)"
         start=$SECONDS
-        env $v timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_fault" absent absent_first kill >"$log" 2>&1
+        env $v timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_fault" absent absent_noboard absent_first absent_first_noboard kill >"$log" 2>&1
         echo "rc=$? in $((SECONDS - start)) s: $(grep -E '^(absent|count|test_gpu)' "$log" | tr '\n' ' ')"
     done
+fi
+
+if [ "$what" = onegpu ]; then
+    # a one-GPU machine: two ranks of one process share GPU 0 (TEST_SAME_GPU): gpu_test_gpu_colls
+    # (ONEGPU_VARIANTS="A=1;B=2", default the tuner's choices), the one-GPU fault cases, then
+    # the kernels of this build and of build-libs/* side by side (compare_libs.sh SAME_GPU=1)
+    IFS=';' read -r -a variants <<<"${ONEGPU_VARIANTS:-BATON_X=1}"
+    for v in "${variants[@]}"; do
+        log="$OUT/onegpu-colls-$(echo "$v" | tr ' =' '_-').log"
+        echo "== gpu_test_gpu_colls, one GPU ($v)"
+        start=$SECONDS
+        env $v BATON_TEST_SAME_GPU=1 timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_colls" \
+            >"$log" 2>&1
+        echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$log" | tr '\n' ' ')"
+    done
+    log="$OUT/onegpu-fault.log"
+    echo "== gpu_test_gpu_fault, one GPU"
+    start=$SECONDS
+    timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_fault" same_gpu absent_one_gpu \
+        absent_one_gpu_noboard >"$log" 2>&1
+    echo "rc=$? in $((SECONDS - start)) s: $(grep -E '^(absent|same|test_gpu)|check failed' "$log" | tr '\n' ' ')"
+    SAME_GPU=1 BUILD="$BUILD" OUT="$OUT" tests/gpu/compare_libs.sh
 fi
 
 if [ "$what" = sanitize ] || [ "$what" = all ]; then

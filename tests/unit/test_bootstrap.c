@@ -69,6 +69,46 @@ static void check_p2p(struct bt_bootstrap *bs, int rank, int nranks)
     BT_TEST_CHECK(x == y, "self message %d != %d", y, x);
 }
 
+/* bt_bootstrap_poll: nothing before anyone sent; then a message from every other rank, in
+ * whatever order they come, each once; a message of another tag stays for its recv. */
+static void check_poll(struct bt_bootstrap *bs, int rank, int nranks)
+{
+    int32_t v;
+    BT_TEST_CHECK(bt_bootstrap_poll(bs, 9, &v, sizeof(v)) == -1, "rank %d: poll before any send",
+                  rank);
+    BT_TEST_OK(bt_bootstrap_barrier(bs));
+    for (int r = 0; r < nranks; r++) {
+        int32_t mine = rank * 100 + r;
+        if (r != rank) {
+            BT_TEST_OK(bt_bootstrap_send(bs, r, 8, &mine, sizeof(mine)));
+            BT_TEST_OK(bt_bootstrap_send(bs, r, 9, &mine, sizeof(mine)));
+        }
+    }
+    int got = 0;
+    char *seen = calloc((size_t)nranks, 1);
+    for (int spins = 0; got < nranks - 1 && spins < 5000; spins++) {
+        int from = bt_bootstrap_poll(bs, 9, &v, sizeof(v));
+        if (from < 0) {
+            usleep(1000);
+            continue;
+        }
+        BT_TEST_CHECK(from != rank && from < nranks && !seen[from] && v == from * 100 + rank,
+                      "rank %d: poll gave %d from rank %d", rank, v, from);
+        seen[from] = 1;
+        got++;
+    }
+    free(seen);
+    BT_TEST_CHECK(got == nranks - 1, "rank %d: polled %d of %d messages", rank, got, nranks - 1);
+    BT_TEST_CHECK(bt_bootstrap_poll(bs, 9, &v, sizeof(v)) == -1, "rank %d: a message too many",
+                  rank);
+    for (int r = 0; r < nranks; r++) {
+        if (r == rank)
+            continue;
+        BT_TEST_OK(bt_bootstrap_recv(bs, r, 8, &v, sizeof(v)));
+        BT_TEST_CHECK(v == r * 100 + rank, "rank %d: tag 8 from %d is %d", rank, r, v);
+    }
+}
+
 static int rank_main(int rank, int nranks, void *argp)
 {
     struct test_arg *arg = argp;
@@ -98,6 +138,8 @@ static int rank_main(int rank, int nranks, void *argp)
     }
     BT_TEST_OK(bt_bootstrap_barrier(bs));
     check_p2p(bs, rank, nranks);
+    BT_TEST_OK(bt_bootstrap_barrier(bs));
+    check_poll(bs, rank, nranks);
     BT_TEST_OK(bt_bootstrap_barrier(bs));
     bt_bootstrap_destroy(bs);
     bt_test_leaks_end(&leaks);

@@ -5,12 +5,14 @@
  * every WATCH_MS and prints:
  *   - a wait past HANG_REPORT seconds: the collective (number, type, count), the peer and
  *     direction, and the ranks that have not called that collective yet (the arrival board,
- *     ranks on one host);
+ *     ranks on one host; else the other ranks' answers to a question in bootstrap messages,
+ *     which the watchers of those ranks answer: core/arrival.h);
  *   - the error that ended a kernel (TIMEOUT, with the same details; an abort at INFO: the
  *     user asked for it);
  *   - a communicator's GPU setup (collective: every rank joins it at its first GPU operation)
  *     waiting past HANG_REPORT, with the ranks that have not called that first collective.
- * It costs a wake-up per WATCH_MS and a few loads; nothing on the launch path.
+ * It costs a wake-up per WATCH_MS and a few loads (without a board also a look at the
+ * bootstrap's listening socket); nothing on the launch path.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -103,7 +105,7 @@ static void look_setup(struct watched *e)
               "operation (here %s), has waited %d s",
               first, (int)bt_param_hang_report());
     if (e->setup_seq)
-        bt_arrival_report(e->comm, e->setup_seq);
+        bt_arrival_hang(e->comm, e->setup_seq);
 }
 
 static void look(struct bt_comm *comm)
@@ -117,7 +119,7 @@ static void look(struct bt_comm *comm)
         BT_REPORT("hang report: GPU %s has waited %d s for rank %d %s", what,
                   (int)bt_param_hang_report(), r->stall_at.peer, direction(r->stall_at.is_send));
         if (r->stall_at.seq)
-            bt_arrival_report(comm, r->stall_at.seq);
+            bt_arrival_hang(comm, r->stall_at.seq);
         r->stalled = 0;
     }
     int err = __atomic_load_n(&r->error, __ATOMIC_ACQUIRE);
@@ -149,6 +151,7 @@ static void *watch_main(void *arg)
                 look_setup(&w.comms[i]);
             else
                 look(w.comms[i].comm);
+            bt_arrival_serve(w.comms[i].comm); /* no board: the others' questions, our answers */
         }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -390,11 +390,13 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
             uint64_t now = bt_time_ns();
             if (stalled_since == 0)
                 stalled_since = now;
-            if (wait->peer_gone && now - liveness_at > 50000000ull) {
+            if ((wait->peer_gone || wait->stalled) && now - liveness_at > 50000000ull) {
                 liveness_at = now;
                 for (int i = 0; i < nlanes; i++) {
                     struct bt_work *h = lanes[i]->head;
-                    if (h && waits_on_gone_peer(h, wait)) {
+                    if (h && wait->stalled)
+                        wait->stalled(h);
+                    if (h && wait->peer_gone && waits_on_gone_peer(h, wait)) {
                         if (failed_p)
                             *failed_p = h;
                         return BT_ERR_REMOTE;

@@ -38,6 +38,9 @@ struct bt_wait_policy {
      * peer's process is gone (it has logged why); the launch then fails at once with
      * BT_ERR_REMOTE instead of waiting out the timeout. NULL: never. */
     int (*peer_gone)(const struct bt_work *w, int peer);
+    /* Called every ~50 ms of a stall for each stuck work (NULL: never), before peer_gone:
+     * what the caller does meanwhile (answering other ranks' questions, core/arrival.h). */
+    void (*stalled)(const struct bt_work *w);
 };
 
 /* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works
