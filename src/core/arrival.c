@@ -143,16 +143,17 @@ int bt_arrival_report(struct bt_comm *comm, uint64_t seq)
 
 /*
  * Without a board: questions over the bootstrap. A rank whose collective #seq hangs asks
- * every other rank which collective it has called; a rank answers while it waits inside a
- * collective of this communicator (bt_arrival_serve, from the executor's stall checks), so
- * the ranks that answer with a smaller number have not arrived, and those that do not
- * answer within ASK_WAIT_MS are not waiting in this communicator at all: they have not
- * called it either (or finished it and left, which a rank stuck in it rarely allows).
+ * every other rank which collective it has called. A host rank answers while it waits inside
+ * a collective of this communicator (bt_arrival_serve from the executor's stall checks); a
+ * GPU rank's watcher thread answers every 100 ms, inside the library or not. So the ranks
+ * that answer with a smaller number have not arrived, and those that do not answer within
+ * ASK_WAIT_MS have not called the communicator's collective either (host), have no GPU
+ * communicator yet (GPU), or are gone.
  */
 #define BT_TAG_ASK 0x30001
 #define BT_TAG_ANSWER 0x30002
 #define ASK_SEND_MS 100  /* per rank: a dead host must not hold the asker up for long */
-#define ASK_WAIT_MS 1000 /* for the answers: the others look every ~50 ms of a stall */
+#define ASK_WAIT_MS 1000 /* for the answers: the others look every 50-100 ms */
 #define NO_ANSWER UINT64_MAX
 
 struct arrival_msg {
@@ -182,14 +183,15 @@ static void query_print(struct bt_comm *comm, struct bt_arrival_query *q)
         }
     }
     if (nlate + nsilent == 0) {
-        BT_REPORT("hang report: every rank has arrived at collective #%llu (all %d answered)",
+        BT_REPORT("hang report: every rank has arrived at collective #%llu (asked the other %d "
+                  "rank(s), all answered)",
                   (unsigned long long)q->seq, comm->nranks - 1);
         return;
     }
-    BT_REPORT("hang report: %d rank(s) have not arrived at collective #%llu: %s%s%s%s",
+    BT_REPORT("hang report: %d rank(s) have not arrived at collective #%llu: %s%s%s%s; asked the "
+              "other %d rank(s), %d answered",
               nlate + nsilent, (unsigned long long)q->seq, late, nlate && nsilent ? ", " : "",
-              silent,
-              nsilent ? " (no answer in 1 s: not inside a collective of this communicator)" : "");
+              silent, nsilent ? " (no answer within 1 s)" : "", comm->nranks - 1, q->answers);
 }
 
 void bt_arrival_hang(struct bt_comm *comm, uint64_t seq)

@@ -289,6 +289,8 @@ static void absent_case(enum pair_mode mode)
             "the hang report does not name rank 1 as not arrived:\n%s", out);
         BT_TEST_CHECK(strstr(out, "no progress for TIMEOUT=3 s while waiting for rank 1"),
                       "the timeout does not name rank 1:\n%s", out);
+        BT_TEST_CHECK(!no_board() || strstr(out, "asked the other 1 rank(s), 1 answered"),
+                      "without a board, rank 1's answer is not in the report:\n%s", out);
     } else { /* the setup's hang report */
         BT_TEST_CHECK(strstr(out, "GPU setup, which every rank joins at its first GPU operation "
                                   "(here collective #1), has waited 1 s"),
@@ -370,6 +372,8 @@ static void absent_one_gpu_case(void)
                   "the hang report does not name rank 1 as not arrived:\n%s", out);
     BT_TEST_CHECK(strstr(out, "no progress for TIMEOUT=3 s while waiting for rank 1"),
                   "the timeout does not name rank 1:\n%s", out);
+    BT_TEST_CHECK(!no_board() || strstr(out, "asked the other 1 rank(s), 1 answered"),
+                  "without a board, rank 1's answer is not in the report:\n%s", out);
     printf("absent_one_gpu: rank 0's report:\n%s", out);
 }
 
