@@ -109,51 +109,6 @@ static void check_poll(struct bt_bootstrap *bs, int rank, int nranks)
     }
 }
 
-/* Two threads on one bootstrap (as the GPU watcher and the user's thread): one polls for
- * tag 12 while the other waits in recv for tag 13; each gets every peer's message of its own
- * tag, whichever of them took the connection in. */
-struct poller {
-    struct bt_bootstrap *bs;
-    int nranks, got;
-};
-
-static void *poll_thread(void *p)
-{
-    struct poller *pl = p;
-    int32_t v;
-    for (int spins = 0; pl->got < pl->nranks - 1 && spins < 5000; spins++) {
-        if (bt_bootstrap_poll(pl->bs, 12, &v, sizeof(v)) >= 0)
-            pl->got++;
-        else
-            usleep(1000);
-    }
-    return NULL;
-}
-
-static void check_two_threads(struct bt_bootstrap *bs, int rank, int nranks)
-{
-    struct poller pl = {.bs = bs, .nranks = nranks};
-    pthread_t t;
-    BT_TEST_CHECK(pthread_create(&t, NULL, poll_thread, &pl) == 0, "pthread_create");
-    for (int r = 0; r < nranks; r++) {
-        int32_t mine = rank;
-        if (r == rank)
-            continue;
-        BT_TEST_OK(bt_bootstrap_send(bs, r, 12, &mine, sizeof(mine)));
-        BT_TEST_OK(bt_bootstrap_send(bs, r, 13, &mine, sizeof(mine)));
-    }
-    for (int r = 0; r < nranks; r++) {
-        int32_t v = -1;
-        if (r == rank)
-            continue;
-        BT_TEST_OK(bt_bootstrap_recv(bs, r, 13, &v, sizeof(v)));
-        BT_TEST_CHECK(v == r, "rank %d: tag 13 from %d is %d", rank, r, v);
-    }
-    pthread_join(t, NULL);
-    BT_TEST_CHECK(pl.got == nranks - 1, "rank %d: the polling thread got %d of %d", rank, pl.got,
-                  nranks - 1);
-}
-
 static int rank_main(int rank, int nranks, void *argp)
 {
     struct test_arg *arg = argp;
@@ -185,8 +140,6 @@ static int rank_main(int rank, int nranks, void *argp)
     check_p2p(bs, rank, nranks);
     BT_TEST_OK(bt_bootstrap_barrier(bs));
     check_poll(bs, rank, nranks);
-    BT_TEST_OK(bt_bootstrap_barrier(bs));
-    check_two_threads(bs, rank, nranks);
     BT_TEST_OK(bt_bootstrap_barrier(bs));
     bt_bootstrap_destroy(bs);
     bt_test_leaks_end(&leaks);
