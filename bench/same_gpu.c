@@ -4,6 +4,7 @@
  * memory, so what it shows is the kernels' own efficiency (instructions, registers, spills),
  * which NVLink hides partly. Used to compare two builds of the kernels on a one-GPU machine:
  *   BATON_TEST_SAME_GPU=1 LD_LIBRARY_PATH=<lib> baton-same-gpu allreduce|allgather BYTES ITERS
+ * SAME_GPU_PAD_MB=N first takes N MB of GPU memory (where later allocations land).
  * Prints the mean time per collective (both ranks' kernels together) and bytes / time.
  */
 #include <cuda_runtime_api.h>
@@ -42,6 +43,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "baton-same-gpu: ITERS >= 1 and BYTES >= 8, please\n");
         return 2;
     }
+    /* SAME_GPU_PAD_MB: GPU memory taken before anything else, to move where the library's
+     * and the buffers' allocations land (placement effects against code effects) */
+    const char *pad = getenv("SAME_GPU_PAD_MB");
+    void *padding = NULL;
+    if (pad && atoi(pad) > 0)
+        CHECK(cudaMalloc(&padding, (size_t)atoi(pad) << 20) == cudaSuccess);
     ncclComm_t comms[2];
     int devs[2] = {0, 0};
     CHECK(ncclCommInitAll(comms, 2, devs) == ncclSuccess);
@@ -77,5 +84,6 @@ int main(int argc, char **argv)
            bytes / us / 1e3);
     for (int r = 0; r < 2; r++)
         ncclCommDestroy(comms[r]);
+    cudaFree(padding);
     return 0;
 }
