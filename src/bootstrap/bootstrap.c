@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -281,23 +282,24 @@ static void bs_pending_drop(struct bt_bootstrap *bs, int i, const char *why)
  * Move the listen socket along until one connection has been dealt with (bs_handle): new
  * connections are accepted into the pending set, whose headers are read as their bytes
  * come, so a stranger that connects and stalls (or sends half a header) costs the real
- * ranks nothing; it is dropped after BT_BS_HELLO_TIMEOUT_S. Errors: abort, `deadline`
- * passed (BT_ERR_REMOTE; the caller reports), a failing listen socket, bs_handle's.
- * Deadline 0: only what is ready, without waiting (BT_ERR_REMOTE when nothing was).
+ * ranks nothing; it is dropped after BT_BS_HELLO_TIMEOUT_S. `deadline` bounds the wait for a
+ * connection (0: only what is ready, without waiting); a message whose header has come gets
+ * until `body_by` for the rest. Returns BT_OK when one was dealt with; BT_ERR_REMOTE with
+ * *expired = 1 when the deadline passed with none; otherwise (*expired = 0) an abort
+ * (BT_ERR_REMOTE), a failing listen socket, or bs_handle's error.
  */
-static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int want_ring)
+static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, uint64_t body_by,
+                                 int want_ring, int *expired)
 {
-    /* A real rank sends its payload right behind the header: a second is plenty even when the
-     * caller's own wait (a slice, or none) is shorter. */
-    uint64_t payload_by = bt_time_ns() + 1000000000ull;
-    if (deadline > payload_by)
-        payload_by = deadline;
+    *expired = 0;
     for (int look = 1;;) {
         if (bs_aborted(bs))
             return BT_ERR_REMOTE;
         uint64_t now = bt_time_ns();
-        if (deadline == 0 ? !look : now >= deadline)
+        if (deadline == 0 ? !look : now >= deadline) {
+            *expired = 1;
             return BT_ERR_REMOTE;
+        }
         look = 0; /* deadline 0: another look only after taking a connection in */
         uint64_t wake = deadline;
         for (int i = 0; i < bs->npending; i++)
@@ -338,7 +340,7 @@ static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, int
             int fd = p->fd;
             union bt_sockaddr from = p->from;
             bs->pending[i] = bs->pending[--bs->npending];
-            return bs_handle(bs, fd, &h, &from, payload_by, want_ring);
+            return bs_handle(bs, fd, &h, &from, body_by, want_ring);
         }
         if (rc <= 0 || !(pf[0].revents & POLLIN))
             continue;
@@ -445,7 +447,8 @@ static bt_status_t bs_ring_connect(struct bt_bootstrap *bs)
         return BT_ERR_REMOTE;
     }
     while (bs->ring_recv_fd < 0) {
-        if (bs_accept_one(bs, deadline, 1) != BT_OK) {
+        int expired;
+        if (bs_accept_one(bs, deadline, deadline, 1, &expired) != BT_OK) {
             BT_WARN("Bootstrap: rank %d: no ring link from rank %d at %s", bs->rank, prev,
                     bt_socket_addr_to_str(&bs->peers[prev], s, sizeof(s)));
             return BT_ERR_REMOTE;
@@ -616,15 +619,20 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
     struct bt_bs_msg *m;
     for (;;) {
         /* in slices, so that another thread's look (bt_bootstrap_poll) waits one at most */
+        int expired = 0;
         pthread_mutex_lock(&bs->lock);
         m = bs_queue_take(bs, peer, tag);
-        uint64_t now = bt_time_ns(), slice = now + BS_SLICE_NS;
-        bt_status_t st = m ? BT_OK : bs_accept_one(bs, slice < deadline ? slice : deadline, 0);
+        uint64_t slice = bt_time_ns() + BS_SLICE_NS;
+        bt_status_t st =
+            m ? BT_OK
+              : bs_accept_one(bs, slice < deadline ? slice : deadline, deadline, 0, &expired);
         pthread_mutex_unlock(&bs->lock);
         if (m)
             break;
-        if (st == BT_ERR_REMOTE && !bs_aborted(bs) && bt_time_ns() < deadline)
-            continue; /* the slice ended */
+        if (expired && bt_time_ns() < deadline) {
+            sched_yield(); /* a waiting poller gets the lock (mutexes are not fair) */
+            continue;
+        }
         if (st != BT_OK) {
             if (quiet && st == BT_ERR_REMOTE)
                 return st;
@@ -667,8 +675,12 @@ int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size)
     struct bt_bs_msg *m;
     pthread_mutex_lock(&bs->lock);
     /* a bounded number of looks: a flood of connections must not keep the caller here */
+    /* a message whose header is here gets a moment for the rest: a real rank sends it right
+     * behind the header */
+    uint64_t body_by = bt_time_ns() + 100000000ull;
+    int expired;
     for (int i = 0; (m = bs_queue_take(bs, -1, tag)) == NULL && i < BS_MAX_PENDING; i++)
-        if (bs_accept_one(bs, 0, 0) != BT_OK)
+        if (bs_accept_one(bs, 0, body_by, 0, &expired) != BT_OK)
             break;
     pthread_mutex_unlock(&bs->lock);
     if (!m)

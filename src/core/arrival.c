@@ -213,9 +213,9 @@ bt_status_t bt_arrival_ask(struct bt_comm *comm, uint64_t seq)
         return BT_OK;
     pthread_mutex_lock(&query_lock);
     struct bt_arrival_query *q = comm->query;
-    if (q && q->seq == seq) {
+    if (q && q->seq == seq && !q->reported) {
         pthread_mutex_unlock(&query_lock);
-        return BT_OK; /* asked already */
+        return BT_OK; /* asked already, answers still coming */
     }
     if (!q) {
         q = calloc(1, sizeof(*q));

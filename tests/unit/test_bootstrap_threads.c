@@ -1,9 +1,10 @@
 /*
  * Two threads on one bootstrap, as the GPU watcher and the user's thread use a GPU
- * communicator's (core/arrival.c): on every rank one thread polls for tag 12 while the other
- * waits in recv for tag 13, and each gets every peer's message of its own tag, whichever of
- * them took the connection in. Ranks are threads of this process (no fork), so `make tsan`
- * checks the bootstrap's lock.
+ * communicator's (core/arrival.c). On every rank a receiving thread waits in recv for tag 13
+ * from each peer, while a polling thread takes tag 12 from each peer with bt_bootstrap_poll
+ * and only then sends its tag 13s: if the waiting recv kept the bootstrap to itself, no rank
+ * would poll, send or get anything (the test would time out). Ranks are threads of this
+ * process (no fork), so `make tsan` checks the bootstrap's lock.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -17,58 +18,67 @@
 
 static unsigned char id[BT_UNIQUE_ID_BYTES];
 
-struct poller {
+struct rank_state {
     struct bt_bootstrap *bs;
-    int rank, got;
+    int rank, polled, received;
 };
 
 static void *poll_thread(void *p)
 {
-    struct poller *pl = p;
+    struct rank_state *st = p;
     int32_t v;
-    for (int spins = 0; pl->got < NRANKS - 1 && spins < 10000; spins++) {
-        int from = bt_bootstrap_poll(pl->bs, 12, &v, sizeof(v));
+    for (int spins = 0; st->polled < NRANKS - 1 && spins < 20000; spins++) {
+        int from = bt_bootstrap_poll(st->bs, 12, &v, sizeof(v));
         if (from < 0) {
-            usleep(1000);
+            usleep(500);
             continue;
         }
-        BT_TEST_CHECK(v == from * 100 + pl->rank, "rank %d: tag 12 from %d is %d", pl->rank, from,
+        BT_TEST_CHECK(v == from * 100 + st->rank, "rank %d: tag 12 from %d is %d", st->rank, from,
                       v);
-        pl->got++;
+        st->polled++;
+    }
+    for (int r = 0; r < NRANKS && st->polled == NRANKS - 1; r++) {
+        int32_t mine = st->rank * 100 + r;
+        if (r != st->rank)
+            BT_TEST_OK(bt_bootstrap_send(st->bs, r, 13, &mine, sizeof(mine)));
+    }
+    return NULL;
+}
+
+static void *recv_thread(void *p)
+{
+    struct rank_state *st = p;
+    for (int r = 0; r < NRANKS; r++) {
+        int32_t v = -1;
+        if (r == st->rank)
+            continue;
+        BT_TEST_OK(bt_bootstrap_recv(st->bs, r, 13, &v, sizeof(v)));
+        BT_TEST_CHECK(v == r * 100 + st->rank, "rank %d: tag 13 from %d is %d", st->rank, r, v);
+        st->received++;
     }
     return NULL;
 }
 
 static void *rank_thread(void *arg)
 {
-    int rank = (int)(intptr_t)arg;
-    struct bt_bootstrap *bs;
-    BT_TEST_OK(bt_bootstrap_init(id, rank, NRANKS, NULL, &bs));
-    struct poller pl = {.bs = bs, .rank = rank};
-    pthread_t t;
-    BT_TEST_CHECK(pthread_create(&t, NULL, poll_thread, &pl) == 0, "pthread_create");
-    for (int round = 0; round < 3; round++) {
-        for (int r = 0; r < NRANKS; r++) {
-            int32_t mine = rank * 100 + r;
-            if (r == rank)
-                continue;
-            if (round == 0) /* the poller's, once */
-                BT_TEST_OK(bt_bootstrap_send(bs, r, 12, &mine, sizeof(mine)));
-            BT_TEST_OK(bt_bootstrap_send(bs, r, 13, &mine, sizeof(mine)));
-        }
-        for (int r = 0; r < NRANKS; r++) {
-            int32_t v = -1;
-            if (r == rank)
-                continue;
-            BT_TEST_OK(bt_bootstrap_recv(bs, r, 13, &v, sizeof(v)));
-            BT_TEST_CHECK(v == r * 100 + rank, "rank %d: tag 13 from %d is %d", rank, r, v);
-        }
+    struct rank_state st = {.rank = (int)(intptr_t)arg};
+    BT_TEST_OK(bt_bootstrap_init(id, st.rank, NRANKS, NULL, &st.bs));
+    pthread_t recv_t, poll_t;
+    BT_TEST_CHECK(pthread_create(&recv_t, NULL, recv_thread, &st) == 0, "pthread_create");
+    usleep(20000); /* the receiver is waiting before anything comes */
+    BT_TEST_CHECK(pthread_create(&poll_t, NULL, poll_thread, &st) == 0, "pthread_create");
+    for (int r = 0; r < NRANKS; r++) {
+        int32_t mine = st.rank * 100 + r;
+        if (r != st.rank)
+            BT_TEST_OK(bt_bootstrap_send(st.bs, r, 12, &mine, sizeof(mine)));
     }
-    pthread_join(t, NULL);
-    BT_TEST_CHECK(pl.got == NRANKS - 1, "rank %d: the polling thread got %d of %d", rank, pl.got,
+    pthread_join(poll_t, NULL);
+    pthread_join(recv_t, NULL);
+    BT_TEST_CHECK(st.polled == NRANKS - 1 && st.received == NRANKS - 1,
+                  "rank %d: polled %d and received %d of %d", st.rank, st.polled, st.received,
                   NRANKS - 1);
-    BT_TEST_OK(bt_bootstrap_barrier(bs));
-    bt_bootstrap_destroy(bs);
+    BT_TEST_OK(bt_bootstrap_barrier(st.bs));
+    bt_bootstrap_destroy(st.bs);
     return NULL;
 }
 

@@ -35,15 +35,18 @@ static struct {
     pthread_cond_t wake;
     pthread_t thread;
     int running;
-    unsigned gen; /* a thread runs while this is the number it was started with */
+    unsigned gen;        /* a thread runs while this is the number it was started with */
+    pthread_cond_t idle; /* a communicator's bootstrap work is done (busy went to 0) */
     struct watched {
         struct bt_comm *comm;
         int setting_up, setup_told; /* the GPU setup runs; its hang was reported */
         uint64_t setup_seq;         /* the collective that set up (0: a send/recv) */
         uint64_t setup_since;       /* bt_time_ns */
+        uint64_t ask_seq;           /* no board: ask the other ranks about this collective */
+        int busy;                   /* the thread uses the comm's bootstrap outside w.lock */
     } * comms;
     int n, cap;
-} w = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} w = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -91,6 +94,17 @@ static const char *direction(int is_send)
     return is_send ? "for room to send to it" : "for data from it";
 }
 
+/* The ranks that have not called collective `seq`: from the board at once, or else a
+ * question to the other ranks that the thread sends after it lets go of w.lock (bootstrap
+ * messages to every rank: too slow to hold up the other communicators' reports). */
+static void arrival_hang(struct watched *e, uint64_t seq)
+{
+    if (e->comm->arrival)
+        bt_arrival_report(e->comm, seq);
+    else
+        e->ask_seq = seq;
+}
+
 static void look_setup(struct watched *e)
 {
     uint64_t hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull;
@@ -105,11 +119,12 @@ static void look_setup(struct watched *e)
               "operation (here %s), has waited %d s",
               first, (int)bt_param_hang_report());
     if (e->setup_seq)
-        bt_arrival_hang(e->comm, e->setup_seq);
+        arrival_hang(e, e->setup_seq);
 }
 
-static void look(struct bt_comm *comm)
+static void look(struct watched *e)
 {
+    struct bt_comm *comm = e->comm;
     struct bt_cuda_comm *cc = comm->cuda;
     volatile struct bt_cuda_report *r = cc->report_h;
     char what[160];
@@ -119,7 +134,7 @@ static void look(struct bt_comm *comm)
         BT_REPORT("hang report: GPU %s has waited %d s for rank %d %s", what,
                   (int)bt_param_hang_report(), r->stall_at.peer, direction(r->stall_at.is_send));
         if (r->stall_at.seq)
-            bt_arrival_hang(comm, r->stall_at.seq);
+            arrival_hang(e, r->stall_at.seq);
         r->stalled = 0;
     }
     int err = __atomic_load_n(&r->error, __ATOMIC_ACQUIRE);
@@ -141,6 +156,46 @@ static void look(struct bt_comm *comm)
     }
 }
 
+static struct watched *find(struct bt_comm *comm);
+
+/* Communicators without a board: send the questions the looks decided on, answer the other
+ * ranks' and take in the answers (core/arrival.h), outside w.lock; a communicator being
+ * removed meanwhile waits for it (busy). Called and returns with w.lock held. */
+static void bootstrap_work(void)
+{
+    int n = 0;
+    struct job {
+        struct bt_comm *comm;
+        uint64_t ask;
+    } *jobs = malloc(sizeof(*jobs) * (size_t)(w.n > 0 ? w.n : 1));
+    for (int i = 0; i < w.n && jobs; i++) {
+        struct watched *e = &w.comms[i];
+        if (e->comm->arrival || !e->comm->bs)
+            continue;
+        jobs[n++] = (struct job){e->comm, e->ask_seq};
+        e->ask_seq = 0;
+        e->busy = 1;
+    }
+    if (n == 0) {
+        free(jobs);
+        return;
+    }
+    pthread_mutex_unlock(&w.lock);
+    for (int i = 0; i < n; i++) {
+        if (jobs[i].ask)
+            (void)bt_arrival_ask(jobs[i].comm, jobs[i].ask);
+        bt_arrival_serve(jobs[i].comm);
+    }
+    pthread_mutex_lock(&w.lock);
+    for (int i = 0; i < n; i++) {
+        struct watched *e = find(jobs[i].comm);
+        if (e)
+            e->busy = 0;
+    }
+    pthread_cond_broadcast(&w.idle);
+    free(jobs);
+}
+
 static void *watch_main(void *arg)
 {
     unsigned gen = (unsigned)(uintptr_t)arg;
@@ -150,9 +205,9 @@ static void *watch_main(void *arg)
             if (w.comms[i].setting_up)
                 look_setup(&w.comms[i]);
             else
-                look(w.comms[i].comm);
-            bt_arrival_serve(w.comms[i].comm); /* no board: the others' questions, our answers */
+                look(&w.comms[i]);
         }
+        bootstrap_work();
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += WATCH_MS * 1000000L;
@@ -228,9 +283,13 @@ void bt_cuda_watch_remove(struct bt_comm *comm)
     int stopping = 0;
     pthread_mutex_lock(&w.lock);
     struct watched *e = find(comm);
+    while (e && e->busy) { /* the thread is using its bootstrap */
+        pthread_cond_wait(&w.idle, &w.lock);
+        e = find(comm);
+    }
     if (e) {
         if (!e->setting_up)
-            look(comm); /* a last look: what the kernels left unsaid */
+            look(e); /* a last look: what the kernels left unsaid */
         *e = w.comms[--w.n];
     }
     if (w.n == 0 && w.running) { /* no GPU communicator left: no thread either */
