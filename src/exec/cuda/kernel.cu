@@ -395,16 +395,150 @@ union Pack {
     char b[VEC];
 };
 
-/* 16-byte packs [0, npacks): each thread takes UNROLL packs at a time and issues every
- * load of every source before the first use (loops over sources and destinations run to
- * their compile-time maximum with a guard, so the packs and pointers stay in registers). */
+/* Source s's packs: UNROLL of them from `base` on (a thread's share of a round). */
+static __device__ __forceinline__ void pack_load(uint4 (&v)[UNROLL], const StepIO &io, int s,
+                                                 size_t base, size_t npacks)
+{
+    const bool cg = (io.cg_mask >> s) & 1;
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+        size_t pk = base + (size_t)u * blockDim.x;
+        if (pk < npacks) {
+            const uint4 *p = (const uint4 *)(io.src[s] + pk * VEC);
+            v[u] = cg ? __ldcg(p) : *p;
+        }
+    }
+}
+
+static __device__ __forceinline__ void copy_store(const uint4 (&v)[UNROLL], const StepIO &io,
+                                                  size_t base, size_t npacks)
+{
+#pragma unroll
+    for (int d = 0; d < MAX_DSTS; d++) {
+        if (d >= io.ndst)
+            break;
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            size_t pk = base + (size_t)u * blockDim.x;
+            if (pk < npacks)
+                *(uint4 *)(io.dst[d] + pk * VEC) = v[u];
+        }
+    }
+}
+
+/* A pure copy (one source, no arithmetic), double-buffered: a thread loads its next round
+ * into the other set of registers before it stores the current one, so the next loads never
+ * wait for this round's stores to read their registers. With one set (the loop below), the
+ * scheduling ptxas chose made each round's loads wait for the previous round's stores in
+ * some builds and not in others: a block copied 19.5 GB/s instead of 28 with the same
+ * instructions (bench/results/gpu-1xh200-bisect-2026-12-01.md). */
+static __device__ __forceinline__ void copy_packs(const StepIO &io, size_t npacks)
+{
+    const size_t stride = (size_t)blockDim.x * UNROLL;
+    uint4 a[UNROLL], b[UNROLL];
+    size_t base = (size_t)threadIdx.x;
+    if (base < npacks)
+        pack_load(a, io, 0, base, npacks);
+    while (base < npacks) {
+        if (base + stride < npacks)
+            pack_load(b, io, 0, base + stride, npacks);
+        copy_store(a, io, base, npacks);
+        base += stride;
+        if (base >= npacks)
+            break;
+        if (base + stride < npacks)
+            pack_load(a, io, 0, base + stride, npacks);
+        copy_store(b, io, base, npacks);
+        base += stride;
+    }
+}
+
+/* Two sources' packs folded (pre-multiplied where io.pre says, divided when io.post) and
+ * stored to every destination. */
+template <typename T>
+static __device__ __forceinline__ void
+fold2_store(const uint4 (&x)[UNROLL], const uint4 (&y)[UNROLL], const StepIO &io, size_t base,
+            size_t npacks, const struct bt_redop &r)
+{
+    typedef typename Num<T>::C C;
+    const int N = VEC / sizeof(T);
+    uint4 o[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+        Pack a, b, c;
+        a.u = x[u];
+        b.u = y[u];
+#pragma unroll
+        for (int e = 0; e < N; e++) {
+            T t;
+            memcpy(&t, a.b + e * sizeof(T), sizeof(T));
+            C v = Num<T>::load(t);
+            if (io.pre == 0)
+                v = pre_mul<T>(v, r);
+            memcpy(&t, b.b + e * sizeof(T), sizeof(T));
+            C w = Num<T>::load(t);
+            if (io.pre == 1)
+                w = pre_mul<T>(w, r);
+            v = fold<C>(v, w, r.op);
+            if (io.post)
+                v = Scale<C>::div(v, r);
+            t = Num<T>::store(v);
+            memcpy(c.b + e * sizeof(T), &t, sizeof(T));
+        }
+        o[u] = c.u;
+    }
+    copy_store(o, io, base, npacks);
+}
+
+/* The fold of two sources (a ring's reduce steps), double-buffered as copy_packs: the next
+ * round's loads go out before this round's arithmetic and stores. */
+template <typename T>
+static __device__ __forceinline__ void fold2_packs(const StepIO &io, size_t npacks,
+                                                   const struct bt_redop &r)
+{
+    const size_t stride = (size_t)blockDim.x * UNROLL;
+    uint4 a0[UNROLL], a1[UNROLL], b0[UNROLL], b1[UNROLL];
+    size_t base = (size_t)threadIdx.x;
+    if (base < npacks) {
+        pack_load(a0, io, 0, base, npacks);
+        pack_load(a1, io, 1, base, npacks);
+    }
+    while (base < npacks) {
+        if (base + stride < npacks) {
+            pack_load(b0, io, 0, base + stride, npacks);
+            pack_load(b1, io, 1, base + stride, npacks);
+        }
+        fold2_store<T>(a0, a1, io, base, npacks, r);
+        base += stride;
+        if (base >= npacks)
+            break;
+        if (base + stride < npacks) {
+            pack_load(a0, io, 0, base + stride, npacks);
+            pack_load(a1, io, 1, base + stride, npacks);
+        }
+        fold2_store<T>(b0, b1, io, base, npacks, r);
+        base += stride;
+    }
+}
+
+/* 16-byte packs [0, npacks) with a fold (pure copies: copy_packs): each thread takes UNROLL
+ * packs at a time and issues every load of every source before the first use (loops over
+ * sources and destinations run to their compile-time maximum with a guard, so the packs and
+ * pointers stay in registers). */
 template <typename T>
 static __device__ void run_packs(const StepIO &io, size_t npacks, const struct bt_redop &r)
 {
     typedef typename Num<T>::C C;
     const int N = VEC / sizeof(T);
     const size_t stride = (size_t)blockDim.x * UNROLL;
-    const bool copy = io.nsrc == 1 && io.pre < 0 && !io.post;
+    if (io.nsrc == 1 && io.pre < 0 && !io.post) {
+        copy_packs(io, npacks);
+        return;
+    }
+    if (io.nsrc == 2) {
+        fold2_packs<T>(io, npacks, r);
+        return;
+    }
     for (size_t base = (size_t)threadIdx.x; base < npacks; base += stride) {
         Pack in[MAX_SRCS][UNROLL];
 #pragma unroll
@@ -421,31 +555,32 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
                 }
             }
         }
-        if (!copy) {
+        /* the results in registers of their own: the next round's loads into in[] then never
+         * wait for this round's stores to read theirs (see copy_packs) */
+        Pack out[UNROLL];
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
+        for (int u = 0; u < UNROLL; u++) {
 #pragma unroll
-                for (int e = 0; e < N; e++) {
-                    T t;
-                    memcpy(&t, in[0][u].b + e * sizeof(T), sizeof(T));
-                    C v = Num<T>::load(t);
-                    if (io.pre == 0)
-                        v = pre_mul<T>(v, r);
+            for (int e = 0; e < N; e++) {
+                T t;
+                memcpy(&t, in[0][u].b + e * sizeof(T), sizeof(T));
+                C v = Num<T>::load(t);
+                if (io.pre == 0)
+                    v = pre_mul<T>(v, r);
 #pragma unroll
-                    for (int s = 1; s < MAX_SRCS; s++) {
-                        if (s >= io.nsrc)
-                            break;
-                        memcpy(&t, in[s][u].b + e * sizeof(T), sizeof(T));
-                        C x = Num<T>::load(t);
-                        if (io.pre == s)
-                            x = pre_mul<T>(x, r);
-                        v = fold<C>(v, x, r.op);
-                    }
-                    if (io.post)
-                        v = Scale<C>::div(v, r);
-                    t = Num<T>::store(v);
-                    memcpy(in[0][u].b + e * sizeof(T), &t, sizeof(T));
+                for (int s = 1; s < MAX_SRCS; s++) {
+                    if (s >= io.nsrc)
+                        break;
+                    memcpy(&t, in[s][u].b + e * sizeof(T), sizeof(T));
+                    C x = Num<T>::load(t);
+                    if (io.pre == s)
+                        x = pre_mul<T>(x, r);
+                    v = fold<C>(v, x, r.op);
                 }
+                if (io.post)
+                    v = Scale<C>::div(v, r);
+                t = Num<T>::store(v);
+                memcpy(out[u].b + e * sizeof(T), &t, sizeof(T));
             }
         }
 #pragma unroll
@@ -456,7 +591,7 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
             for (int u = 0; u < UNROLL; u++) {
                 size_t pk = base + (size_t)u * blockDim.x;
                 if (pk < npacks)
-                    *(uint4 *)(io.dst[d] + pk * VEC) = in[0][u].u;
+                    *(uint4 *)(io.dst[d] + pk * VEC) = out[u].u;
             }
         }
     }
