@@ -540,30 +540,22 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
         return;
     }
     for (size_t base = (size_t)threadIdx.x; base < npacks; base += stride) {
-        Pack in[MAX_SRCS][UNROLL];
+        uint4 in[MAX_SRCS][UNROLL];
 #pragma unroll
         for (int s = 0; s < MAX_SRCS; s++) {
             if (s >= io.nsrc)
                 break;
-            const bool cg = (io.cg_mask >> s) & 1;
-#pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                size_t pk = base + (size_t)u * blockDim.x;
-                if (pk < npacks) {
-                    const uint4 *p = (const uint4 *)(io.src[s] + pk * VEC);
-                    in[s][u].u = cg ? __ldcg(p) : *p;
-                }
-            }
+            pack_load(in[s], io, s, base, npacks);
         }
         /* the results in registers of their own: the next round's loads into in[] then never
          * wait for this round's stores to read theirs (see copy_packs) */
-        Pack out[UNROLL];
+        uint4 out[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
 #pragma unroll
             for (int e = 0; e < N; e++) {
                 T t;
-                memcpy(&t, in[0][u].b + e * sizeof(T), sizeof(T));
+                memcpy(&t, (const char *)&in[0][u] + e * sizeof(T), sizeof(T));
                 C v = Num<T>::load(t);
                 if (io.pre == 0)
                     v = pre_mul<T>(v, r);
@@ -571,7 +563,7 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
                 for (int s = 1; s < MAX_SRCS; s++) {
                     if (s >= io.nsrc)
                         break;
-                    memcpy(&t, in[s][u].b + e * sizeof(T), sizeof(T));
+                    memcpy(&t, (const char *)&in[s][u] + e * sizeof(T), sizeof(T));
                     C x = Num<T>::load(t);
                     if (io.pre == s)
                         x = pre_mul<T>(x, r);
@@ -580,20 +572,10 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
                 if (io.post)
                     v = Scale<C>::div(v, r);
                 t = Num<T>::store(v);
-                memcpy(out[u].b + e * sizeof(T), &t, sizeof(T));
+                memcpy((char *)&out[u] + e * sizeof(T), &t, sizeof(T));
             }
         }
-#pragma unroll
-        for (int d = 0; d < MAX_DSTS; d++) {
-            if (d >= io.ndst)
-                break;
-#pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                size_t pk = base + (size_t)u * blockDim.x;
-                if (pk < npacks)
-                    *(uint4 *)(io.dst[d] + pk * VEC) = out[u].u;
-            }
-        }
+        copy_store(out, io, base, npacks);
     }
 }
 
