@@ -100,8 +100,10 @@ if [ "$what" = sanitize ] || [ "$what" = all ]; then
     # compute-sanitizer on small AllReduces (direct LL, ring LL, Simple, one-shot LL128) in both
     # processes
     CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-    for tool in memcheck racecheck synccheck; do
-        for v in "BATON_X=1" "BATON_ALGO=Ring" "BATON_PROTO=Simple" "BATON_PROTO=LL128"; do
+    # (SANITIZE_TOOLS / SANITIZE_VARIANTS="A=1;B=2" narrow it: racecheck takes minutes a run)
+    IFS=';' read -r -a variants <<<"${SANITIZE_VARIANTS:-BATON_X=1;BATON_ALGO=Ring;BATON_PROTO=Simple;BATON_PROTO=LL128}"
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+        for v in "${variants[@]}"; do
             echo "== compute-sanitizer --tool $tool ($v)"
             log="$OUT/sanitize-$tool-$(echo "$v" | tr ' =' '_-').log"
             env $v BATON_TIMEOUT=120 timeout 300 "$CS" --tool $tool --target-processes all \
@@ -215,10 +217,11 @@ fi
 
 if [ "$what" = shm ]; then
     # forced SHM (P2P off): AllReduce, Baton vs NCCL, alternating
-    for r in 1 2; do
+    # (1 MB..128 MB: issue 4's line is at 128 MB)
+    for r in $(seq "${SHM_ROUNDS:-2}"); do
         for lib in baton nccl; do
             echo "#### shm round $r allreduce $lib" >>"$OUT/perf-shm.txt"
-            BATON_P2P_DISABLE=1 NCCL_P2P_DISABLE=1 perf $lib allreduce -b 1M -e 128M -f 8 -c 1 \
+            BATON_P2P_DISABLE=1 NCCL_P2P_DISABLE=1 perf $lib allreduce -b 1M -e 128M -f 2 -c 1 \
                 -n 10 -w 3 >>"$OUT/perf-shm.txt"
         done
     done
