@@ -5,7 +5,7 @@
 # worktree of that commit: tests/gpu/build_lib_at.sh); the binaries are this build's (the API is NCCL's, the kernels
 # live in the library). From the repository root, build-gpu and build-libs carried:
 #   OUT=$OUT tests/gpu/compare_libs.sh [COLL:SIZE ...]   (default allreduce:128M allgather:128M sendrecv:128M)
-# On a one-GPU machine, SAME_GPU=1 runs baton-same-gpu instead (two ranks of one process on GPU 0,
+# On a one-GPU machine, SAME_GPU=1 runs baton-one-process --same-gpu instead (two ranks of one process on GPU 0,
 # allreduce and allgather only; NVIDIA's NCCL refuses that, so it is left out): what it compares
 # is the kernels' own work, not the link.
 set -uo pipefail
@@ -26,8 +26,9 @@ for d in build-libs/*/; do libs+=("$(realpath "$d")"); done
 [ -n "$NCCL_LIB" ] && [ "$SAME_GPU" != 1 ] && libs+=("$NCCL_LIB")
 one() { # LIB COLL SIZE: one result line
     if [ "$SAME_GPU" = 1 ]; then
-        BATON_TEST_SAME_GPU=1 LD_LIBRARY_PATH="$1" timeout 120 "$B/bin/baton-same-gpu" "$2" \
-            "$(numfmt --from=iec "$3")" "${ITERS:-20}" 2>&1 | tee -a "$OUT/compare.log" | tail -n 1
+        BATON_TEST_SAME_GPU=1 LD_LIBRARY_PATH="$1" timeout 120 "$B/bin/baton-one-process" \
+            --same-gpu "$2" "$(numfmt --from=iec "$3")" "$(numfmt --from=iec "$3")" "${ITERS:-20}" \
+            2>&1 | tee -a "$OUT/compare.log" | grep -E '^ +[0-9]+ ' | tail -n 1
     else
         LD_LIBRARY_PATH="$1" timeout 120 "$B/bin/baton-run" -n 2 "$B/bin/baton-perf" \
             "$2" -b "$3" -e "$3" -c 0 -n 20 -w 5 2>&1 | tee -a "$OUT/compare.log" |

@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|graph|net|quick|shm|variants|perf|done|all|onegpu]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -185,15 +185,30 @@ if [ "$what" = small ] || [ "$what" = all ]; then
     grep -E '^####|^ +[0-9]+ |rror' "$OUT/perf-small.txt" | cut -c1-110
 fi
 
-if [ "$what" = graph ] || [ "$what" = all ]; then
-    # AllReduce inside CUDA graphs (-G 20: 20 calls per graph), Baton and NCCL alternating
-    for r in 1 2; do
+if [ "$what" = onepro ] || [ "$what" = all ]; then
+    # issue 5's eager sizes as the anchor measured NCCL (nccl-tests -g 2): one process, one
+    # thread, both GPUs in one group (baton-one-process), Baton and NCCL alternating
+    for r in $(seq "${SMALL_ROUNDS:-3}"); do
         for lib in baton nccl; do
+            echo "#### onepro round $r allreduce $lib" >>"$OUT/perf-onepro.txt"
+            env $([ $lib = nccl ] && echo LD_LIBRARY_PATH="$NCCL_LIB") timeout 120 \
+                "$BUILD/bin/baton-one-process" allreduce 8 "${ONEPRO_MAX:-8388608}" 20 5 \
+                >>"$OUT/perf-onepro.txt" 2>&1
+        done
+    done
+    grep -E '^####|^ +[0-9]+ |wrong:|library|rror' "$OUT/perf-onepro.txt" | cut -c1-110
+fi
+
+if [ "$what" = graph ] || [ "$what" = all ]; then
+    # AllReduce inside CUDA graphs (-G 20: 20 calls per graph), Baton and NCCL alternating;
+    # NCCL also with symmetric windows (-R 2: the anchor's fastest NCCL, ANCHORS.md)
+    for r in 1 2; do
+        for lib in baton nccl "nccl -R 2"; do
             echo "#### graph round $r allreduce $lib" >>"$OUT/perf-graph.txt"
             perf $lib allreduce -b 8 -e 1M -f 4 -c 1 -n 20 -w 5 -G 20 >>"$OUT/perf-graph.txt"
         done
     done
-    grep -E '^####|^ +[0-9]+ |Out of|rror' "$OUT/perf-graph.txt" | cut -c1-110
+    grep -E '^####|^ +[0-9]+ |Out of|rror|Registration' "$OUT/perf-graph.txt" | cut -c1-110
 fi
 
 if [ "$what" = net ] || [ "$what" = all ]; then

@@ -64,6 +64,7 @@ struct perf_args {
     int root;
     int blocking;          /* -z 1: wait for each operation before issuing the next */
     int cudagraph;         /* -G N: capture N calls into a CUDA graph, replay it (GPU only) */
+    int local_register;    /* -R 1: ncclCommRegister the buffers; 2: symmetric windows */
     int average;           /* -a: 0 rank 0, 1 avg, 2 min, 3 max of the ranks' times */
     int percentiles;       /* -p */
     const char *json_path; /* -J */

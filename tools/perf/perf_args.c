@@ -214,6 +214,10 @@ void perf_usage(FILE *f)
            "  -t, --nthreads 1       -g, --ngpus 1: only one rank per process is supported\n"
            "  -G, --cudagraph N      GPU memory: capture N calls in a CUDA graph, replay it -n\n"
            "                         times; the time per call (default 0: no graph)\n"
+           "  -R, --local_register R GPU memory: buffers from ncclMemAlloc, 1 registered with\n"
+           "                         ncclCommRegister, 2 as symmetric windows\n"
+           "                         (ncclCommWindowRegister; a library without them runs\n"
+           "                         unregistered and says so) (default 0)\n"
            "  -m 1, -C 0, -T S, -y 0: accepted for nccl-tests compatibility\n"
            "  -p, --percentiles      add per-iteration P50/P99/P999 columns (us, worst rank)\n"
            "  -J, --json FILE        also write every row as JSON to FILE\n"
@@ -261,6 +265,7 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
         {"ngpus", required_argument, 0, 'g'},
         {"agg_iters", required_argument, 0, 'm'},
         {"cudagraph", required_argument, 0, 'G'},
+        {"local_register", required_argument, 0, 'R'},
         {"report_cputime", required_argument, 0, 'C'},
         {"timeout", required_argument, 0, 'T'},
         {"stream_null", required_argument, 0, 'y'},
@@ -297,7 +302,7 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
 
     optind = 0; /* glibc: 0 fully resets getopt, so the parser can run more than once */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:c:o:d:r:z:a:t:g:m:G:C:T:y:pJ:h", longopts,
+    while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:c:o:d:r:z:a:t:g:m:G:R:C:T:y:pJ:h", longopts,
                             NULL)) != -1) {
         switch (c) {
         case 'b':
@@ -388,6 +393,12 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
                 return 1;
             }
             a->cudagraph = (int)v;
+            break;
+        case 'R':
+            if (perf_parse_int("-R", optarg, 0, 2, &v) != 0) {
+                return 1;
+            }
+            a->local_register = (int)v;
             break;
         case 'C':
         case 'y':

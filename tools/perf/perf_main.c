@@ -38,6 +38,9 @@ struct perf_ctx {
     ncclRedOp_t op;
     int op_created;    /* PreMulSum op to destroy */
     void *send, *recv; /* the benchmark's buffers, sized for maxbytes */
+    int nccl_mem;      /* -R: send and recv come from ncclMemAlloc */
+    void *reg[2];      /* -R: send's and recv's registration handle or window (NULL: none) */
+    char reg_note[160]; /* -R: what the preamble says about the registration */
     void *scratch;     /* 64 bytes for the tool's own small allreduces */
     void *host_stage;  /* fill/check staging when the memory is not host-accessible */
     struct perf_data_plan plan;
@@ -535,6 +538,9 @@ static void perf_print_preamble(struct perf_ctx *ctx)
         printf("# Library: not Baton (no batonVersionString)\n");
     }
     printf("# Ranks: %d (launcher %s), memory: %s\n", ctx->nranks, ctx->launcher, ctx->mem->name);
+    if (ctx->reg_note[0] != '\0') {
+        printf("# Registration: %s\n", ctx->reg_note);
+    }
     printf("#\n# Using devices\n");
     for (int r = 0; r < ctx->nranks; r++) {
         if (all != NULL) {
@@ -550,6 +556,75 @@ static void perf_print_preamble(struct perf_ctx *ctx)
     }
     printf("#\n");
     free(all);
+}
+
+/*
+ * The benchmark's buffers. -R (GPU memory; nccl-tests' local_register): from ncclMemAlloc,
+ * then registered, 1 with ncclCommRegister, 2 as symmetric windows (ncclCommWindowRegister,
+ * collective: every rank calls it; what NCCL's symmetric kernels need). A library that
+ * refuses the registration runs unregistered (Baton has no windows: its kernels use its own
+ * peer-mapped buffers either way); the preamble says which happened.
+ */
+static int perf_alloc_buffers(struct perf_ctx *ctx, size_t send_bytes, size_t recv_bytes)
+{
+    const int how = ctx->a.local_register;
+    if (how == 0 || ctx->mem != &perf_mem_cuda) {
+        if (how != 0) {
+            snprintf(ctx->reg_note, sizeof(ctx->reg_note), "-R %d ignored: host memory", how);
+        }
+        return ctx->mem->alloc(&ctx->send, send_bytes) != 0 ||
+                       ctx->mem->alloc(&ctx->recv, recv_bytes) != 0
+                   ? -1
+                   : 0;
+    }
+    size_t sizes[2] = {send_bytes > 0 ? send_bytes : 256, recv_bytes > 0 ? recv_bytes : 256};
+    void **bufs[2] = {&ctx->send, &ctx->recv};
+    ctx->nccl_mem = 1;
+    for (int i = 0; i < 2; i++) {
+        PERF_CHECK_NCCL(ctx, ncclMemAlloc(bufs[i], sizes[i]), "ncclMemAlloc");
+    }
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < 2 && r == ncclSuccess; i++) {
+        if (how == 1) {
+            r = ncclCommRegister(ctx->comm, *bufs[i], sizes[i], &ctx->reg[i]);
+        } else {
+            ncclWindow_t win = NULL;
+            r = ncclCommWindowRegister(ctx->comm, *bufs[i], sizes[i], &win,
+                                       NCCL_WIN_COLL_SYMMETRIC);
+            ctx->reg[i] = (void *)win;
+        }
+        if (r != ncclSuccess) {
+            ctx->reg[i] = NULL;
+        }
+    }
+    snprintf(ctx->reg_note, sizeof(ctx->reg_note), "-R %d: %s%s%s", how,
+             how == 1 ? "ncclMemAlloc buffers, ncclCommRegister" :
+                        "ncclMemAlloc buffers, symmetric windows (ncclCommWindowRegister)",
+             r == ncclSuccess ? "" : ": refused, so unregistered: ",
+             r == ncclSuccess ? "" : ncclGetErrorString(r));
+    return 0;
+}
+
+static void perf_free_buffers(struct perf_ctx *ctx)
+{
+    void *bufs[2] = {ctx->send, ctx->recv};
+    for (int i = 0; i < 2; i++) {
+        if (ctx->reg[i] != NULL) {
+            if (ctx->a.local_register == 1) {
+                ncclCommDeregister(ctx->comm, ctx->reg[i]);
+            } else {
+                ncclCommWindowDeregister(ctx->comm, (ncclWindow_t)ctx->reg[i]);
+            }
+        }
+        if (bufs[i] != NULL) {
+            if (ctx->nccl_mem) {
+                ncclMemFree(bufs[i]);
+            } else {
+                ctx->mem->free(bufs[i]);
+            }
+        }
+    }
+    ctx->send = ctx->recv = NULL;
 }
 
 static int perf_run(struct perf_ctx *ctx)
@@ -568,8 +643,7 @@ static int perf_run(struct perf_ctx *ctx)
     size_t send_bytes = smax.send_count * ts;
     size_t recv_bytes =
         (smax.recv_count > smax.send_count ? smax.recv_count : smax.send_count) * ts;
-    if (ctx->mem->alloc(&ctx->send, send_bytes) != 0 ||
-        ctx->mem->alloc(&ctx->recv, recv_bytes) != 0) {
+    if (perf_alloc_buffers(ctx, send_bytes, recv_bytes) != 0) {
         fprintf(stderr, "baton-perf: rank %d: cannot allocate %zu + %zu bytes of %s memory\n",
                 ctx->rank, send_bytes, recv_bytes, ctx->mem->name);
         return -1;
@@ -668,14 +742,9 @@ static void perf_cleanup(struct perf_ctx *ctx)
     if (ctx->op_created) {
         ncclRedOpDestroy(ctx->op, ctx->comm);
     }
+    perf_free_buffers(ctx); /* registrations go before the communicator */
     if (ctx->comm != NULL) {
         ncclCommDestroy(ctx->comm);
-    }
-    if (ctx->send != NULL) {
-        ctx->mem->free(ctx->send);
-    }
-    if (ctx->recv != NULL) {
-        ctx->mem->free(ctx->recv);
     }
     if (ctx->scratch != NULL) {
         ctx->mem->free(ctx->scratch);

@@ -1,0 +1,239 @@
+/*
+ * One process drives every rank from one thread, as nccl-tests does with -g N: one
+ * communicator per GPU from ncclCommInitAll, each call of an iteration inside one
+ * ncclGroupStart/End, every rank's operation on its own stream. The anchor's small-AllReduce
+ * figures (ANCHORS.md: all_reduce_perf -g 2) are measured this way; baton-perf (one rank per
+ * process) cannot. Built against the public NCCL API only: LD_LIBRARY_PATH picks the library.
+ *
+ *   baton-one-process [--same-gpu] [--ranks N] allreduce|allgather MIN_BYTES [MAX_BYTES [ITERS [ROUNDS]]]
+ *
+ * Ranks: one per visible GPU (--ranks N: the first N). --same-gpu: two ranks (or N) on GPU 0
+ * (Baton with TEST_SAME_GPU=1): not a link measurement, the bytes never leave the GPU, so it
+ * shows the kernels' own efficiency, which NVLink partly hides (compares builds of the kernels
+ * on a one-GPU machine; SAME_GPU_PAD_MB=N first takes N MB of GPU memory, to move where later
+ * allocations land).
+ *
+ * Sizes MIN_BYTES .. MAX_BYTES (x2), float sum. Per size, out of place then in place: 5 calls
+ * of warm-up, then ROUNDS (default 5) times ITERS (default 20) calls back to back and one
+ * wait for all streams; the median round's time per call (us) is printed, nccl-tests' busbw
+ * beside (AllReduce 2(n-1)/n, AllGather (n-1)/n of the bytes per rank times n), then one
+ * checked call per placement: every element of every rank's output compared (#wrong).
+ */
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nccl.h"
+
+#define MAX_RANKS 16
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        if (!(x)) {                                                                                \
+            fprintf(stderr, "baton-one-process: %s failed (line %d)\n", #x, __LINE__);             \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+struct bench {
+    int n, ag; /* ranks; 1: AllGather, 0: AllReduce */
+    ncclComm_t comms[MAX_RANKS];
+    int devs[MAX_RANKS];
+    cudaStream_t st[MAX_RANKS];
+    float *send[MAX_RANKS], *recv[MAX_RANKS];
+    float *host; /* staging for fill and check: the largest receive buffer */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The input of rank r at element i: small integers, so every float sum is exact. */
+static float value(int r, size_t i)
+{
+    return (float)((r + 1) * (int)(i % 13 + 1));
+}
+
+/* Where rank r's input lies: in place, inside its output (AllGather: at its own part). */
+static float *input(const struct bench *b, int r, int in_place, size_t count)
+{
+    if (!in_place)
+        return b->send[r];
+    return b->ag ? b->recv[r] + (size_t)r * count : b->recv[r];
+}
+
+/* One iteration: every rank's call in one group. count: elements per rank's input. */
+static void iterate(struct bench *b, size_t count, int in_place)
+{
+    CHECK(ncclGroupStart() == ncclSuccess);
+    for (int r = 0; r < b->n; r++) {
+        float *in = input(b, r, in_place, count);
+        if (b->ag)
+            CHECK(ncclAllGather(in, b->recv[r], count, ncclFloat32, b->comms[r], b->st[r]) ==
+                  ncclSuccess);
+        else
+            CHECK(ncclAllReduce(in, b->recv[r], count, ncclFloat32, ncclSum, b->comms[r],
+                                b->st[r]) == ncclSuccess);
+    }
+    CHECK(ncclGroupEnd() == ncclSuccess);
+}
+
+static void sync_all(struct bench *b)
+{
+    for (int r = 0; r < b->n; r++)
+        CHECK(cudaStreamSynchronize(b->st[r]) == cudaSuccess);
+}
+
+/* Median over `rounds` of the mean time per call of `iters` calls back to back (us). */
+static double time_call(struct bench *b, size_t count, int in_place, int iters, int rounds)
+{
+    double t[64];
+    for (int i = 0; i < 5; i++)
+        iterate(b, count, in_place);
+    sync_all(b);
+    for (int k = 0; k < rounds; k++) {
+        double t0 = now_s();
+        for (int i = 0; i < iters; i++)
+            iterate(b, count, in_place);
+        sync_all(b);
+        t[k] = (now_s() - t0) / iters * 1e6;
+    }
+    qsort(t, (size_t)rounds, sizeof(double), cmp_double);
+    return t[rounds / 2];
+}
+
+/* One call on known inputs; the number of output elements (all ranks) that differ. */
+static long check_call(struct bench *b, size_t count, int in_place)
+{
+    size_t out = b->ag ? count * (size_t)b->n : count;
+    for (int r = 0; r < b->n; r++) {
+        CHECK(cudaSetDevice(b->devs[r]) == cudaSuccess);
+        CHECK(cudaMemset(b->recv[r], 0, out * sizeof(float)) == cudaSuccess);
+        for (size_t i = 0; i < count; i++)
+            b->host[i] = value(r, i);
+        CHECK(cudaMemcpy(input(b, r, in_place, count), b->host, count * sizeof(float),
+                         cudaMemcpyHostToDevice) == cudaSuccess);
+    }
+    iterate(b, count, in_place);
+    sync_all(b);
+    long wrong = 0;
+    for (int r = 0; r < b->n; r++) {
+        CHECK(cudaMemcpy(b->host, b->recv[r], out * sizeof(float), cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+        for (size_t i = 0; i < out; i++) {
+            float want = 0;
+            if (b->ag)
+                want = value((int)(i / count), i % count);
+            else
+                for (int q = 0; q < b->n; q++)
+                    want += value(q, i);
+            wrong += b->host[i] != want;
+        }
+    }
+    return wrong;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: baton-one-process [--same-gpu] [--ranks N] allreduce|allgather "
+                    "MIN_BYTES [MAX_BYTES [ITERS [ROUNDS]]]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    struct bench b;
+    int same_gpu = 0, want = 0, a = 1;
+    memset(&b, 0, sizeof(b));
+    for (; a < argc && strncmp(argv[a], "--", 2) == 0; a++) {
+        if (strcmp(argv[a], "--same-gpu") == 0)
+            same_gpu = 1;
+        else if (strcmp(argv[a], "--ranks") == 0 && a + 1 < argc)
+            want = atoi(argv[++a]);
+        else
+            usage();
+    }
+    if (argc - a < 2 || argc - a > 5)
+        usage();
+    if (strcmp(argv[a], "allgather") == 0)
+        b.ag = 1;
+    else if (strcmp(argv[a], "allreduce") != 0)
+        usage();
+    size_t min = strtoull(argv[a + 1], NULL, 0);
+    size_t max = argc - a > 2 ? strtoull(argv[a + 2], NULL, 0) : min;
+    int iters = argc - a > 3 ? atoi(argv[a + 3]) : 20;
+    int rounds = argc - a > 4 ? atoi(argv[a + 4]) : 5;
+    int ngpus = 0;
+    CHECK(cudaGetDeviceCount(&ngpus) == cudaSuccess && ngpus > 0);
+    b.n = want > 0 ? want : same_gpu ? 2 : ngpus;
+    if (b.n < 2 || b.n > MAX_RANKS || (!same_gpu && b.n > ngpus) || iters < 1 || rounds < 1 ||
+        rounds > 64 || min < sizeof(float) * (size_t)b.n || max < min) {
+        fprintf(stderr, "baton-one-process: 2..%d ranks (%d GPUs seen), ITERS >= 1, 1 <= ROUNDS <= "
+                        "64, %zu <= MIN_BYTES <= MAX_BYTES\n",
+                MAX_RANKS, ngpus, sizeof(float) * (size_t)b.n);
+        return 2;
+    }
+    const char *pad = getenv("SAME_GPU_PAD_MB");
+    void *padding = NULL;
+    if (pad && atoi(pad) > 0)
+        CHECK(cudaMalloc(&padding, (size_t)atoi(pad) << 20) == cudaSuccess);
+    for (int r = 0; r < b.n; r++)
+        b.devs[r] = same_gpu ? 0 : r;
+    CHECK(ncclCommInitAll(b.comms, b.n, b.devs) == ncclSuccess);
+    /* sizes are total bytes: AllReduce's per-rank buffer, AllGather's whole output */
+    size_t in_max = b.ag ? max / (size_t)b.n : max;
+    for (int r = 0; r < b.n; r++) {
+        CHECK(cudaSetDevice(b.devs[r]) == cudaSuccess);
+        CHECK(cudaMalloc((void **)&b.send[r], in_max) == cudaSuccess);
+        CHECK(cudaMalloc((void **)&b.recv[r], max) == cudaSuccess);
+        CHECK(cudaMemset(b.send[r], 0, in_max) == cudaSuccess);
+        CHECK(cudaStreamCreateWithFlags(&b.st[r], cudaStreamNonBlocking) == cudaSuccess);
+    }
+    CHECK((b.host = malloc(max)) != NULL);
+
+    int version = 0;
+    ncclGetVersion(&version);
+    const char *(*vs)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "batonVersionString");
+    printf("# %s, one process, %d ranks on %s, NCCL version code %d, library: %s\n",
+           b.ag ? "allgather" : "allreduce", b.n, same_gpu ? "GPU 0" : "one GPU each", version,
+           vs ? vs() : "not Baton (no batonVersionString)");
+    printf("# median of %d rounds of %d calls; busbw GB/s; #wrong over all ranks' outputs\n",
+           rounds, iters);
+    printf("# %10s %10s %10s %8s %10s %10s %8s\n", "bytes", "oop us", "busbw", "#wrong", "ip us",
+           "busbw", "#wrong");
+    long total_wrong = 0;
+    double factor = b.ag ? (double)(b.n - 1) / b.n : 2.0 * (b.n - 1) / b.n;
+    for (size_t bytes = min; bytes <= max; bytes *= 2) {
+        size_t count = (b.ag ? bytes / (size_t)b.n : bytes) / sizeof(float);
+        double us[2];
+        long wrong[2];
+        for (int ip = 0; ip < 2; ip++) {
+            us[ip] = time_call(&b, count, ip, iters, rounds);
+            wrong[ip] = check_call(&b, count, ip);
+            total_wrong += wrong[ip];
+        }
+        printf("  %10zu %10.2f %10.2f %8ld %10.2f %10.2f %8ld\n", bytes, us[0],
+               bytes / us[0] / 1e3 * factor, wrong[0], us[1], bytes / us[1] / 1e3 * factor,
+               wrong[1]);
+        if (bytes > max / 2)
+            break;
+    }
+    printf("# wrong: %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+    for (int r = 0; r < b.n; r++)
+        ncclCommDestroy(b.comms[r]);
+    cudaFree(padding);
+    free(b.host);
+    return total_wrong ? 1 : 0;
+}
