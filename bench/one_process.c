@@ -5,7 +5,8 @@
  * figures (ANCHORS.md: all_reduce_perf -g 2) are measured this way; baton-perf (one rank per
  * process) cannot. Built against the public NCCL API only: LD_LIBRARY_PATH picks the library.
  *
- *   baton-one-process [--same-gpu] [--ranks N] allreduce|allgather MIN_BYTES [MAX_BYTES [ITERS [ROUNDS]]]
+ *   baton-one-process [--same-gpu] [--ranks N] allreduce|allgather MIN_BYTES [MAX_BYTES [ITERS
+ * [ROUNDS]]]
  *
  * Ranks: one per visible GPU (--ranks N: the first N). --same-gpu: two ranks (or N) on GPU 0
  * (Baton with TEST_SAME_GPU=1): not a link measurement, the bytes never leave the GPU, so it
@@ -180,8 +181,9 @@ int main(int argc, char **argv)
     b.n = want > 0 ? want : same_gpu ? 2 : ngpus;
     if (b.n < 2 || b.n > MAX_RANKS || (!same_gpu && b.n > ngpus) || iters < 1 || rounds < 1 ||
         rounds > 64 || min < sizeof(float) * (size_t)b.n || max < min) {
-        fprintf(stderr, "baton-one-process: 2..%d ranks (%d GPUs seen), ITERS >= 1, 1 <= ROUNDS <= "
-                        "64, %zu <= MIN_BYTES <= MAX_BYTES\n",
+        fprintf(stderr,
+                "baton-one-process: 2..%d ranks (%d GPUs seen), ITERS >= 1, 1 <= ROUNDS <= "
+                "64, %zu <= MIN_BYTES <= MAX_BYTES\n",
                 MAX_RANKS, ngpus, sizeof(float) * (size_t)b.n);
         return 2;
     }

@@ -36,13 +36,13 @@ struct perf_ctx {
     int is_baton;
     ncclComm_t comm;
     ncclRedOp_t op;
-    int op_created;    /* PreMulSum op to destroy */
-    void *send, *recv; /* the benchmark's buffers, sized for maxbytes */
-    int nccl_mem;      /* -R: send and recv come from ncclMemAlloc */
-    void *reg[2];      /* -R: send's and recv's registration handle or window (NULL: none) */
+    int op_created;     /* PreMulSum op to destroy */
+    void *send, *recv;  /* the benchmark's buffers, sized for maxbytes */
+    int nccl_mem;       /* -R: send and recv come from ncclMemAlloc */
+    void *reg[2];       /* -R: send's and recv's registration handle or window (NULL: none) */
     char reg_note[160]; /* -R: what the preamble says about the registration */
-    void *scratch;     /* 64 bytes for the tool's own small allreduces */
-    void *host_stage;  /* fill/check staging when the memory is not host-accessible */
+    void *scratch;      /* 64 bytes for the tool's own small allreduces */
+    void *host_stage;   /* fill/check staging when the memory is not host-accessible */
     struct perf_data_plan plan;
     double *samples; /* -p: per-iteration times, seconds */
 };
@@ -598,8 +598,8 @@ static int perf_alloc_buffers(struct perf_ctx *ctx, size_t send_bytes, size_t re
         }
     }
     snprintf(ctx->reg_note, sizeof(ctx->reg_note), "-R %d: %s%s%s", how,
-             how == 1 ? "ncclMemAlloc buffers, ncclCommRegister" :
-                        "ncclMemAlloc buffers, symmetric windows (ncclCommWindowRegister)",
+             how == 1 ? "ncclMemAlloc buffers, ncclCommRegister"
+                      : "ncclMemAlloc buffers, symmetric windows (ncclCommWindowRegister)",
              r == ncclSuccess ? "" : ": refused, so unregistered: ",
              r == ncclSuccess ? "" : ncclGetErrorString(r));
     return 0;
