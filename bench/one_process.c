@@ -5,8 +5,8 @@
  * figures (ANCHORS.md: all_reduce_perf -g 2) are measured this way; baton-perf (one rank per
  * process) cannot. Built against the public NCCL API only: LD_LIBRARY_PATH picks the library.
  *
- *   baton-one-process [--same-gpu] [--ranks N] allreduce|allgather MIN_BYTES [MAX_BYTES [ITERS
- * [ROUNDS]]]
+ *   baton-one-process [--same-gpu] [--ranks N] allreduce|allgather MIN_BYTES
+ *                     [MAX_BYTES [ITERS [ROUNDS]]]
  *
  * Ranks: one per visible GPU (--ranks N: the first N). --same-gpu: two ranks (or N) on GPU 0
  * (Baton with TEST_SAME_GPU=1): not a link measurement, the bytes never leave the GPU, so it
