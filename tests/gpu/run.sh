@@ -187,11 +187,13 @@ fi
 
 if [ "$what" = onepro ] || [ "$what" = all ]; then
     # issue 5's eager sizes as the anchor measured NCCL (nccl-tests -g 2): one process, one
-    # thread, both GPUs in one group (baton-one-process), Baton and NCCL alternating
+    # thread, both GPUs in one group (baton-one-process), Baton and NCCL alternating;
+    # ONEPRO_VARIANTS="A=1 B=2;C=3" runs Baton under each environment (default: none)
+    IFS=';' read -r -a variants <<<"${ONEPRO_VARIANTS:-BATON_X=1}"
     for r in $(seq "${SMALL_ROUNDS:-3}"); do
-        for lib in baton nccl; do
-            echo "#### onepro round $r allreduce $lib" >>"$OUT/perf-onepro.txt"
-            env $([ $lib = nccl ] && echo LD_LIBRARY_PATH="$NCCL_LIB") timeout 120 \
+        for v in "${variants[@]}" nccl; do
+            echo "#### onepro round $r allreduce $v" >>"$OUT/perf-onepro.txt"
+            env $([ "$v" = nccl ] && echo LD_LIBRARY_PATH="$NCCL_LIB" || echo "$v") timeout 120 \
                 "$BUILD/bin/baton-one-process" allreduce 8 "${ONEPRO_MAX:-8388608}" 20 5 \
                 >>"$OUT/perf-onepro.txt" 2>&1
         done

@@ -764,9 +764,14 @@ static __device__ void simple_io(const struct bt_prim &p, const struct bt_work *
  * Two line formats: LL (8 bytes of payload per 16-byte line) and LL128 (120 per 128). It runs
  * in a kernel of its own (bt_cuda_direct_kernel). */
 #define DIRECT_LL_BATCH 8 /* lines a thread sends before it waits for the first */
-/* LL128: line rounds a warp sends before it waits for the first (8 measured slower, inlined:
- * 2 MB 24.4 us against 20.9) */
+/* LL128: line rounds a warp loads before it stores or checks the first (2 and 8 measured a
+ * third slower on one H200, bench/results/gpu-1xh200-ll128-2026-12-01.md) */
 #define DIRECT_LL128_BATCH 4
+/* LL128: chunks a block sends ahead of the one it folds (up to BT_NSTEPS - 1). 0: each chunk
+ * is sent, then received. On one H200 every chunk ahead cost 2.5-3 us at 256 KB a block (0:
+ * 44 us, 1: 47, 2: 50); not yet measured over NVLink, where a chunk ahead could hide the
+ * crossing. */
+#define DIRECT_LL128_AHEAD 0
 
 /* One 8-byte word of payload, element by element: fold, pre-multiply, final division. */
 template <typename T>
@@ -804,62 +809,130 @@ static __device__ __forceinline__ int word_bytes(size_t n, size_t o)
     return n > o ? (int)bt_min_sz(8, n - o) : 0;
 }
 
-/* Shared by the line formats: one chunk's connector view in shared memory. */
+/* Thread r's connectors to and from peer r for one work of a one-shot block, read from
+ * device memory once at the work's start and written back at its end: read at every chunk,
+ * they were a chain of dependent loads (the connector's address, then its step, then the slot
+ * geometry) ahead of each chunk. Only thread r touches entry r. */
+struct DirectPeer {
+    struct bt_conn *sc, *rc;
+    char *sbuf, *rbuf;     /* the protocol's first slot, each way */
+    size_t sslot, rslot;   /* bytes per slot */
+    uint64_t sstep, rstep; /* next step to send, to receive */
+    uint64_t cached;       /* the peer's head as last read (credit) */
+};
+
+/* Shared by the line formats: the connector state and the chunk's view in shared memory. */
 struct DirectChunk {
     char *send[BT_CUDA_ONEPASS_MAX_RANKS], *recv[BT_CUDA_ONEPASS_MAX_RANKS];
     uint64_t sflag[BT_CUDA_ONEPASS_MAX_RANKS], rflag[BT_CUDA_ONEPASS_MAX_RANKS];
+    DirectPeer peer[BT_CUDA_ONEPASS_MAX_RANKS];
 };
 
-/* Before a chunk, thread r < n (r != me): peer r's slots and flags (step + 1) for `proto`,
- * and credit (the peer read step - NSTEPS). Returns 0 or an enum bt_cuda_kerr; the caller
- * barriers. */
-static __device__ int direct_chunk_begin(const struct bt_work *w, const struct bt_cuda_khdr &h,
-                                         int widx, int proto, DirectChunk *d)
+static __device__ __forceinline__ bool direct_peer_thread(const struct bt_work *w)
 {
-    int r = threadIdx.x;
-    if (r >= w->nranks || r == w->rank)
+    return (int)threadIdx.x < w->nranks && (int)threadIdx.x != w->rank;
+}
+
+/* At a work's start, thread r < n (r != me): its connectors' state for `proto`. */
+static __device__ void direct_open(const struct bt_work *w, int proto, DirectChunk *d)
+{
+    if (!direct_peer_thread(w))
+        return;
+    DirectPeer *p = &d->peer[threadIdx.x];
+    p->sc = w->peer_send[threadIdx.x];
+    p->rc = w->peer_recv[threadIdx.x];
+    p->sbuf = p->sc->buf[proto];
+    p->sslot = p->sc->sizes.slot_bytes[proto];
+    p->sstep = p->sc->step;
+    p->cached = p->sc->cached;
+    p->rbuf = p->rc->buf[proto];
+    p->rslot = p->rc->sizes.slot_bytes[proto];
+    p->rstep = p->rc->step;
+}
+
+/* At a work's end, also an early one (an error): the steps back to the connectors. */
+static __device__ void direct_close(const struct bt_work *w, const DirectChunk *d)
+{
+    if (!direct_peer_thread(w))
+        return;
+    const DirectPeer *p = &d->peer[threadIdx.x];
+    p->sc->step = p->sstep;
+    p->sc->cached = p->cached;
+    p->rc->step = p->rstep;
+}
+
+/* Before sending a chunk, thread r < n (r != me): peer r's send slot and flag (step + 1),
+ * after credit (the peer read step - NSTEPS). Returns 0 or an enum bt_cuda_kerr; the caller
+ * barriers. */
+static __device__ int direct_send_begin(const struct bt_work *w, const struct bt_cuda_khdr &h,
+                                        int widx, DirectChunk *d)
+{
+    if (!direct_peer_thread(w))
         return 0;
-    struct bt_conn *sc = w->peer_send[r], *rc = w->peer_recv[r];
-    d->send[r] = bt_conn_slot(sc, proto, sc->step);
-    d->sflag[r] = sc->step + 1;
-    d->recv[r] = bt_conn_slot(rc, proto, rc->step);
-    d->rflag[r] = rc->step + 1;
-    if (sc->step < sc->cached + BT_NSTEPS)
+    int r = threadIdx.x;
+    DirectPeer *p = &d->peer[r];
+    d->send[r] = p->sbuf + (size_t)(p->sstep % BT_NSTEPS) * p->sslot;
+    d->sflag[r] = p->sstep + 1;
+    if (p->sstep < p->cached + BT_NSTEPS)
         return 0;
     uint64_t seen;
-    int err =
-        wait_ge((const uint64_t *)&sc->ctrl->head, sc->step + 1 - BT_NSTEPS, &seen, h, r, widx, 1);
-    sc->cached = seen;
+    int err = wait_ge((const uint64_t *)&p->sc->ctrl->head, p->sstep + 1 - BT_NSTEPS, &seen, h, r,
+                      widx, 1);
+    p->cached = seen;
     return err;
 }
 
-/* After a chunk (every thread is done reading its lines, behind a barrier): return the
- * slots, move the steps. The caller barriers again before the next chunk reads them. */
-static __device__ void direct_chunk_end(const struct bt_work *w)
+/* Before receiving a chunk, thread r < n (r != me): peer r's receive slot and flag. */
+static __device__ void direct_recv_begin(const struct bt_work *w, DirectChunk *d)
 {
-    int r = threadIdx.x;
-    if (r >= w->nranks || r == w->rank)
+    if (!direct_peer_thread(w))
         return;
-    struct bt_conn *sc = w->peer_send[r], *rc = w->peer_recv[r];
-    sc->step++;
-    st_relaxed_sys((uint64_t *)&rc->ctrl->head, rc->step + 1);
-    rc->step++;
+    int r = threadIdx.x;
+    const DirectPeer *p = &d->peer[r];
+    d->recv[r] = p->rbuf + (size_t)(p->rstep % BT_NSTEPS) * p->rslot;
+    d->rflag[r] = p->rstep + 1;
+}
+
+/* After a chunk is sent (every thread's stores issued, behind a barrier): the next step. */
+static __device__ void direct_send_end(const struct bt_work *w, DirectChunk *d)
+{
+    if (direct_peer_thread(w))
+        d->peer[threadIdx.x].sstep++;
+}
+
+/* After a chunk is received (every thread is done reading its lines, behind a barrier):
+ * return the slot, move the step. */
+static __device__ void direct_recv_end(const struct bt_work *w, DirectChunk *d)
+{
+    if (!direct_peer_thread(w))
+        return;
+    DirectPeer *p = &d->peer[threadIdx.x];
+    st_relaxed_sys((uint64_t *)&p->rc->ctrl->head, p->rstep + 1);
+    p->rstep++;
+}
+
+/* The chunk l of a work: where it starts (elements into the work's buffers) and its bytes. */
+template <typename T>
+static __device__ __forceinline__ void direct_chunk(const struct bt_work *w, uint64_t l,
+                                                    size_t *off, size_t *nbytes)
+{
+    *off = w->chan_off + (size_t)l * w->chunk;
+    *nbytes = bt_min_sz(w->chunk, w->chan_off + w->chan_count - *off) * sizeof(T);
 }
 
 template <typename T>
-static __device__ __forceinline__ int run_direct_ll(const struct bt_work *w,
-                                                    const struct bt_cuda_khdr &h, int widx)
+static __device__ __forceinline__ int
+run_direct_ll(const struct bt_work *w, const struct bt_cuda_khdr &h, int widx, DirectChunk &d)
 {
     const int n = w->nranks, me = w->rank;
-    __shared__ DirectChunk d;
     const uint64_t nloops = bt_ring_nloops(w);
     for (uint64_t l = 0; l < nloops; l++) {
-        int err = direct_chunk_begin(w, h, widx, BT_PROTO_LL, &d);
+        int err = direct_send_begin(w, h, widx, &d);
+        direct_recv_begin(w, &d);
         if (__syncthreads_or(err))
             return err;
-        size_t off = w->chan_off + (size_t)l * w->chunk;
-        size_t nelem = bt_min_sz(w->chunk, w->chan_off + w->chan_count - off);
-        size_t nbytes = nelem * sizeof(T);
+        size_t off, nbytes;
+        direct_chunk<T>(w, l, &off, &nbytes);
         size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL_PAYLOAD) : 1;
         const char *src = w->sendbuf + off * sizeof(T);
         char *dst = w->recvbuf + off * sizeof(T);
@@ -902,9 +975,9 @@ static __device__ __forceinline__ int run_direct_ll(const struct bt_work *w,
         }
         if (__syncthreads_or(err))
             return err;
-        direct_chunk_end(w);
-        __syncthreads(); /* the next chunk reads the steps */
-    }
+        direct_send_end(w, &d);
+        direct_recv_end(w, &d); /* the next chunk's begin runs in the same thread; its barrier */
+    }                           /* comes before anyone reads what it writes */
     return 0;
 }
 
@@ -914,6 +987,15 @@ static __device__ __forceinline__ int run_direct_ll(const struct bt_work *w,
 static __device__ __forceinline__ void ll128_store(char *line, int j, uint64_t v0, uint64_t v1)
 {
     asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(line + 16 * j), "l"(v0), "l"(v1)
+                 : "memory");
+}
+
+/* This lane's 16 bytes of a line as they are now (the caller checks the flag). */
+static __device__ __forceinline__ void ll128_peek(const char *p, uint64_t *a, uint64_t *b)
+{
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                 : "=l"(*a), "=l"(*b)
+                 : "l"(p)
                  : "memory");
 }
 
@@ -927,10 +1009,7 @@ static __device__ __forceinline__ int ll128_load(const char *line, int j, bool v
     uint64_t start = 0, a = 0, b = 0;
     for (uint32_t spins = 1;; spins++) {
         if (valid)
-            asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
-                         : "=l"(a), "=l"(b)
-                         : "l"(line + 16 * j)
-                         : "memory");
+            ll128_peek(line + 16 * j, &a, &b);
         if (!__any_sync(0xffffffffu, valid && j == 7 && b != flag)) {
             *v0 = a;
             *v1 = b;
@@ -945,83 +1024,230 @@ static __device__ __forceinline__ int ll128_load(const char *line, int j, bool v
     }
 }
 
+/* One chunk of an LL128 one-shot as this block sees it. Lines are taken in rounds of 4 per
+ * warp (one per 8-lane group); a batch is DIRECT_LL128_BATCH rounds. `nwhole` lines carry a
+ * full payload; with `aligned` (the user's buffers 8-byte aligned) a batch of whole lines
+ * moves words with plain 8-byte accesses, which the compiler issues back to back: the
+ * byte-exact path (ld_bytes, st_bytes) branches around each access, and a batch on it waits
+ * for its loads one by one (a third slower on H200). */
+struct LL128Chunk {
+    const char *src;
+    char *dst;
+    size_t nbytes, nlines, nrounds, nwhole;
+    bool aligned;
+};
+
 template <typename T>
-static __device__ __forceinline__ int run_direct_ll128(const struct bt_work *w,
+static __device__ __forceinline__ LL128Chunk ll128_chunk(const struct bt_work *w, uint64_t l)
+{
+    LL128Chunk c;
+    size_t off;
+    direct_chunk<T>(w, l, &off, &c.nbytes);
+    c.nlines = c.nbytes ? bt_div_up(c.nbytes, BT_LL128_PAYLOAD) : 1;
+    c.nrounds = bt_div_up(c.nlines, (size_t)(blockDim.x >> 5) * 4);
+    c.nwhole = c.nbytes / BT_LL128_PAYLOAD;
+    c.src = w->sendbuf + off * sizeof(T);
+    c.dst = w->recvbuf + off * sizeof(T);
+    c.aligned = (((uintptr_t)c.src | (uintptr_t)c.dst) & 7) == 0;
+    return c;
+}
+
+/* Round q's line for this lane's group. */
+static __device__ __forceinline__ size_t ll128_line(size_t q, int g)
+{
+    return (q * (size_t)(blockDim.x >> 5) + (size_t)(threadIdx.x >> 5)) * 4 + (size_t)g;
+}
+
+/* Whether the batch from round q0 on is whole lines of aligned buffers (block-uniform). */
+static __device__ __forceinline__ bool ll128_batch_whole(const LL128Chunk &c, size_t q0)
+{
+    return c.aligned && (q0 + DIRECT_LL128_BATCH) * (size_t)(blockDim.x >> 5) * 4 <= c.nwhole;
+}
+
+/* This lane's 16 bytes of `line` of the user's input (8 in lane 7, the flag's lane),
+ * pre-multiplied; WHOLE: a whole line of aligned buffers. */
+template <typename T, bool WHOLE>
+static __device__ __forceinline__ void ll128_own(const struct bt_work *w, const LL128Chunk &c,
+                                                 size_t line, int j, uint64_t *a, uint64_t *b)
+{
+    size_t o = line * BT_LL128_PAYLOAD + 16 * j;
+    if (WHOLE) {
+        *a = *(const uint64_t *)(c.src + o);
+        *b = j < 7 ? *(const uint64_t *)(c.src + o + 8) : 0;
+    } else {
+        *a = ld_bytes(c.src + o, word_bytes(c.nbytes, o));
+        *b = j < 7 ? ld_bytes(c.src + o + 8, word_bytes(c.nbytes, o + 8)) : 0;
+    }
+    if (w->redop.pre_mul) {
+        *a = word_scale<T, false>(*a, w->redop);
+        *b = word_scale<T, false>(*b, w->redop);
+    }
+}
+
+template <bool WHOLE>
+static __device__ __forceinline__ void ll128_out(const LL128Chunk &c, size_t line, int j,
+                                                 uint64_t a, uint64_t b)
+{
+    size_t o = line * BT_LL128_PAYLOAD + 16 * j;
+    if (WHOLE) {
+        *(uint64_t *)(c.dst + o) = a;
+        if (j < 7)
+            *(uint64_t *)(c.dst + o + 8) = b;
+    } else {
+        st_bytes(c.dst + o, a, word_bytes(c.nbytes, o));
+        if (j < 7)
+            st_bytes(c.dst + o + 8, b, word_bytes(c.nbytes, o + 8));
+    }
+}
+
+/* A batch of a chunk's lines to every peer: all its loads, then its stores (which wait for
+ * nothing). */
+template <typename T, bool WHOLE>
+static __device__ __forceinline__ void
+ll128_send_batch(const struct bt_work *w, const DirectChunk &d, const LL128Chunk &c, size_t q0)
+{
+    const int n = w->nranks, me = w->rank, j = threadIdx.x & 7, g = (threadIdx.x & 31) >> 3;
+    uint64_t a[DIRECT_LL128_BATCH], b[DIRECT_LL128_BATCH];
+#pragma unroll
+    for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+        size_t line = ll128_line(q0 + k, g);
+        if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
+            ll128_own<T, WHOLE>(w, c, line, j, &a[k], &b[k]);
+    }
+    for (int r = 0; r < n; r++) {
+        if (r == me)
+            continue;
+#pragma unroll
+        for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+            size_t line = ll128_line(q0 + k, g);
+            if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
+                ll128_store(d.send[r] + line * BT_LL128_LINE, j, a[k], j == 7 ? d.sflag[r] : b[k]);
+        }
+    }
+}
+
+/* A batch received: this rank's own words and a peer's lines loaded for the whole batch
+ * before the first flag check (a line not there yet is waited for), the n contributions
+ * folded in rank order. Returns 0 or an enum bt_cuda_kerr (the same in every lane). */
+template <typename T, bool WHOLE>
+static __device__ __forceinline__ int
+ll128_recv_batch(const struct bt_work *w, const DirectChunk &d, const LL128Chunk &c, size_t q0,
+                 const struct bt_cuda_khdr &h, int widx)
+{
+    const int n = w->nranks, me = w->rank, j = threadIdx.x & 7, g = (threadIdx.x & 31) >> 3;
+    uint64_t own0[DIRECT_LL128_BATCH], own1[DIRECT_LL128_BATCH];
+    uint64_t acc0[DIRECT_LL128_BATCH], acc1[DIRECT_LL128_BATCH];
+    int err = 0;
+#pragma unroll
+    for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+        size_t line = ll128_line(q0 + k, g);
+        own0[k] = own1[k] = 0;
+        if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
+            ll128_own<T, WHOLE>(w, c, line, j, &own0[k], &own1[k]);
+    }
+    for (int r = 0; r < n && !err; r++) {
+        if (r == me) {
+#pragma unroll
+            for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+                acc0[k] = r == 0 ? own0[k] : word_fold<T>(acc0[k], own0[k], w->redop.op);
+                acc1[k] = r == 0 ? own1[k] : word_fold<T>(acc1[k], own1[k], w->redop.op);
+            }
+            continue;
+        }
+        uint64_t v0[DIRECT_LL128_BATCH], v1[DIRECT_LL128_BATCH];
+#pragma unroll
+        for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+            size_t line = ll128_line(q0 + k, g);
+            v0[k] = v1[k] = 0;
+            if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
+                ll128_peek(d.recv[r] + line * BT_LL128_LINE + 16 * j, &v0[k], &v1[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+            if (err || (!WHOLE && q0 + k >= c.nrounds)) /* warp-uniform */
+                break;
+            size_t line = ll128_line(q0 + k, g);
+            bool valid = WHOLE || line < c.nlines;
+            if (__any_sync(0xffffffffu, valid && j == 7 && v1[k] != d.rflag[r]))
+                err = ll128_load(d.recv[r] + line * BT_LL128_LINE, j, valid, d.rflag[r], &v0[k],
+                                 &v1[k], h, r, widx);
+            acc0[k] = r == 0 ? v0[k] : word_fold<T>(acc0[k], v0[k], w->redop.op);
+            acc1[k] = r == 0 ? v1[k] : word_fold<T>(acc1[k], v1[k], w->redop.op);
+        }
+    }
+    if (err)
+        return err;
+#pragma unroll
+    for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+        size_t line = ll128_line(q0 + k, g);
+        if (!WHOLE && (q0 + k >= c.nrounds || line >= c.nlines))
+            continue;
+        if (w->redop.post_div) {
+            acc0[k] = word_scale<T, true>(acc0[k], w->redop);
+            acc1[k] = word_scale<T, true>(acc1[k], w->redop);
+        }
+        ll128_out<WHOLE>(c, line, j, acc0[k], acc1[k]);
+    }
+    return 0;
+}
+
+template <typename T>
+static __device__ __forceinline__ void ll128_send_chunk(const struct bt_work *w,
+                                                        const DirectChunk &d, uint64_t l)
+{
+    const LL128Chunk c = ll128_chunk<T>(w, l);
+    for (size_t q0 = 0; q0 < c.nrounds; q0 += DIRECT_LL128_BATCH) {
+        if (ll128_batch_whole(c, q0))
+            ll128_send_batch<T, true>(w, d, c, q0);
+        else
+            ll128_send_batch<T, false>(w, d, c, q0);
+    }
+}
+
+template <typename T>
+static __device__ __forceinline__ int ll128_recv_chunk(const struct bt_work *w,
+                                                       const DirectChunk &d, uint64_t l,
                                                        const struct bt_cuda_khdr &h, int widx)
 {
-    const int n = w->nranks, me = w->rank;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const int j = lane & 7, g = lane >> 3;
-    __shared__ DirectChunk d;
+    const LL128Chunk c = ll128_chunk<T>(w, l);
+    int err = 0;
+    for (size_t q0 = 0; q0 < c.nrounds && !err; q0 += DIRECT_LL128_BATCH)
+        err = ll128_batch_whole(c, q0) ? ll128_recv_batch<T, true>(w, d, c, q0, h, widx)
+                                       : ll128_recv_batch<T, false>(w, d, c, q0, h, widx);
+    return err;
+}
+
+/* The LL128 one-shot: a block sends a whole chunk (every line to every peer, no waits but
+ * credit), then receives it, so the peer's lines have been on their way for a chunk's sending
+ * before the first is checked; with DIRECT_LL128_AHEAD = a, it sends chunk i and then
+ * receives chunk i - a. Its own input is read again where it folds, not kept in registers
+ * from the send. Sending and receiving alternately per batch (before 2026-12-01) exposed a
+ * crossing per batch: 4-5 GB/s a block, against 6-7 now on one H200 (the pattern alone, in
+ * bench/ll128_patterns.cu: 6.7 against 9.0). */
+template <typename T>
+static __device__ __forceinline__ int
+run_direct_ll128(const struct bt_work *w, const struct bt_cuda_khdr &h, int widx, DirectChunk &d)
+{
     const uint64_t nloops = bt_ring_nloops(w);
-    for (uint64_t l = 0; l < nloops; l++) {
-        int err = direct_chunk_begin(w, h, widx, BT_PROTO_LL128, &d);
+    const uint64_t lag =
+        nloops < DIRECT_LL128_AHEAD + 1 ? (nloops ? nloops - 1 : 0) : DIRECT_LL128_AHEAD;
+    for (uint64_t i = 0; i < nloops + lag; i++) {
+        const bool send = i < nloops, recv = i >= lag;
+        int err = send ? direct_send_begin(w, h, widx, &d) : 0;
+        if (recv)
+            direct_recv_begin(w, &d);
         if (__syncthreads_or(err))
             return err;
-        size_t off = w->chan_off + (size_t)l * w->chunk;
-        size_t nelem = bt_min_sz(w->chunk, w->chan_off + w->chan_count - off);
-        size_t nbytes = nelem * sizeof(T);
-        size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL128_PAYLOAD) : 1;
-        size_t nrounds = bt_div_up(nlines, (size_t)nwarps * 4); /* 4 lines per warp a round */
-        const char *src = w->sendbuf + off * sizeof(T);
-        char *dst = w->recvbuf + off * sizeof(T);
-        /* as in LL: a batch of rounds out before the first wait */
-        for (size_t q0 = 0; q0 < nrounds && !err; q0 += DIRECT_LL128_BATCH) {
-            uint64_t own0[DIRECT_LL128_BATCH], own1[DIRECT_LL128_BATCH];
-#pragma unroll
-            for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
-                if (q0 + k >= nrounds)
-                    break;
-                size_t line = ((q0 + k) * nwarps + warp) * 4 + g;
-                size_t o = line * BT_LL128_PAYLOAD + 16 * j;
-                bool valid = line < nlines;
-                uint64_t a = 0, b = 0;
-                if (valid) {
-                    a = ld_bytes(src + o, word_bytes(nbytes, o));
-                    b = j < 7 ? ld_bytes(src + o + 8, word_bytes(nbytes, o + 8)) : 0;
-                }
-                if (w->redop.pre_mul) {
-                    a = word_scale<T, false>(a, w->redop);
-                    b = word_scale<T, false>(b, w->redop);
-                }
-                own0[k] = a;
-                own1[k] = b;
-                for (int r = 0; r < n && valid; r++)
-                    if (r != me)
-                        ll128_store(d.send[r] + line * BT_LL128_LINE, j, a,
-                                    j == 7 ? d.sflag[r] : b);
-            }
-#pragma unroll
-            for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
-                if (q0 + k >= nrounds || err)
-                    break;
-                size_t line = ((q0 + k) * nwarps + warp) * 4 + g;
-                size_t o = line * BT_LL128_PAYLOAD + 16 * j;
-                bool valid = line < nlines;
-                uint64_t acc0 = 0, acc1 = 0;
-                for (int r = 0; r < n && !err; r++) {
-                    uint64_t v0 = own0[k], v1 = own1[k];
-                    if (r != me)
-                        err = ll128_load(d.recv[r] + line * BT_LL128_LINE, j, valid, d.rflag[r],
-                                         &v0, &v1, h, r, widx);
-                    acc0 = r == 0 ? v0 : word_fold<T>(acc0, v0, w->redop.op);
-                    acc1 = r == 0 ? v1 : word_fold<T>(acc1, v1, w->redop.op);
-                }
-                if (w->redop.post_div) {
-                    acc0 = word_scale<T, true>(acc0, w->redop);
-                    acc1 = word_scale<T, true>(acc1, w->redop);
-                }
-                if (!err && valid) {
-                    st_bytes(dst + o, acc0, word_bytes(nbytes, o));
-                    if (j < 7)
-                        st_bytes(dst + o + 8, acc1, word_bytes(nbytes, o + 8));
-                }
-            }
-        }
+        if (send)
+            ll128_send_chunk<T>(w, d, i);
+        if (recv)
+            err = ll128_recv_chunk<T>(w, d, i - lag, h, widx);
         if (__syncthreads_or(err))
             return err;
-        direct_chunk_end(w);
-        __syncthreads(); /* the next chunk reads the steps */
+        if (send)
+            direct_send_end(w, &d);
+        if (recv)
+            direct_recv_end(w, &d);
     }
     return 0;
 }
@@ -1081,14 +1307,18 @@ template <typename T, int W>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_direct_kernel(const __grid_constant__ KArgs<W> args)
 {
+    __shared__ DirectChunk d;
     for (int wi = 0; wi < args.h.nworks; wi++) {
         if (args.block[wi] != blockIdx.x)
             continue;
         const struct bt_work *w = &args.works[wi];
         set_current(w);
+        direct_open(w, w->proto, &d);
         __syncthreads(); /* the credit waits of threads 1..n-1 come before any other barrier */
-        if (w->proto == BT_PROTO_LL ? run_direct_ll<T>(w, args.h, wi)
-                                    : run_direct_ll128<T>(w, args.h, wi))
+        int err = w->proto == BT_PROTO_LL ? run_direct_ll<T>(w, args.h, wi, d)
+                                          : run_direct_ll128<T>(w, args.h, wi, d);
+        direct_close(w, &d);
+        if (err)
             return;
     }
 }
