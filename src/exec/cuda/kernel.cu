@@ -703,7 +703,8 @@ static __device__ int step_wait(const struct bt_prim &p, bool ll, const struct b
         if (c->step < c->cached + BT_NSTEPS)
             continue;
         err = wait_ge(head_of(c), c->step + 1 - BT_NSTEPS, &seen, h, c->peer, widx, 1);
-        c->cached = seen;
+        if (!err) /* after an abort or a timeout `seen` is not a head */
+            c->cached = seen;
     }
     return err;
 }
@@ -760,7 +761,7 @@ static __device__ void simple_io(const struct bt_prim &p, const struct bt_work *
  * Instead of the schedule's 2n - 1 steps (coll/direct.h): every thread takes lines, sends its
  * own (pre-multiplied) payload to every peer, then folds the n contributions in rank order
  * (its own at its rank), rounding to T after each fold as the step-by-step schedule does, so
- * the results are the same bits. Connector state is read once per chunk into shared memory.
+ * the results are the same bits. Connector state is read once per work into shared memory.
  * Two line formats: LL (8 bytes of payload per 16-byte line) and LL128 (120 per 128). It runs
  * in a kernel of its own (bt_cuda_direct_kernel). */
 #define DIRECT_LL_BATCH 8 /* lines a thread sends before it waits for the first */
@@ -878,7 +879,8 @@ static __device__ int direct_send_begin(const struct bt_work *w, const struct bt
     uint64_t seen;
     int err = wait_ge((const uint64_t *)&p->sc->ctrl->head, p->sstep + 1 - BT_NSTEPS, &seen, h, r,
                       widx, 1);
-    p->cached = seen;
+    if (!err) /* after an abort or a timeout `seen` is not a head: keep no credit from it */
+        p->cached = seen;
     return err;
 }
 
@@ -1314,7 +1316,8 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
         const struct bt_work *w = &args.works[wi];
         set_current(w);
         direct_open(w, w->proto, &d);
-        __syncthreads(); /* the credit waits of threads 1..n-1 come before any other barrier */
+        /* set_current before the credit waits' stall checks (threads r < n, r != rank) */
+        __syncthreads();
         int err = w->proto == BT_PROTO_LL ? run_direct_ll<T>(w, args.h, wi, d)
                                           : run_direct_ll128<T>(w, args.h, wi, d);
         direct_close(w, &d);
