@@ -41,61 +41,59 @@ __device__ __forceinline__ void ld_v(const char *p, uint64_t *a, uint64_t *b, in
                      : "l"(p)
                      : "memory");
 }
-// each block: nlines lines of its own region; warp-rounds of 4 lines, batches of B rounds
+// lines [l0, l0 + nl) of a block's region, warp-rounds of 4 lines, batches of B rounds:
+// send_lines loads the input and stores flagged lines (flavour: st_v), recv_lines waits for
+// each line's flag (flavour: ld_v), folds it with the input and stores the sum
 template <int B>
-__global__ void k_send(char *fifo, const char *src, size_t nlines, int mode, uint64_t flag)
+__device__ __forceinline__ void send_lines(char *sendf, const char *src, size_t l0, size_t nl,
+                                           uint64_t flag, int flavour)
 {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, j = lane & 7,
         g = lane >> 3;
-    fifo += (size_t)blockIdx.x * nlines * LINE;
-    src += (size_t)blockIdx.x * nlines * PAY;
-    size_t nr = (nlines + nw * 4 - 1) / (nw * 4);
+    size_t nr = (nl + nw * 4 - 1) / (nw * 4);
     for (size_t q0 = 0; q0 < nr; q0 += B) {
-        uint64_t a[B], b[B];
+        uint64_t o0[B], o1[B];
 #pragma unroll
         for (int k = 0; k < B; k++) {
-            size_t line = ((q0 + k) * nw + warp) * 4 + g;
-            if (line < nlines) {
-                a[k] = *(const uint64_t *)(src + line * PAY + 16 * j);
-                b[k] = j < 7 ? *(const uint64_t *)(src + line * PAY + 16 * j + 8) : flag;
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            size_t line = ((q0 + k) * nw + warp) * 4 + g;
-            if (line < nlines)
-                st_v(fifo + line * LINE + 16 * j, a[k], b[k], mode);
-        }
-    }
-}
-template <int B>
-__global__ void k_recv(const char *fifo, const char *src, char *dst, size_t nlines, int mode,
-                       uint64_t flag)
-{
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, j = lane & 7,
-        g = lane >> 3;
-    fifo += (size_t)blockIdx.x * nlines * LINE;
-    src += (size_t)blockIdx.x * nlines * PAY;
-    dst += (size_t)blockIdx.x * nlines * PAY;
-    size_t nr = (nlines + nw * 4 - 1) / (nw * 4);
-    for (size_t q0 = 0; q0 < nr; q0 += B) {
-        uint64_t a[B], b[B], o0[B], o1[B];
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            size_t line = ((q0 + k) * nw + warp) * 4 + g;
-            a[k] = b[k] = 0;
-            if (line < nlines) {
-                ld_v(fifo + line * LINE + 16 * j, &a[k], &b[k], mode);
+            size_t line = l0 + ((q0 + k) * nw + warp) * 4 + g;
+            if (line < l0 + nl) {
                 o0[k] = *(const uint64_t *)(src + line * PAY + 16 * j);
                 o1[k] = j < 7 ? *(const uint64_t *)(src + line * PAY + 16 * j + 8) : 0;
             }
         }
 #pragma unroll
         for (int k = 0; k < B; k++) {
-            size_t line = ((q0 + k) * nw + warp) * 4 + g;
-            while (__any_sync(0xffffffffu, line < nlines && j == 7 && b[k] != flag))
-                ld_v(fifo + line * LINE + 16 * j, &a[k], &b[k], mode);
-            if (line < nlines) {
+            size_t line = l0 + ((q0 + k) * nw + warp) * 4 + g;
+            if (line < l0 + nl)
+                st_v(sendf + line * LINE + 16 * j, o0[k], j < 7 ? o1[k] : flag, flavour);
+        }
+    }
+}
+template <int B>
+__device__ __forceinline__ void recv_lines(const char *recvf, const char *src, char *dst, size_t l0,
+                                           size_t nl, uint64_t flag, int flavour)
+{
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, j = lane & 7,
+        g = lane >> 3;
+    size_t nr = (nl + nw * 4 - 1) / (nw * 4);
+    for (size_t q0 = 0; q0 < nr; q0 += B) {
+        uint64_t a[B], b[B], o0[B], o1[B];
+#pragma unroll
+        for (int k = 0; k < B; k++) {
+            size_t line = l0 + ((q0 + k) * nw + warp) * 4 + g;
+            a[k] = b[k] = 0;
+            if (line < l0 + nl) {
+                ld_v(recvf + line * LINE + 16 * j, &a[k], &b[k], flavour);
+                o0[k] = *(const uint64_t *)(src + line * PAY + 16 * j);
+                o1[k] = j < 7 ? *(const uint64_t *)(src + line * PAY + 16 * j + 8) : 0;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < B; k++) {
+            size_t line = l0 + ((q0 + k) * nw + warp) * 4 + g;
+            while (__any_sync(0xffffffffu, line < l0 + nl && j == 7 && b[k] != flag))
+                ld_v(recvf + line * LINE + 16 * j, &a[k], &b[k], flavour);
+            if (line < l0 + nl) {
                 float2 x = *(float2 *)&a[k], y = *(float2 *)&o0[k];
                 x.x += y.x;
                 x.y += y.y;
@@ -109,6 +107,21 @@ __global__ void k_recv(const char *fifo, const char *src, char *dst, size_t nlin
             }
         }
     }
+}
+// each block: nlines lines of its own region
+template <int B>
+__global__ void k_send(char *fifo, const char *src, size_t nlines, int flavour, uint64_t flag)
+{
+    send_lines<B>(fifo + (size_t)blockIdx.x * nlines * LINE,
+                  src + (size_t)blockIdx.x * nlines * PAY, 0, nlines, flag, flavour);
+}
+template <int B>
+__global__ void k_recv(const char *fifo, const char *src, char *dst, size_t nlines, int flavour,
+                       uint64_t flag)
+{
+    recv_lines<B>(fifo + (size_t)blockIdx.x * nlines * LINE,
+                  src + (size_t)blockIdx.x * nlines * PAY, dst + (size_t)blockIdx.x * nlines * PAY,
+                  0, nlines, flag, flavour);
 }
 // plain 16-byte copy per block, for reference
 __global__ void k_copy(uint4 *d, const uint4 *s, size_t n)
@@ -132,70 +145,6 @@ __global__ void k_copy(uint4 *d, const uint4 *s, size_t n)
 // lines with a block barrier between chunks (Baton's shape); mode 0: per batch send then receive;
 // 1: chunk sent then received; 2: send chunk i, receive i-1
 template <int B>
-__device__ __forceinline__ void pair_send(char *sendf, const char *src, size_t l0, size_t nl,
-                                          uint64_t flag)
-{
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, j = lane & 7,
-        g = lane >> 3;
-    size_t nr = (nl + nw * 4 - 1) / (nw * 4);
-    for (size_t q0 = 0; q0 < nr; q0 += B) {
-        uint64_t o0[B], o1[B];
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            size_t line = l0 + ((q0 + k) * nw + warp) * 4 + g;
-            if (line < l0 + nl) {
-                o0[k] = *(const uint64_t *)(src + line * PAY + 16 * j);
-                o1[k] = j < 7 ? *(const uint64_t *)(src + line * PAY + 16 * j + 8) : 0;
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            size_t line = l0 + ((q0 + k) * nw + warp) * 4 + g;
-            if (line < l0 + nl)
-                st_v(sendf + line * LINE + 16 * j, o0[k], j < 7 ? o1[k] : flag, 0);
-        }
-    }
-}
-template <int B>
-__device__ __forceinline__ void pair_recv(const char *recvf, const char *src, char *dst, size_t l0,
-                                          size_t nl, uint64_t flag)
-{
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, j = lane & 7,
-        g = lane >> 3;
-    size_t nr = (nl + nw * 4 - 1) / (nw * 4);
-    for (size_t q0 = 0; q0 < nr; q0 += B) {
-        uint64_t a[B], b[B], o0[B], o1[B];
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            size_t line = l0 + ((q0 + k) * nw + warp) * 4 + g;
-            a[k] = b[k] = 0;
-            if (line < l0 + nl) {
-                ld_v(recvf + line * LINE + 16 * j, &a[k], &b[k], 0);
-                o0[k] = *(const uint64_t *)(src + line * PAY + 16 * j);
-                o1[k] = j < 7 ? *(const uint64_t *)(src + line * PAY + 16 * j + 8) : 0;
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            size_t line = l0 + ((q0 + k) * nw + warp) * 4 + g;
-            while (__any_sync(0xffffffffu, line < l0 + nl && j == 7 && b[k] != flag))
-                ld_v(recvf + line * LINE + 16 * j, &a[k], &b[k], 0);
-            if (line < l0 + nl) {
-                float2 x = *(float2 *)&a[k], y = *(float2 *)&o0[k];
-                x.x += y.x;
-                x.y += y.y;
-                *(float2 *)(dst + line * PAY + 16 * j) = x;
-                if (j < 7) {
-                    float2 u = *(float2 *)&b[k], v = *(float2 *)&o1[k];
-                    u.x += v.x;
-                    u.y += v.y;
-                    *(float2 *)(dst + line * PAY + 16 * j + 8) = u;
-                }
-            }
-        }
-    }
-}
-template <int B>
 __global__ void k_chunked(char *fifo0, char *fifo1, const char *src, char *dst, size_t nlines,
                           size_t cl, uint64_t flag, int mode)
 {
@@ -215,8 +164,8 @@ __global__ void k_chunked(char *fifo0, char *fifo1, const char *src, char *dst, 
                 size_t a0 = l0 + q0 * nw * 4, n0 = (size_t)B * nw * 4;
                 if (a0 + n0 > l0 + nl)
                     n0 = l0 + nl - a0;
-                pair_send<B>(sendf, src, a0, n0, flag);
-                pair_recv<B>(recvf, src, dst, a0, n0, flag);
+                send_lines<B>(sendf, src, a0, n0, flag, 0);
+                recv_lines<B>(recvf, src, dst, a0, n0, flag, 0);
             }
             __syncthreads();
             __syncthreads();
@@ -226,11 +175,11 @@ __global__ void k_chunked(char *fifo0, char *fifo1, const char *src, char *dst, 
         for (size_t i = 0; i < nch + lag; i++) {
             if (i < nch) {
                 size_t l0 = i * cl, nl = nlines - l0 < cl ? nlines - l0 : cl;
-                pair_send<B>(sendf, src, l0, nl, flag);
+                send_lines<B>(sendf, src, l0, nl, flag, 0);
             }
             if (i >= lag) {
                 size_t l0 = (i - lag) * cl, nl = nlines - l0 < cl ? nlines - l0 : cl;
-                pair_recv<B>(recvf, src, dst, l0, nl, flag);
+                recv_lines<B>(recvf, src, dst, l0, nl, flag, 0);
             }
             __syncthreads();
             __syncthreads();
