@@ -18,7 +18,8 @@
  * of warm-up, then ROUNDS (default 5) times ITERS (default 20) calls back to back and one
  * wait for all streams; the median round's time per call (us) is printed, nccl-tests' busbw
  * beside (AllReduce 2(n-1)/n, AllGather (n-1)/n of the bytes per rank times n), then one
- * checked call per placement: every element of every rank's output compared (#wrong).
+ * checked call per placement: every element of every rank's output compared (#wrong). Last
+ * column: the host's time per call to enqueue (out of place), the median round's.
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -61,9 +62,16 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* ONEPRO_DIAG=1: inputs that name their rank and element (r * 2^20 + i mod 2^20, exact in
+ * float for up to 16 ranks), and the first wrong elements printed with what each peer's
+ * share of the sum would be: a peer's stale or early line shows as the element it came from. */
+static int diag;
+
 /* The input of rank r at element i: small integers, so every float sum is exact. */
 static float value(int r, size_t i)
 {
+    if (diag)
+        return (float)((size_t)r * (1u << 20) + i % (1u << 20));
     return (float)((r + 1) * (int)(i % 13 + 1));
 }
 
@@ -97,10 +105,13 @@ static void sync_all(struct bench *b)
         CHECK(cudaStreamSynchronize(b->st[r]) == cudaSuccess);
 }
 
-/* Median over `rounds` of the mean time per call of `iters` calls back to back (us). */
-static double time_call(struct bench *b, size_t count, int in_place, int iters, int rounds)
+/* Median over `rounds` of the mean time per call of `iters` calls back to back (us); *enq:
+ * the median round's host time per call before its wait (the enqueue alone: when it is close
+ * to the whole, the host, not the GPUs, bounds the call). */
+static double time_call(struct bench *b, size_t count, int in_place, int iters, int rounds,
+                        double *enq)
 {
-    double t[64];
+    double t[64], e[64];
     for (int i = 0; i < 5; i++)
         iterate(b, count, in_place);
     sync_all(b);
@@ -108,10 +119,13 @@ static double time_call(struct bench *b, size_t count, int in_place, int iters, 
         double t0 = now_s();
         for (int i = 0; i < iters; i++)
             iterate(b, count, in_place);
+        e[k] = (now_s() - t0) / iters * 1e6;
         sync_all(b);
         t[k] = (now_s() - t0) / iters * 1e6;
     }
     qsort(t, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(e, (size_t)rounds, sizeof(double), cmp_double);
+    *enq = e[rounds / 2];
     return t[rounds / 2];
 }
 
@@ -127,10 +141,21 @@ static long check_call(struct bench *b, size_t count, int in_place)
         CHECK(cudaMemcpy(input(b, r, in_place, count), b->host, count * sizeof(float),
                          cudaMemcpyHostToDevice) == cudaSuccess);
     }
+    /* The memset and the copies run on the legacy stream, which the ranks' non-blocking
+     * streams do not wait for, and a copy from pageable memory may return before its last
+     * DMA lands: without this the collective could read the tail of an input before it is
+     * there (seen on one H200 at 1-2 MB: the last rank's input missing from the sum near the
+     * end of the buffers, in 4 KB-aligned runs). */
+    for (int r = 0; r < b->n; r++) {
+        CHECK(cudaSetDevice(b->devs[r]) == cudaSuccess);
+        CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    }
     iterate(b, count, in_place);
     sync_all(b);
     long wrong = 0;
     for (int r = 0; r < b->n; r++) {
+        int run = 0, nruns = 0;
+        size_t run_start = 0;
         CHECK(cudaMemcpy(b->host, b->recv[r], out * sizeof(float), cudaMemcpyDeviceToHost) ==
               cudaSuccess);
         for (size_t i = 0; i < out; i++) {
@@ -140,8 +165,22 @@ static long check_call(struct bench *b, size_t count, int in_place)
             else
                 for (int q = 0; q < b->n; q++)
                     want += value(q, i);
-            wrong += b->host[i] != want;
+            int bad = b->host[i] != want;
+            /* a run of wrong elements: its first one, and its length when it ends */
+            if (bad && diag && (i == 0 || !run) && nruns++ < 12)
+                printf("#   rank %d %s wrong from element %zu (byte %zu): got %.0f want %.0f "
+                       "(got - own %.0f)\n",
+                       r, in_place ? "in place" : "out of place", i, i * sizeof(float),
+                       (double)b->host[i], (double)want, (double)(b->host[i] - value(r, i)));
+            if (diag && run && !bad && nruns <= 12)
+                printf("#     ... to element %zu (%zu elements)\n", i - 1, i - run_start);
+            if (bad && !run)
+                run_start = i;
+            run = bad;
+            wrong += bad;
         }
+        if (diag && run && nruns <= 12)
+            printf("#     ... to the end, element %zu (%zu elements)\n", out - 1, out - run_start);
     }
     return wrong;
 }
@@ -175,6 +214,7 @@ int main(int argc, char **argv)
     size_t min = strtoull(argv[a + 1], NULL, 0);
     size_t max = argc - a > 2 ? strtoull(argv[a + 2], NULL, 0) : min;
     int iters = argc - a > 3 ? atoi(argv[a + 3]) : 20;
+    diag = getenv("ONEPRO_DIAG") && atoi(getenv("ONEPRO_DIAG")) > 0;
     int rounds = argc - a > 4 ? atoi(argv[a + 4]) : 5;
     int ngpus = 0;
     CHECK(cudaGetDeviceCount(&ngpus) == cudaSuccess && ngpus > 0);
@@ -213,22 +253,22 @@ int main(int argc, char **argv)
            vs ? vs() : "not Baton (no batonVersionString)");
     printf("# median of %d rounds of %d calls; busbw GB/s; #wrong over all ranks' outputs\n",
            rounds, iters);
-    printf("# %10s %10s %10s %8s %10s %10s %8s\n", "bytes", "oop us", "busbw", "#wrong", "ip us",
-           "busbw", "#wrong");
+    printf("# %10s %10s %10s %8s %10s %10s %8s %10s\n", "bytes", "oop us", "busbw", "#wrong",
+           "ip us", "busbw", "#wrong", "enqueue us");
     long total_wrong = 0;
     double factor = b.ag ? (double)(b.n - 1) / b.n : 2.0 * (b.n - 1) / b.n;
     for (size_t bytes = min; bytes <= max; bytes *= 2) {
         size_t count = (b.ag ? bytes / (size_t)b.n : bytes) / sizeof(float);
-        double us[2];
+        double us[2], enq[2];
         long wrong[2];
         for (int ip = 0; ip < 2; ip++) {
-            us[ip] = time_call(&b, count, ip, iters, rounds);
+            us[ip] = time_call(&b, count, ip, iters, rounds, &enq[ip]);
             wrong[ip] = check_call(&b, count, ip);
             total_wrong += wrong[ip];
         }
-        printf("  %10zu %10.2f %10.2f %8ld %10.2f %10.2f %8ld\n", bytes, us[0],
+        printf("  %10zu %10.2f %10.2f %8ld %10.2f %10.2f %8ld %10.2f\n", bytes, us[0],
                bytes / us[0] / 1e3 * factor, wrong[0], us[1], bytes / us[1] / 1e3 * factor,
-               wrong[1]);
+               wrong[1], enq[0]);
         if (bytes > max / 2)
             break;
     }
