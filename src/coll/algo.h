@@ -32,6 +32,24 @@ static inline BT_HD uint64_t bt_algo_nsteps(const struct bt_work *w)
     }
 }
 
+/* Turn a copy of a work that stands for several channels (nchans > 1, work.h) into channel
+ * i's work: its share of the elements, its channel, connectors and scratch, its steps. */
+static inline BT_HD void bt_work_channel(struct bt_work *w, uint32_t i)
+{
+    size_t share = w->chan_count;
+    w->chan_off += (size_t)i * share;
+    w->chan_count = w->chan_off < w->count ? bt_min_sz(share, w->count - w->chan_off) : 0;
+    w->chan += i;
+    if (w->peer_send) {
+        w->peer_send += (size_t)i * (size_t)w->nranks;
+        w->peer_recv += (size_t)i * (size_t)w->nranks;
+    }
+    if (w->scratch)
+        w->scratch += (size_t)i * w->scratch_stride;
+    w->nchans = 1;
+    w->nsteps = bt_algo_nsteps(w);
+}
+
 static inline BT_HD void bt_algo_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)
 {
     switch (w->coll) {

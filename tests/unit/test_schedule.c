@@ -10,6 +10,9 @@
  * root only the up work), ring AllGather, ReduceScatter, Broadcast and Reduce (roots 0, n/2,
  * n-1), Send/Recv between every pair (two messages per pair on one lane); both protocols
  * (Send/Recv too, although launch.c runs it on Simple only);
+ * collective works made as the GPU launch makes them (exec/cuda/launch.c: one work standing
+ * for every channel, each channel's own made from it by bt_work_channel, as the kernel does;
+ * rings split by link speed have each channel's built by hand);
  * 1..3 channels; counts 1, n-1, 7 and a few loops plus an odd remainder; a chunk of a whole
  * slot and of 3 elements; out of place and in place. The connectors of one (n, channels)
  * world live through all its cases, so steps run on across collectives and protocols as
@@ -381,28 +384,59 @@ static void plan_coll(int r, const struct op *o, const char *sendbuf, char *recv
 {
     size_t esize = bt_dtype_size(flavors[o->fl].dtype);
     size_t share = bt_div_up(o->count, (size_t)W.nch);
+    /* channel 0's work standing for every channel, as exec/cuda/launch.c builds it; each
+     * channel's own work is then made from it by bt_work_channel, as the GPU kernel does.
+     * Rings split by link speed (planned worlds) size each channel's blocks differently:
+     * there each work is built by hand, as core/launch.c does. */
+    struct bt_work t;
+    memset(&t, 0, sizeof(t));
+    t.coll = (uint8_t)o->coll;
+    t.algo = (uint8_t)o->algo;
+    t.proto = (uint8_t)o->proto;
+    t.redop = make_redop(o->fl, W.n);
+    t.sendbuf = sendbuf;
+    t.recvbuf = recvbuf;
+    t.esize = esize;
+    t.count = o->count;
+    t.root = o->root;
+    t.nranks = W.n;
+    t.nchans = (uint32_t)bt_min_sz((size_t)W.nch, bt_div_up(o->count, share));
+    t.chan_count = bt_min_sz(share, o->count);
+    t.chunk = o->chunk;
+    t.chan = &W.ch[r][0];
+    t.nsteps = bt_algo_nsteps(&t);
     for (int c = 0; c < W.nch; c++) {
         size_t off = (size_t)c * share;
         if (off >= o->count)
             break;
         struct bt_channel *ch = &W.ch[r][c];
         struct bt_work *w = new_work(r);
-        w->coll = (uint8_t)o->coll;
-        w->algo = (uint8_t)o->algo;
-        w->proto = (uint8_t)o->proto;
-        w->redop = make_redop(o->fl, W.n);
-        w->sendbuf = sendbuf;
-        w->recvbuf = recvbuf;
-        w->esize = esize;
-        w->count = o->count;
-        w->root = o->root;
-        w->nranks = W.n;
-        w->chan_off = off;
-        w->chan_count = bt_min_sz(share, o->count - off);
-        w->chunk = o->chunk;
-        w->chan = ch;
-        w->split_max = ch->ring.split ? ch->ring.split_max : 0;
-        w->nsteps = bt_algo_nsteps(w);
+        if (!ch->ring.split) {
+            *w = t;
+            if (t.nchans > 1)
+                bt_work_channel(w, (uint32_t)c);
+            if (w->chan != ch || w->chan_off != off ||
+                w->chan_count != bt_min_sz(share, o->count - off))
+                fail("bt_work_channel(%d): channel %p off %zu count %zu", c, (void *)w->chan,
+                     w->chan_off, w->chan_count);
+        } else {
+            w->coll = t.coll;
+            w->algo = t.algo;
+            w->proto = t.proto;
+            w->redop = t.redop;
+            w->sendbuf = sendbuf;
+            w->recvbuf = recvbuf;
+            w->esize = esize;
+            w->count = o->count;
+            w->root = o->root;
+            w->nranks = W.n;
+            w->chan_off = off;
+            w->chan_count = bt_min_sz(share, o->count - off);
+            w->chunk = o->chunk;
+            w->chan = ch;
+            w->split_max = ch->ring.split_max;
+            w->nsteps = bt_algo_nsteps(w);
+        }
         lane_push(&ch->lane, w);
         if (o->algo == BT_ALGO_TREE && ch->tree.up >= 0) {
             struct bt_work *d = new_work(r);

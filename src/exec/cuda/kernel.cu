@@ -1264,6 +1264,31 @@ static __device__ __forceinline__ void set_current(const struct bt_work *w)
     }
 }
 
+/* Whether this block runs work wi, and if so its own work in shared memory *ws: a copy,
+ * made channel i's when the work stands for several (bt_work_channel; the block is then the
+ * work's block + i). *idx: the work's number in reports (the channel's, as if each had its
+ * own work). Every thread of the block takes the same branch. */
+template <int W>
+static __device__ bool block_work(const KArgs<W> &args, int wi, struct bt_work *ws, int *idx)
+{
+    uint32_t nchans = args.works[wi].nchans > 1 ? args.works[wi].nchans : 1;
+    uint32_t i = blockIdx.x - args.block[wi];
+    if (blockIdx.x < args.block[wi] || i >= nchans)
+        return false;
+    __syncthreads(); /* the block's previous work is done with *ws */
+    const uint32_t *src = (const uint32_t *)&args.works[wi];
+    for (int k = threadIdx.x; k < (int)(sizeof(*ws) / sizeof(uint32_t)); k += blockDim.x)
+        ((uint32_t *)ws)[k] = src[k];
+    __syncthreads();
+    if (nchans > 1) {
+        if (threadIdx.x == 0)
+            bt_work_channel(ws, i);
+        __syncthreads();
+    }
+    *idx = wi + (int)i;
+    return true;
+}
+
 /* One kernel per dtype (and launch size): each gets the registers its own arithmetic
  * needs (the 16-element packs of 1-byte types need many more than float's 4). Every work
  * of a launch has T's dtype; send/recv works are byte copies (uint8). Works step through
@@ -1272,10 +1297,12 @@ template <typename T, int W>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
 {
-    for (int wi = 0; wi < args.h.nworks; wi++) {
-        if (args.block[wi] != blockIdx.x)
+    __shared__ struct bt_work ws;
+    for (int wj = 0; wj < args.h.nworks; wj++) {
+        int wi;
+        if (!block_work(args, wj, &ws, &wi))
             continue;
-        const struct bt_work *w = &args.works[wi];
+        const struct bt_work *w = &ws;
         const bool ll = w->proto == BT_PROTO_LL;
         set_current(w);
         for (uint64_t k = 0; k < w->nsteps; k++) {
@@ -1310,10 +1337,12 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_direct_kernel(const __grid_constant__ KArgs<W> args)
 {
     __shared__ DirectChunk d;
-    for (int wi = 0; wi < args.h.nworks; wi++) {
-        if (args.block[wi] != blockIdx.x)
+    __shared__ struct bt_work ws;
+    for (int wj = 0; wj < args.h.nworks; wj++) {
+        int wi;
+        if (!block_work(args, wj, &ws, &wi))
             continue;
-        const struct bt_work *w = &args.works[wi];
+        const struct bt_work *w = &ws;
         set_current(w);
         direct_open(w, w->proto, &d);
         /* set_current before the credit waits' stall checks (threads r < n, r != rank) */
@@ -1333,8 +1362,8 @@ static_assert(sizeof(KArgs<BT_CUDA_MAX_WORKS>) == sizeof(struct bt_cuda_kargs),
 
 /* A launch of n works passes them in the smallest size class that holds them: parameters
  * are copied at every launch (measured on H200: a launch carrying 128 works' 29 KB took
- * about 5 us longer than one carrying 4). One-pass one-shot launches have at most
- * BT_CUDA_ONEPASS_MAX_WORKS (a block per channel). */
+ * about 5 us longer than one carrying 4). A collective is one work whatever its channel
+ * count (bt_work_channel); send/recv groups have a work per peer and part. */
 template <typename T, int W>
 static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_t stream,
                          bool onepass)

@@ -271,9 +271,11 @@ static bt_status_t order_streams_after(struct bt_cuda_comm *cc, void *stream, un
 static bt_status_t kargs_launch(struct bt_comm *comm, const struct bt_cuda_kargs *a, void *stream)
 {
     int nblocks = 0;
-    for (int i = 0; i < a->h.nworks; i++)
-        if (a->block[i] + 1 > nblocks)
-            nblocks = a->block[i] + 1;
+    for (int i = 0; i < a->h.nworks; i++) {
+        int end = a->block[i] + (a->works[i].nchans > 1 ? (int)a->works[i].nchans : 1);
+        if (end > nblocks)
+            nblocks = end;
+    }
     if (nblocks == 0)
         return BT_OK;
     /* an earlier network failure stops us before this kernel is queued: once it is, its
@@ -321,7 +323,8 @@ static int direct_max_channels(const struct bt_cuda_comm *cc)
 }
 
 /* One collective: the tuner's algorithm, protocol and channels (ring, or one-shot
- * AllReduce over the send/recv connectors), one block per channel. */
+ * AllReduce over the send/recv connectors), one block per channel, all in one work that
+ * stands for every channel it uses (bt_work_channel). */
 static bt_status_t launch_coll(struct bt_op *op)
 {
     struct bt_comm *comm = op->comm;
@@ -356,25 +359,23 @@ static bt_status_t launch_coll(struct bt_op *op)
 
     static __thread struct bt_cuda_kargs a;
     kargs_init(&a, comm);
-    for (int c = 0; c < t.nchannels; c++) {
-        size_t off = (size_t)c * share;
-        if (off >= op->count)
-            break; /* every rank stops at the same channel */
-        struct bt_work *w = kargs_add(&a, c);
-        work_common(w, op, comm);
-        w->algo = (uint8_t)t.algo;
-        w->proto = (uint8_t)t.proto;
-        w->chan_off = off;
-        w->chan_count = bt_min_sz(share, op->count - off);
-        w->chunk = t.chunk;
-        w->chan = &cc->dchan[c]; /* device addresses: only the kernel dereferences them */
-        if (t.algo == BT_ALGO_DIRECT) {
-            w->peer_send = cc->dpeer_send + (size_t)c * comm->nranks;
-            w->peer_recv = cc->dpeer_recv + (size_t)c * comm->nranks;
-            w->scratch = cc->dscratch + (size_t)c * cc->scratch_bytes;
-        }
-        w->nsteps = bt_algo_nsteps(w);
+    struct bt_work *w = kargs_add(&a, 0);
+    work_common(w, op, comm);
+    w->algo = (uint8_t)t.algo;
+    w->proto = (uint8_t)t.proto;
+    /* the channels that have elements: every rank counts the same */
+    w->nchans = (uint32_t)bt_min_sz((size_t)t.nchannels, bt_div_up(op->count, share));
+    w->chan_off = 0;
+    w->chan_count = bt_min_sz(share, op->count);
+    w->chunk = t.chunk;
+    w->chan = cc->dchan; /* device addresses: only the kernel dereferences them */
+    if (t.algo == BT_ALGO_DIRECT) {
+        w->peer_send = cc->dpeer_send;
+        w->peer_recv = cc->dpeer_recv;
+        w->scratch = cc->dscratch;
+        w->scratch_stride = cc->scratch_bytes;
     }
+    w->nsteps = bt_algo_nsteps(w);
     return kargs_launch(comm, &a, op->stream);
 }
 

@@ -148,54 +148,66 @@ static struct bt_conn *host_of(struct bt_cuda_comm *cc, const struct bt_conn *d)
     return &cc->hp2p[d - cc->dp2p];
 }
 
-bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kargs *a)
+/* Hand the proxy the network steps of one work (one channel's). */
+static bt_status_t post_work(struct bt_comm *comm, struct bt_work w)
 {
     struct bt_cuda_comm *cc = comm->cuda;
-    if (!cc->net)
+    /* walk the schedule over the host's channel: same peers, host connectors */
+    int c = w.chan ? (int)(w.chan - cc->dchan) : -1;
+    if (c >= 0)
+        w.chan = &cc->hchan[c];
+    if (w.p2p_conn)
+        w.p2p_conn = host_of(cc, w.p2p_conn);
+    struct {
+        struct bt_conn *c;
+        uint64_t n;
+    } t[2 * BT_PRIM_MAX_PEERS];
+    int nt = 0;
+    for (uint64_t k = 0; k < w.nsteps; k++) {
+        struct bt_prim p;
+        bt_algo_prim(&w, k, &p);
+        struct bt_conn *cs[2 * BT_PRIM_MAX_PEERS];
+        int ncs = 0;
+        for (int j = 0; j < p.nrecv; j++)
+            cs[ncs++] = p.recv[j];
+        for (int j = 0; j < p.nsend; j++)
+            cs[ncs++] = p.send[j];
+        for (int j = 0; j < ncs; j++) {
+            if (cs[j]->tp != &bt_transport_net)
+                continue; /* shared memory: the kernels meet in the FIFO */
+            int e = 0;
+            while (e < nt && t[e].c != cs[j])
+                e++;
+            if (e == nt) {
+                if (nt == (int)(sizeof(t) / sizeof(t[0])))
+                    return BT_ERR_INTERNAL;
+                t[nt].c = cs[j];
+                t[nt++].n = 0;
+            }
+            t[e].n++;
+        }
+    }
+    for (int e = 0; e < nt; e++) {
+        if (bt_array_grow((void **)&cc->netops, &cc->netops_cap, cc->nnetops + 1,
+                          sizeof(*cc->netops)) != 0)
+            return BT_ERR_SYSTEM;
+        BT_CHECK(bt_net_post(comm, t[e].c, t[e].n, NULL, &cc->netops[cc->nnetops].op));
+        cc->netops[cc->nnetops++].peer = t[e].c->peer;
+    }
+    return BT_OK;
+}
+
+bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kargs *a)
+{
+    if (!comm->cuda->net)
         return BT_OK;
     for (int i = 0; i < a->h.nworks; i++) {
-        struct bt_work w = a->works[i];
-        /* walk the schedule over the host's channel: same peers, host connectors */
-        int c = w.chan ? (int)(w.chan - cc->dchan) : -1;
-        if (c >= 0)
-            w.chan = &cc->hchan[c];
-        if (w.p2p_conn)
-            w.p2p_conn = host_of(cc, w.p2p_conn);
-        struct {
-            struct bt_conn *c;
-            uint64_t n;
-        } t[2 * BT_PRIM_MAX_PEERS];
-        int nt = 0;
-        for (uint64_t k = 0; k < w.nsteps; k++) {
-            struct bt_prim p;
-            bt_algo_prim(&w, k, &p);
-            struct bt_conn *cs[2 * BT_PRIM_MAX_PEERS];
-            int ncs = 0;
-            for (int j = 0; j < p.nrecv; j++)
-                cs[ncs++] = p.recv[j];
-            for (int j = 0; j < p.nsend; j++)
-                cs[ncs++] = p.send[j];
-            for (int j = 0; j < ncs; j++) {
-                if (cs[j]->tp != &bt_transport_net)
-                    continue; /* shared memory: the kernels meet in the FIFO */
-                int e = 0;
-                while (e < nt && t[e].c != cs[j])
-                    e++;
-                if (e == nt) {
-                    if (nt == (int)(sizeof(t) / sizeof(t[0])))
-                        return BT_ERR_INTERNAL;
-                    t[nt].c = cs[j];
-                    t[nt++].n = 0;
-                }
-                t[e].n++;
-            }
-        }
-        for (int e = 0; e < nt; e++) {
-            if (bt_array_grow((void **)&cc->netops, &cc->netops_cap, cc->nnetops + 1,
-                              sizeof(*cc->netops)) != 0)
-                return BT_ERR_SYSTEM;
-            BT_CHECK(bt_net_post(comm, t[e].c, t[e].n, NULL, &cc->netops[cc->nnetops].op));
-            cc->netops[cc->nnetops++].peer = t[e].c->peer;
+        uint32_t nchans = a->works[i].nchans > 1 ? a->works[i].nchans : 1;
+        for (uint32_t c = 0; c < nchans; c++) {
+            struct bt_work w = a->works[i];
+            if (nchans > 1)
+                bt_work_channel(&w, c);
+            BT_CHECK(post_work(comm, w));
         }
     }
     return BT_OK;
