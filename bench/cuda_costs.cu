@@ -3,8 +3,11 @@
  * many back-to-back calls): cudaPointerGetAttributes, cudaGetDevice, cudaSetDevice to the
  * current device, cudaStreamIsCapturing, and kernel launches carrying 64 B .. 29 KB of
  * parameters (the launch returns before the empty kernel runs; the queue is drained every
- * 256 launches so it never fills). Run on a GPU machine: baton-cuda-costs
+ * 256 launches so it never fills), through the runtime (<<<>>>) and through the driver
+ * (cuLaunchKernel / cuLaunchKernelEx, found with cudaGetDriverEntryPointByVersion, so no
+ * -lcuda). Run on a GPU machine: baton-cuda-costs
  */
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <time.h>
@@ -28,19 +31,98 @@ static double now_us(void)
 
 #define N 20000
 
-template <int B> static void launch_cost(cudaStream_t s, int threads)
+template <int B> static void launch_cost(cudaStream_t s, int threads, int blocks = 1)
 {
     Params<B> p = {};
     double t = 0;
     for (int i = 0; i < N; i++) {
         double t0 = now_us();
-        empty_kernel<B><<<1, threads, 0, s>>>(p);
+        empty_kernel<B><<<blocks, threads, 0, s>>>(p);
         t += now_us() - t0;
         if (i % 256 == 255)
             cudaStreamSynchronize(s);
     }
     cudaStreamSynchronize(s);
-    printf("kernel launch, %5d bytes of parameters, %3d threads: %.2f us\n", B, threads, t / N);
+    printf("kernel launch <<<>>>, %5d bytes of parameters, %2d x %3d threads: %.2f us\n", B, blocks,
+           threads, t / N);
+}
+
+/* Launches alternating between two streams (one process driving two ranks does so). */
+template <int B> static void two_stream_cost(cudaStream_t s0, cudaStream_t s1)
+{
+    Params<B> p = {};
+    double t = 0;
+    for (int i = 0; i < N; i++) {
+        double t0 = now_us();
+        empty_kernel<B><<<1, 512, 0, i % 2 ? s1 : s0>>>(p);
+        t += now_us() - t0;
+        if (i % 256 == 255)
+            cudaDeviceSynchronize();
+    }
+    cudaDeviceSynchronize();
+    printf("kernel launch <<<>>>, %5d bytes, two streams alternating: %.2f us\n", B, t / N);
+}
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+
+static void *driver_fn(const char *name)
+{
+    void *f = NULL;
+    enum cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+        return NULL;
+    return f;
+}
+
+/* how: 0 cuLaunchKernel with kernelParams, 1 with a packed buffer (extra), 2 cuLaunchKernelEx,
+ * 3 cuLaunchKernel naming the kernel by its context-free handle (cudaGetKernel) */
+template <int B> static void driver_cost(cudaStream_t s, int blocks, int threads, int how)
+{
+    static launch_fn launch = (launch_fn)driver_fn("cuLaunchKernel");
+    static launch_ex_fn launch_ex = (launch_ex_fn)driver_fn("cuLaunchKernelEx");
+    cudaFunction_t f;
+    cudaKernel_t kh;
+    if (!launch || !launch_ex ||
+        cudaGetFuncBySymbol(&f, (const void *)empty_kernel<B>) != cudaSuccess ||
+        cudaGetKernel(&kh, (const void *)empty_kernel<B>) != cudaSuccess) {
+        printf("driver launch: entry points not found\n");
+        return;
+    }
+    static Params<B> p;
+    size_t size = sizeof(p);
+    void *params[] = {&p};
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = blocks;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = threads;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = (CUstream)s;
+    double t = 0;
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < N && r == CUDA_SUCCESS; i++) {
+        double t0 = now_us();
+        if (how == 0)
+            r = launch((CUfunction)f, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, params, NULL);
+        else if (how == 1)
+            r = launch((CUfunction)f, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, NULL, extra);
+        else if (how == 2)
+            r = launch_ex(&cfg, (CUfunction)f, params, NULL);
+        else
+            r = launch((CUfunction)kh, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, params, NULL);
+        t += now_us() - t0;
+        if (i % 256 == 255)
+            cudaStreamSynchronize(s);
+    }
+    cudaStreamSynchronize(s);
+    static const char *name[] = {"cuLaunchKernel (params)", "cuLaunchKernel (extra buffer)",
+                                 "cuLaunchKernelEx", "cuLaunchKernel (CUkernel handle)"};
+    printf("%s, %5d bytes, %2d x %3d threads: %.2f us%s\n", name[how], B, blocks, threads, t / N,
+           r == CUDA_SUCCESS ? "" : " (FAILED)");
 }
 
 int main(void)
@@ -85,6 +167,19 @@ int main(void)
     launch_cost<14592>(s, 512);
     launch_cost<28968>(s, 512);
     launch_cost<1024>(s, 32);
+    cudaStream_t s1;
+    cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+    two_stream_cost<1024>(s, s1);
+    launch_cost<1024>(s, 512, 1);
+    two_stream_cost<1024>(s, s1);
+    /* runtime against driver, interleaved five times (the machine's launch cost drifts) */
+    for (int pass = 0; pass < 8; pass++) {
+        launch_cost<1024>(s, 512, 1);
+        driver_cost<1024>(s, 1, 512, 0);
+        driver_cost<1024>(s, 1, 512, 3);
+    }
+    for (int how = 1; how < 3; how++)
+        driver_cost<1024>(s, 1, 512, how);
     cudaFree(d);
     return 0;
 }
