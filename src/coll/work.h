@@ -96,17 +96,17 @@ struct bt_work {
        (or total) range, moved `chunk` elements per step at most. */
     size_t chan_off, chan_count, chunk;
     struct bt_channel *chan;
-    /* GPU launches: > 1 when this work stands for one collective on `nchans` channels, chan
-     * .. chan + nchans - 1, one block each; its channel fields are channel 0's (a share of
-     * chan_count elements each, the last one shorter) and bt_work_channel makes channel i's
-     * work. A launch then carries one work whatever its channel count (the kernel's
-     * parameters are copied at every launch). 0 or 1: one channel. */
-    uint32_t nchans;
-    size_t scratch_stride; /* Direct: scratch bytes per channel */
     /* Ring AllReduce: the channel's largest block share (chan->ring.split_max), 0 for equal
      * blocks. Copied when the work is planned so that counting steps never reads the channel,
      * which for GPU works is device memory. */
     uint32_t split_max;
+    /* GPU launches: > 1 when this work stands for one collective on `nchans` channels, chan
+     * .. chan + nchans - 1, one block each; its channel fields (and nsteps) are channel 0's
+     * (a share of chan_count elements each, the last one shorter) and bt_work_channel makes
+     * channel i's work. A launch then carries one work whatever its channel count (the
+     * kernel's parameters are copied at every launch). 0 or 1: one channel. */
+    uint32_t nchans;
+    size_t scratch_stride;                   /* Direct: scratch bytes per channel */
     struct bt_conn *p2p_conn;                /* Send/Recv */
     struct bt_conn **peer_send, **peer_recv; /* Direct: connector to/from each rank */
     char *scratch;                           /* Direct: chunk-sized partial results */

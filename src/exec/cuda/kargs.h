@@ -10,7 +10,7 @@
 
 #include "coll/work.h"
 
-#define BT_CUDA_MAX_WORKS 128 /* per launch (27 KB of parameters); more: several launches */
+#define BT_CUDA_MAX_WORKS 128 /* per launch (31 KB of parameters); more: several launches */
 #define BT_CUDA_THREADS 512   /* per block: one block per channel (or per p2p lane) */
 
 /* The one-shot AllReduce with LL or LL128 lines runs each chunk in one pass, in a kernel of
@@ -62,6 +62,15 @@ struct bt_cuda_kargs {
     uint16_t block[BT_CUDA_MAX_WORKS]; /* the block that runs works[i]; in order per block */
     struct bt_work works[BT_CUDA_MAX_WORKS];
 };
+
+/* A kernel's parameters may take 32764 bytes (Volta and later, CUDA 12.1+): a field added to
+ * struct bt_work costs BT_CUDA_MAX_WORKS times its size here. */
+#define BT_CUDA_PARAM_LIMIT 32764
+#ifdef __cplusplus
+static_assert(sizeof(struct bt_cuda_kargs) <= BT_CUDA_PARAM_LIMIT, "kernel parameters too large");
+#else
+_Static_assert(sizeof(struct bt_cuda_kargs) <= BT_CUDA_PARAM_LIMIT, "kernel parameters too large");
+#endif
 
 #ifdef __cplusplus
 extern "C" {

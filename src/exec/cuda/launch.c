@@ -375,7 +375,7 @@ static bt_status_t launch_coll(struct bt_op *op)
         w->scratch = cc->dscratch;
         w->scratch_stride = cc->scratch_bytes;
     }
-    w->nsteps = bt_algo_nsteps(w);
+    w->nsteps = bt_algo_nsteps(w); /* channel 0's: each block counts its own */
     return kargs_launch(comm, &a, op->stream);
 }
 
