@@ -2,10 +2,9 @@
  * The host's cost per call of what a GPU collective's launch does (microseconds, the mean of
  * many back-to-back calls): cudaPointerGetAttributes, cudaGetDevice, cudaSetDevice to the
  * current device, cudaStreamIsCapturing, and kernel launches carrying 64 B .. 29 KB of
- * parameters (the launch returns before the empty kernel runs; the queue is drained every
- * 256 launches so it never fills), through the runtime (<<<>>>) and through the driver
- * (cuLaunchKernel / cuLaunchKernelEx, found with cudaGetDriverEntryPointByVersion, so no
- * -lcuda). Run on a GPU machine: baton-cuda-costs
+ * parameters (the launch returns before the empty kernel runs), through the runtime (<<<>>>) and
+ * through the driver (cuLaunchKernel / cuLaunchKernelEx, found with
+ * cudaGetDriverEntryPointByVersion, so no -lcuda). Run on a GPU machine: baton-cuda-costs
  */
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -31,36 +30,47 @@ static double now_us(void)
 
 #define N 20000
 
+/* The host's mean time per call of launch(i) over N calls (us); the queue is drained every
+ * 256 launches so it never fills. launch returns false when a launch failed: timing stops
+ * there and *ok says so. */
+template <typename F> static double mean_launch_us(F launch, bool *ok = NULL)
+{
+    double t = 0;
+    int i = 0;
+    bool good = true;
+    for (; i < N && good; i++) {
+        double t0 = now_us();
+        good = launch(i);
+        t += now_us() - t0;
+        if (i % 256 == 255)
+            cudaDeviceSynchronize();
+    }
+    cudaDeviceSynchronize();
+    if (ok)
+        *ok = good;
+    return t / i;
+}
+
 template <int B> static void launch_cost(cudaStream_t s, int threads, int blocks = 1)
 {
     Params<B> p = {};
-    double t = 0;
-    for (int i = 0; i < N; i++) {
-        double t0 = now_us();
+    double us = mean_launch_us([&](int) {
         empty_kernel<B><<<blocks, threads, 0, s>>>(p);
-        t += now_us() - t0;
-        if (i % 256 == 255)
-            cudaStreamSynchronize(s);
-    }
-    cudaStreamSynchronize(s);
+        return true;
+    });
     printf("kernel launch <<<>>>, %5d bytes of parameters, %2d x %3d threads: %.2f us\n", B, blocks,
-           threads, t / N);
+           threads, us);
 }
 
 /* Launches alternating between two streams (one process driving two ranks does so). */
 template <int B> static void two_stream_cost(cudaStream_t s0, cudaStream_t s1)
 {
     Params<B> p = {};
-    double t = 0;
-    for (int i = 0; i < N; i++) {
-        double t0 = now_us();
+    double us = mean_launch_us([&](int i) {
         empty_kernel<B><<<1, 512, 0, i % 2 ? s1 : s0>>>(p);
-        t += now_us() - t0;
-        if (i % 256 == 255)
-            cudaDeviceSynchronize();
-    }
-    cudaDeviceSynchronize();
-    printf("kernel launch <<<>>>, %5d bytes, two streams alternating: %.2f us\n", B, t / N);
+        return true;
+    });
+    printf("kernel launch <<<>>>, %5d bytes, two streams alternating: %.2f us\n", B, us);
 }
 
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -102,27 +112,27 @@ template <int B> static void driver_cost(cudaStream_t s, int blocks, int threads
     cfg.blockDimX = threads;
     cfg.blockDimY = cfg.blockDimZ = 1;
     cfg.hStream = (CUstream)s;
-    double t = 0;
-    CUresult r = CUDA_SUCCESS;
-    for (int i = 0; i < N && r == CUDA_SUCCESS; i++) {
-        double t0 = now_us();
-        if (how == 0)
-            r = launch((CUfunction)f, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, params, NULL);
-        else if (how == 1)
-            r = launch((CUfunction)f, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, NULL, extra);
-        else if (how == 2)
-            r = launch_ex(&cfg, (CUfunction)f, params, NULL);
-        else
-            r = launch((CUfunction)kh, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, params, NULL);
-        t += now_us() - t0;
-        if (i % 256 == 255)
-            cudaStreamSynchronize(s);
-    }
-    cudaStreamSynchronize(s);
+    bool ok;
+    double us = mean_launch_us(
+        [&](int) {
+            CUresult r;
+            if (how == 0)
+                r = launch((CUfunction)f, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, params,
+                           NULL);
+            else if (how == 1)
+                r = launch((CUfunction)f, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, NULL, extra);
+            else if (how == 2)
+                r = launch_ex(&cfg, (CUfunction)f, params, NULL);
+            else
+                r = launch((CUfunction)kh, blocks, 1, 1, threads, 1, 1, 0, (CUstream)s, params,
+                           NULL);
+            return r == CUDA_SUCCESS;
+        },
+        &ok);
     static const char *name[] = {"cuLaunchKernel (params)", "cuLaunchKernel (extra buffer)",
                                  "cuLaunchKernelEx", "cuLaunchKernel (CUkernel handle)"};
-    printf("%s, %5d bytes, %2d x %3d threads: %.2f us%s\n", name[how], B, blocks, threads, t / N,
-           r == CUDA_SUCCESS ? "" : " (FAILED)");
+    printf("%s, %5d bytes, %2d x %3d threads: %.2f us%s\n", name[how], B, blocks, threads, us,
+           ok ? "" : " (FAILED)");
 }
 
 int main(void)
