@@ -47,6 +47,9 @@ struct bt_bootstrap {
     int nranks;
     volatile int *abort_flag; /* the caller's (may be NULL) */
     volatile int aborted;     /* bt_bootstrap_abort */
+    /* bt_bootstrap_set_peer_check's: asked while a send or recv waits on one rank */
+    int (*peer_gone)(void *arg, int peer);
+    void *peer_arg;
     int listen_fd;
     int ring_send_fd;         /* to rank+1 */
     int ring_recv_fd;         /* from rank-1 */
@@ -68,6 +71,21 @@ static struct bt_socket_wait bs_wait(struct bt_bootstrap *bs, uint64_t deadline)
 {
     struct bt_socket_wait w = {.deadline = deadline, .abort_flags = {bs->abort_flag, &bs->aborted}};
     return w;
+}
+
+/* A wait on rank `peer` alone: it also ends when that rank's process is gone. */
+static struct bt_socket_wait bs_wait_peer(struct bt_bootstrap *bs, uint64_t deadline, int peer)
+{
+    struct bt_socket_wait w = bs_wait(bs, deadline);
+    w.peer_gone = bs->peer_gone;
+    w.peer_arg = bs->peer_arg;
+    w.peer = peer;
+    return w;
+}
+
+static int bs_peer_gone(struct bt_bootstrap *bs, int peer)
+{
+    return bs->peer_gone && bs->peer_gone(bs->peer_arg, peer);
 }
 
 static int bs_aborted(struct bt_bootstrap *bs)
@@ -580,7 +598,7 @@ bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, 
         return BT_OK;
     }
 
-    struct bt_socket_wait w = bs_wait(bs, deadline);
+    struct bt_socket_wait w = bs_wait_peer(bs, deadline, peer);
     struct bt_bs_peer_hdr h;
     char s[BT_SOCKADDR_STRLEN];
     int fd = -1;
@@ -601,9 +619,10 @@ bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, 
         bt_socket_close(&fd);
     }
     if (st != BT_OK) {
-        if (!bs_aborted(bs))
-            BT_WARN("Bootstrap: rank %d could not send %zu bytes (tag %d) to rank %d at %s",
-                    bs->rank, size, tag, peer, s);
+        if (bs_aborted(bs))
+            return BT_ERR_REMOTE;
+        BT_WARN("Bootstrap: rank %d could not send %zu bytes (tag %d) to rank %d at %s%s", bs->rank,
+                size, tag, peer, s, bs_peer_gone(bs, peer) ? ": its process is gone" : "");
         return st == BT_ERR_SYSTEM ? st : BT_ERR_REMOTE;
     }
     return BT_OK;
@@ -629,6 +648,13 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
         pthread_mutex_unlock(&bs->lock);
         if (m)
             break;
+        if (expired && !quiet && bs_peer_gone(bs, peer)) {
+            /* a slice went by with no connection from anyone: nothing more will come */
+            BT_WARN("Bootstrap: rank %d stopped waiting for a message (tag %d) from rank %d: "
+                    "its process is gone",
+                    bs->rank, tag, peer);
+            return BT_ERR_REMOTE;
+        }
         if (expired && bt_time_ns() < deadline) {
             sched_yield(); /* a waiting poller gets the lock (mutexes are not fair) */
             continue;
@@ -698,6 +724,13 @@ int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size)
     free(m->data);
     free(m);
     return peer;
+}
+
+void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*gone)(void *arg, int peer),
+                                 void *arg)
+{
+    bs->peer_gone = gone;
+    bs->peer_arg = arg;
 }
 
 void bt_bootstrap_abort(struct bt_bootstrap *bs)

@@ -81,6 +81,15 @@ bt_status_t bt_bootstrap_recv_until(struct bt_bootstrap *bs, int peer, int tag, 
  * sent at any time, read while it waits for something else (core/arrival.c's questions). */
 int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size);
 
+/*
+ * How to tell that rank `peer`'s process is gone (1), for the point-to-point calls: a send to
+ * it or a recv from it then stops within a slice (~10-100 ms) of its death with BT_ERR_REMOTE
+ * instead of at TIMEOUT. Set once, before the calls start (the communicator, once it knows
+ * its peers' pids); the quiet recv_until, a failure path's short wait, does not ask.
+ */
+void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*gone)(void *arg, int peer),
+                                 void *arg);
+
 /* Make every current and future wait of this bootstrap fail at once (ncclCommAbort). */
 void bt_bootstrap_abort(struct bt_bootstrap *bs);
 

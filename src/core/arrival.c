@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
@@ -334,6 +335,35 @@ void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
                     r, gone_rank);
     }
     free(tell);
+}
+
+int bt_arrival_peer_gone(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
+                         int wait_ms)
+{
+    for (int waited = 0; !bt_comm_peer_gone(comm, peer); waited += 10) {
+        if (waited >= wait_ms || !bt_comm_peer_local(comm, peer))
+            return 0;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    char op[96];
+    if (seq > 0)
+        snprintf(op, sizeof(op), "%s #%llu", what, (unsigned long long)seq);
+    else
+        snprintf(op, sizeof(op), "%s", what);
+    int cause = bt_arrival_cause(comm, peer, 0);
+    if (cause >= 0 && cause != peer) {
+        BT_WARN("%s: rank %d (pid %d on this host) left after failing because rank %d is gone "
+                "(exited or killed); this rank (%d) waited for rank %d",
+                op, peer, comm->peers[peer].pid, cause, comm->rank, peer);
+    } else {
+        cause = peer;
+        BT_WARN("%s: rank %d (pid %d on this host) is gone: exited or killed while this rank (%d) "
+                "waited for it",
+                op, peer, comm->peers[peer].pid, comm->rank);
+    }
+    bt_arrival_failed(comm, cause);
+    return 1;
 }
 
 int bt_arrival_cause(struct bt_comm *comm, int rank, int wait_ms)

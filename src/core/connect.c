@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "core/arrival.h"
+
 /* Bootstrap tags of connection messages: 4 per link key. Message types, named from the
  * point of view of the link's data direction: */
 #define MSG_SENDER_INFO 0
@@ -120,6 +122,12 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
     return BT_OK;
 
 fail:
+    /* i: the request whose step failed. A wait on a local rank that died ends early (the
+     * bootstrap's and the network's peer checks), and a connection it was making breaks:
+     * name it, or the rank whose death it failed on. */
+    if (i < nreqs)
+        bt_arrival_peer_gone(reqs[i].comm, reqs[i].conn->peer, "connection setup", 0,
+                             BT_ARRIVAL_DYING_MS);
     for (int k = 0; k < nreqs; k++)
         if (!reqs[k].conn->connected)
             bt_conn_free(reqs[k].conn);

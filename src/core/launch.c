@@ -615,38 +615,16 @@ static void stalled(const struct bt_work *w)
     bt_arrival_serve(w->owner);
 }
 
-/* If a local peer's process is gone, say so, naming the rank whose death started the chain
- * when the peer itself failed because of one (the arrival board keeps the cause); once per
- * launch is enough: it fails now. */
-static int report_gone(struct bt_comm *comm, int peer, const char *what, uint64_t seq)
-{
-    if (!bt_comm_peer_gone(comm, peer))
-        return 0;
-    int cause = bt_arrival_cause(comm, peer, 0);
-    if (cause >= 0 && cause != peer) {
-        BT_WARN("%s #%llu: rank %d (pid %d on this host) left after failing because rank %d is "
-                "gone (exited or killed); this rank (%d) waited for rank %d",
-                what, (unsigned long long)seq, peer, comm->peers[peer].pid, cause, comm->rank,
-                peer);
-    } else {
-        cause = peer;
-        BT_WARN("%s #%llu: rank %d (pid %d on this host) is gone: exited or killed while this "
-                "rank (%d) waited for it",
-                what, (unsigned long long)seq, peer, comm->peers[peer].pid, comm->rank);
-    }
-    bt_arrival_failed(comm, cause);
-    return 1;
-}
-
-static int net_peer_gone(const struct net_posted *np);
-
 /* A network op of the launch failed: name the peer, and the rank whose death started it when
  * the peer said so before it left (the board on one host; across hosts a bootstrap message,
  * waited for a moment: a rank that died sends none). Then pass the cause on. */
 static void report_net_failure(const struct net_posted *np)
 {
-    if (np->comm->abort_flag || net_peer_gone(np))
-        return; /* aborted here (ncclCommAbort): that is the cause, reported by the launch */
+    /* aborted here (ncclCommAbort: the launch reports it), or the peer is gone (named now;
+     * it may still be dying: its sockets close before its process is gone) */
+    if (np->comm->abort_flag || bt_arrival_peer_gone(np->comm, np->peer, "network transfer",
+                                                     np->comm->ncolls, BT_ARRIVAL_DYING_MS))
+        return;
     int cause = bt_arrival_cause(np->comm, np->peer, 300);
     if (cause >= 0 && cause != np->peer) {
         BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed first, "
@@ -666,9 +644,10 @@ static void report_net_failure(const struct net_posted *np)
  * launch fails now instead of at TIMEOUT. */
 static int peer_gone(const struct bt_work *w, int peer)
 {
-    if (report_gone(w->owner, peer,
-                    w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv" : "collective",
-                    w->seq))
+    if (bt_arrival_peer_gone(w->owner, peer,
+                             w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv"
+                                                                                : "collective",
+                             w->seq, 0))
         return 1;
     for (int i = 0; i < ls.nnetops; i++) {
         const struct net_posted *np = &ls.netops[i];
@@ -689,22 +668,6 @@ static int dump_signalled(void)
         return 0;
     seen = g;
     return 1;
-}
-
-/* A connection failed: the peer may be dying (its sockets close before its process is
- * gone, and a killed process stays a zombie until reaped), so look for it a little while
- * before blaming the connection. Only on the failure path. */
-static int net_peer_gone(const struct net_posted *np)
-{
-    if (!bt_comm_peer_local(np->comm, np->peer))
-        return 0; /* another host: only its sockets can tell */
-    for (int tries = 0; tries < 20; tries++) {
-        if (report_gone(np->comm, np->peer, "network transfer", np->comm->ncolls))
-            return 1;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return 0;
 }
 
 /* Wait for every posted proxy op; the first failure is the result. */

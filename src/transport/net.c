@@ -39,6 +39,7 @@ _Static_assert(sizeof(struct net_info) <= BT_CONNECT_INFO_BYTES, "net connect in
 struct net_conn {
     const struct bt_net_ops *net;
     struct bt_conn *conn;
+    struct bt_comm *comm; /* its peers' pids: a connect or accept stops when the peer is gone */
     volatile int *abort_flag;
     unsigned char handle[BT_NET_HANDLE_BYTES]; /* connect() is keyed by this buffer */
     void *listen_comm, *send_comm, *recv_comm;
@@ -124,6 +125,7 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
         return BT_ERR_SYSTEM;
     nc->net = net;
     nc->conn = conn;
+    nc->comm = comm;
     nc->abort_flag = &comm->abort_flag;
     conn->tp_priv = nc;
     conn->zero_copy = 1;
@@ -141,16 +143,21 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
     return BT_OK;
 }
 
-/* Poll a non-blocking backend call until it yields a comm, the deadline or an abort. */
+/* Poll a non-blocking backend call until it yields a comm, the deadline, an abort or the
+ * peer's death (a local peer: looked for every ~50 ms; the caller names it, core/connect.c). */
 #define NET_WAIT(call, out, what, peer)                                                            \
     do {                                                                                           \
         uint64_t deadline_ = bt_deadline_from_now();                                               \
-        for (;;) {                                                                                 \
+        for (unsigned polls_ = 1;; polls_++) {                                                     \
             BT_CHECK(call);                                                                        \
             if (out)                                                                               \
                 break;                                                                             \
             if (*nc->abort_flag) {                                                                 \
                 BT_WARN("%s with rank %d aborted", (what), (peer));                                \
+                return BT_ERR_REMOTE;                                                              \
+            }                                                                                      \
+            if (polls_ % 500 == 0 && bt_comm_peer_gone(nc->comm, (peer))) {                        \
+                BT_WARN("%s with rank %d stopped: its process is gone", (what), (peer));           \
                 return BT_ERR_REMOTE;                                                              \
             }                                                                                      \
             if (bt_time_ns() > deadline_) {                                                        \

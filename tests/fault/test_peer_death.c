@@ -10,7 +10,11 @@
  * every survivor must be done within 5 s of the kill (x BT_TEST_SLOW) and name the victim:
  * a survivor that fails because its neighbour failed first reads the neighbour's cause on
  * the arrival board.
- * BT_PEER_DEATH_CASES=N runs the first N cases only.
+ * Then the same deaths before the survivors' connections exist (they are made at a
+ * communicator's first collective): a victim that never calls one, and a victim killed
+ * within ~30 ms of the first, while the ranks connect. Every wait of the connection setup
+ * (bootstrap messages, the network's connect and accept) must notice the dead peer too.
+ * BT_PEER_DEATH_CASES=N runs the first N cases only, BT_PEER_DEATH_FIRST=K from case K on.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -38,8 +42,13 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* When the victim dies: in the stream, while the ranks connect, or before its first call. */
+enum { DIE_STREAMING, DIE_CONNECTING, DIE_BEFORE_FIRST, DIE_N };
+static const char *when_names[] = {"", " (while connecting)", " (before its first call)"};
+
 /* A rank: run collectives until one fails. Exit 0 when the failure names the victim. */
-static void rank_main(int rank, int nr, const ncclUniqueId *id, int coll, int victim, int ready_fd)
+static void rank_main(int rank, int nr, const ncclUniqueId *id, int coll, int victim, int when,
+                      int ready_fd)
 {
     ncclComm_t comm;
     if (ncclCommInitRank(&comm, nr, *id, rank) != ncclSuccess)
@@ -49,6 +58,9 @@ static void rank_main(int rank, int nr, const ncclUniqueId *id, int coll, int vi
     char c = 1;
     if (write(ready_fd, &c, 1) != 1)
         _exit(11);
+    if (when == DIE_BEFORE_FIRST && rank == victim)
+        for (;;)
+            pause(); /* killed here, its connections never made */
     for (int it = 0; it < 1000000; it++) {
         ncclResult_t r;
         switch (coll) {
@@ -95,7 +107,7 @@ static void rank_main(int rank, int nr, const ncclUniqueId *id, int coll, int vi
     _exit(13); /* never failed */
 }
 
-static void run_case(int nr, int net, int coll, unsigned seed)
+static void run_case(int nr, int net, int coll, int when, unsigned seed)
 {
     if (net)
         setenv("BATON_SHM_DISABLE", "1", 1);
@@ -113,7 +125,7 @@ static void run_case(int nr, int net, int coll, unsigned seed)
         BT_TEST_CHECK(pids[r] >= 0, "fork");
         if (pids[r] == 0) {
             close(pipefd[0]);
-            rank_main(r, nr, &id, coll, victim, pipefd[1]);
+            rank_main(r, nr, &id, coll, victim, when, pipefd[1]);
         }
     }
     close(pipefd[1]);
@@ -122,7 +134,9 @@ static void run_case(int nr, int net, int coll, unsigned seed)
         BT_TEST_CHECK(read(pipefd[0], &c, 1) == 1, "%s: a rank failed to start", names[coll]);
     }
     close(pipefd[0]);
-    usleep(50000 + (unsigned)(rand() % 250000));
+    usleep(when == DIE_STREAMING    ? 50000 + (unsigned)(rand() % 250000)
+           : when == DIE_CONNECTING ? (unsigned)(rand() % 30000)
+                                    : (unsigned)(rand() % 10000));
     double t_kill = now_s();
     kill(pids[victim], SIGKILL);
     int st;
@@ -140,22 +154,24 @@ static void run_case(int nr, int net, int coll, unsigned seed)
         usleep(5000);
     }
     double took = now_s() - t_kill;
-    for (int r = 0; r < nr; r++) {
-        if (r == victim)
-            continue;
+    for (int r = 0; r < nr; r++) /* none outlives a failed check to print into the next test */
         if (!done[r]) {
             kill(pids[r], SIGKILL);
             waitpid(pids[r], &status[r], 0);
         }
+    for (int r = 0; r < nr; r++) {
+        if (r == victim)
+            continue;
         BT_TEST_CHECK(done[r],
-                      "%d ranks %s %s: rank %d still running %.1f s after rank %d was killed", nr,
-                      net ? "NET" : "SHM", names[coll], r, now_s() - t_kill, victim);
+                      "%d ranks %s %s%s: rank %d still running %.1f s after rank %d was killed", nr,
+                      net ? "NET" : "SHM", names[coll], when_names[when], r, took, victim);
         BT_TEST_CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
-                      "%d ranks %s %s: rank %d ended with status %d", nr, net ? "NET" : "SHM",
-                      names[coll], r, WIFEXITED(status[r]) ? WEXITSTATUS(status[r]) : -1);
+                      "%d ranks %s %s%s: rank %d ended with status %d", nr, net ? "NET" : "SHM",
+                      names[coll], when_names[when], r,
+                      WIFEXITED(status[r]) ? WEXITSTATUS(status[r]) : -1);
     }
-    printf("%d ranks, %s, %s, rank %d killed: every survivor failed within %.2f s, naming it\n", nr,
-           net ? "NET" : "SHM", names[coll], victim, took);
+    printf("%d ranks, %s, %s, rank %d killed%s: every survivor failed within %.2f s, naming it\n",
+           nr, net ? "NET" : "SHM", names[coll], victim, when_names[when], took);
 }
 
 int main(void)
@@ -164,11 +180,22 @@ int main(void)
     setenv("BATON_HANG_REPORT", "0", 1);
     const char *lim = getenv("BT_PEER_DEATH_CASES");
     int max_cases = lim ? atoi(lim) : 1 << 30, n = 0;
+    const char *first_s = getenv("BT_PEER_DEATH_FIRST");
+    int first = first_s ? atoi(first_s) : 0;
     static const int sizes[] = {2, 4, 8};
     for (int si = 0; si < 3; si++)
         for (int net = 0; net < 2; net++)
             for (int coll = 0; coll < C_N && n < max_cases; coll++, n++)
-                run_case(sizes[si], net, coll, 1234u + (unsigned)(n * 7919));
-    printf("peer death: ok (%d cases)\n", n);
+                if (n >= first)
+                    run_case(sizes[si], net, coll, DIE_STREAMING, 1234u + (unsigned)(n * 7919));
+    /* before the connections: the ring's AllReduce and the peer links of a Send/Recv ring */
+    for (int when = DIE_CONNECTING; when < DIE_N; when++)
+        for (int si = 0; si < 3; si++)
+            for (int net = 0; net < 2; net++)
+                for (int k = 0; k < 2 && n < max_cases; k++, n++)
+                    if (n >= first)
+                        run_case(sizes[si], net, k ? C_SENDRECV : C_ALLREDUCE, when,
+                                 1234u + (unsigned)(n * 7919));
+    printf("peer death: ok (%d cases)\n", n - first);
     return 0;
 }
