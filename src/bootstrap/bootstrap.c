@@ -48,7 +48,7 @@ struct bt_bootstrap {
     volatile int *abort_flag; /* the caller's (may be NULL) */
     volatile int aborted;     /* bt_bootstrap_abort */
     /* bt_bootstrap_set_peer_check's: asked while a send or recv waits on one rank */
-    int (*peer_gone)(void *arg, int peer);
+    int (*peer_down)(void *arg, int peer);
     void *peer_arg;
     int listen_fd;
     int ring_send_fd;         /* to rank+1 */
@@ -73,19 +73,19 @@ static struct bt_socket_wait bs_wait(struct bt_bootstrap *bs, uint64_t deadline)
     return w;
 }
 
-/* A wait on rank `peer` alone: it also ends when that rank's process is gone. */
+/* A wait on rank `peer` alone: it also ends when that rank is down. */
 static struct bt_socket_wait bs_wait_peer(struct bt_bootstrap *bs, uint64_t deadline, int peer)
 {
     struct bt_socket_wait w = bs_wait(bs, deadline);
-    w.peer_gone = bs->peer_gone;
+    w.peer_down = bs->peer_down;
     w.peer_arg = bs->peer_arg;
     w.peer = peer;
     return w;
 }
 
-static int bs_peer_gone(struct bt_bootstrap *bs, int peer)
+static int bs_peer_down(struct bt_bootstrap *bs, int peer)
 {
-    return bs->peer_gone && bs->peer_gone(bs->peer_arg, peer);
+    return bs->peer_down && bs->peer_down(bs->peer_arg, peer);
 }
 
 static int bs_aborted(struct bt_bootstrap *bs)
@@ -622,10 +622,25 @@ bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, 
         if (bs_aborted(bs))
             return BT_ERR_REMOTE;
         BT_WARN("Bootstrap: rank %d could not send %zu bytes (tag %d) to rank %d at %s%s", bs->rank,
-                size, tag, peer, s, bs_peer_gone(bs, peer) ? ": its process is gone" : "");
+                size, tag, peer, s, bs_peer_down(bs, peer) ? ": the rank is gone or failed" : "");
         return st == BT_ERR_SYSTEM ? st : BT_ERR_REMOTE;
     }
     return BT_OK;
+}
+
+/* The peer is down: take in every connection that is ready (what it sent before is all
+ * there), then its message of `tag`, or NULL. */
+static struct bt_bs_msg *bs_take_last(struct bt_bootstrap *bs, int peer, int tag)
+{
+    struct bt_bs_msg *m;
+    int expired;
+    pthread_mutex_lock(&bs->lock);
+    uint64_t body_by = bt_time_ns() + BS_SLICE_NS;
+    while ((m = bs_queue_take(bs, peer, tag)) == NULL &&
+           bs_accept_one(bs, 0, body_by, 0, &expired) == BT_OK)
+        ;
+    pthread_mutex_unlock(&bs->lock);
+    return m;
 }
 
 static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *data, size_t size,
@@ -636,6 +651,7 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
         return BT_ERR_INVALID_ARG;
     }
     struct bt_bs_msg *m;
+    uint64_t check_at = bt_time_ns() + BS_SLICE_NS; /* the peer check's next look */
     for (;;) {
         /* in slices, so that another thread's look (bt_bootstrap_poll) waits one at most */
         int expired = 0;
@@ -648,12 +664,17 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
         pthread_mutex_unlock(&bs->lock);
         if (m)
             break;
-        if (expired && !quiet && bs_peer_gone(bs, peer)) {
-            /* a slice went by with no connection from anyone: nothing more will come */
-            BT_WARN("Bootstrap: rank %d stopped waiting for a message (tag %d) from rank %d: "
-                    "its process is gone",
-                    bs->rank, tag, peer);
-            return BT_ERR_REMOTE;
+        if (!quiet && bt_time_ns() >= check_at) {
+            check_at = bt_time_ns() + BS_SLICE_NS;
+            if (bs_peer_down(bs, peer)) {
+                m = bs_take_last(bs, peer, tag);
+                if (m)
+                    break;
+                BT_WARN("Bootstrap: rank %d stopped waiting for a message (tag %d) from rank %d: "
+                        "the rank is gone or failed",
+                        bs->rank, tag, peer);
+                return BT_ERR_REMOTE;
+            }
         }
         if (expired && bt_time_ns() < deadline) {
             sched_yield(); /* a waiting poller gets the lock (mutexes are not fair) */
@@ -726,10 +747,10 @@ int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size)
     return peer;
 }
 
-void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*gone)(void *arg, int peer),
+void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*down)(void *arg, int peer),
                                  void *arg)
 {
-    bs->peer_gone = gone;
+    bs->peer_down = down;
     bs->peer_arg = arg;
 }
 

@@ -82,12 +82,14 @@ bt_status_t bt_bootstrap_recv_until(struct bt_bootstrap *bs, int peer, int tag, 
 int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size);
 
 /*
- * How to tell that rank `peer`'s process is gone (1), for the point-to-point calls: a send to
- * it or a recv from it then stops within a slice (~10-100 ms) of its death with BT_ERR_REMOTE
- * instead of at TIMEOUT. Set once, before the calls start (the communicator, once it knows
- * its peers' pids); the quiet recv_until, a failure path's short wait, does not ask.
+ * How to tell that rank `peer` is down (1: its process is gone, or it failed and will send
+ * nothing more), for the point-to-point calls: a send to it or a recv from it then stops
+ * within a slice (10 ms for a recv, 100 ms for a connect retry) with BT_ERR_REMOTE instead of
+ * at TIMEOUT; a recv still takes what the rank sent before it went down. Set once, before
+ * the calls start (the communicator, once it knows its peers' pids); the quiet recv_until, a
+ * failure path's short wait, does not ask.
  */
-void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*gone)(void *arg, int peer),
+void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*down)(void *arg, int peer),
                                  void *arg);
 
 /* Make every current and future wait of this bootstrap fail at once (ncclCommAbort). */

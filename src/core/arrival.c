@@ -337,10 +337,25 @@ void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
     free(tell);
 }
 
-int bt_arrival_peer_gone(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
-                         int wait_ms)
+/* The rank whose death made rank `rank` fail, from the board alone (-1: none, or no board). */
+static int board_cause(const struct bt_comm *comm, int rank)
 {
-    for (int waited = 0; !bt_comm_peer_gone(comm, peer); waited += 10) {
+    if (!comm->arrival || rank < 0 || rank >= comm->nranks)
+        return -1;
+    return atomic_load_explicit(&comm->arrival[rank].gone, memory_order_relaxed) - 1;
+}
+
+int bt_arrival_peer_down(const struct bt_comm *comm, int peer)
+{
+    return bt_comm_peer_gone(comm, peer) || board_cause(comm, peer) >= 0;
+}
+
+int bt_arrival_report_down(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
+                           int wait_ms)
+{
+    int gone;
+    for (int waited = 0; !(gone = bt_comm_peer_gone(comm, peer)) && board_cause(comm, peer) < 0;
+         waited += 10) {
         if (waited >= wait_ms || !bt_comm_peer_local(comm, peer))
             return 0;
         struct timespec ts = {0, 10 * 1000 * 1000};
@@ -351,8 +366,12 @@ int bt_arrival_peer_gone(struct bt_comm *comm, int peer, const char *what, uint6
         snprintf(op, sizeof(op), "%s #%llu", what, (unsigned long long)seq);
     else
         snprintf(op, sizeof(op), "%s", what);
-    int cause = bt_arrival_cause(comm, peer, 0);
-    if (cause >= 0 && cause != peer) {
+    int cause = gone ? bt_arrival_cause(comm, peer, 0) : board_cause(comm, peer);
+    if (!gone) {
+        BT_WARN("%s: rank %d (pid %d) failed because rank %d is gone (exited or killed), and will "
+                "not take part again; this rank (%d) waited for rank %d",
+                op, peer, comm->peers[peer].pid, cause, comm->rank, peer);
+    } else if (cause >= 0 && cause != peer) {
         BT_WARN("%s: rank %d (pid %d on this host) left after failing because rank %d is gone "
                 "(exited or killed); this rank (%d) waited for rank %d",
                 op, peer, comm->peers[peer].pid, cause, comm->rank, peer);

@@ -178,9 +178,9 @@ static size_t clamp_sz(int64_t v, size_t lo, size_t hi)
     return (size_t)v;
 }
 
-static int bootstrap_peer_gone(void *comm, int peer)
+static int bootstrap_peer_down(void *comm, int peer)
 {
-    return bt_comm_peer_gone(comm, peer);
+    return bt_arrival_peer_down(comm, peer);
 }
 
 bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
@@ -246,8 +246,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
         ls = all[r].ll_slot < ls ? all[r].ll_slot : ls;
         ps = all[r].p2p_slot < ps ? all[r].p2p_slot : ps;
     }
-    /* from now on a bootstrap wait on a local rank ends when its process does */
-    bt_bootstrap_set_peer_check(comm->bs, bootstrap_peer_gone, comm);
+    /* from now on a bootstrap wait on a rank ends when its process does, or once it failed */
+    bt_bootstrap_set_peer_check(comm->bs, bootstrap_peer_down, comm);
     comm->local_ranks = 0;
     for (int r = 0; r < comm->nranks; r++)
         comm->local_ranks += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;

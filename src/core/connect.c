@@ -124,10 +124,10 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
 fail:
     /* i: the request whose step failed. A wait on a local rank that died ends early (the
      * bootstrap's and the network's peer checks), and a connection it was making breaks:
-     * name it, or the rank whose death it failed on. */
-    if (i < nreqs)
-        bt_arrival_peer_gone(reqs[i].comm, reqs[i].conn->peer, "connection setup", 0,
-                             BT_ARRIVAL_DYING_MS);
+     * name it, or the rank whose death it failed on. Not after an abort (ncclCommAbort). */
+    if (st == BT_ERR_REMOTE && !reqs[i].comm->abort_flag)
+        bt_arrival_report_down(reqs[i].comm, reqs[i].conn->peer, "connection setup", 0,
+                               BT_ARRIVAL_DYING_MS);
     for (int k = 0; k < nreqs; k++)
         if (!reqs[k].conn->connected)
             bt_conn_free(reqs[k].conn);

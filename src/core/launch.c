@@ -622,8 +622,8 @@ static void report_net_failure(const struct net_posted *np)
 {
     /* aborted here (ncclCommAbort: the launch reports it), or the peer is gone (named now;
      * it may still be dying: its sockets close before its process is gone) */
-    if (np->comm->abort_flag || bt_arrival_peer_gone(np->comm, np->peer, "network transfer",
-                                                     np->comm->ncolls, BT_ARRIVAL_DYING_MS))
+    if (np->comm->abort_flag || bt_arrival_report_down(np->comm, np->peer, "network transfer",
+                                                       np->comm->ncolls, BT_ARRIVAL_DYING_MS))
         return;
     int cause = bt_arrival_cause(np->comm, np->peer, 300);
     if (cause >= 0 && cause != np->peer) {
@@ -644,10 +644,10 @@ static void report_net_failure(const struct net_posted *np)
  * launch fails now instead of at TIMEOUT. */
 static int peer_gone(const struct bt_work *w, int peer)
 {
-    if (bt_arrival_peer_gone(w->owner, peer,
-                             w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv"
-                                                                                : "collective",
-                             w->seq, 0))
+    if (bt_arrival_report_down(w->owner, peer,
+                               w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv"
+                                                                                  : "collective",
+                               w->seq, 0))
         return 1;
     for (int i = 0; i < ls.nnetops; i++) {
         const struct net_posted *np = &ls.netops[i];
@@ -670,17 +670,23 @@ static int dump_signalled(void)
     return 1;
 }
 
-/* Wait for every posted proxy op; the first failure is the result. */
-static bt_status_t wait_net_ops(void)
+/* Wait for every posted proxy op, which frees it; the first failure is the result, and the
+ * ops after it are given up (the launch fails: they would only wait on the same fault). With
+ * `st` an error already (a launch that failed before its network ops were done), every op is
+ * given up and waited for: the connectors are the failed communicator's, never used again. */
+static bt_status_t finish_net_ops(bt_status_t st)
 {
-    bt_status_t st = BT_OK;
+    for (int i = 0; i < ls.nnetops && st != BT_OK; i++)
+        bt_net_cancel(ls.netops[i].op);
     for (int i = 0; i < ls.nnetops; i++) {
         const struct net_posted *np = &ls.netops[i];
         bt_status_t s = bt_net_wait(np->op, np->peer, drive_proxies, drive_block);
-        if (s != BT_OK && st == BT_OK)
+        if (s != BT_OK && st == BT_OK) {
             report_net_failure(np);
-        if (st == BT_OK)
             st = s;
+            for (int j = i + 1; j < ls.nnetops; j++)
+                bt_net_cancel(ls.netops[j].op);
+        }
     }
     ls.nnetops = 0;
     return st;
@@ -850,13 +856,14 @@ static bt_status_t launch(struct bt_op *ops, int nops)
     }
     /* The executor is done when the last data is in the FIFOs; the proxy may still be
      * sending it. */
-    BT_CHECK_GOTO(wait_net_ops(), st, fail);
+    BT_CHECK_GOTO(finish_net_ops(BT_OK), st, fail);
     drive_proxies_end();
     for (int i = 0; i < nops; i++) /* each comm's last collective of the launch is done */
         bt_arrival_done(ops[i].comm, ops[i].comm->ncolls);
     return BT_OK;
 
 fail:
+    finish_net_ops(st);
     drive_proxies_end();
     discard_lanes();
     fail_comms(ops, nops, st);

@@ -118,6 +118,13 @@ static int proxy_progress_ops(struct bt_proxy *p, int *moved)
             nfinished++;
             continue;
         }
+        if (atomic_load_explicit(&op->cancel, memory_order_relaxed)) {
+            op->status = BT_ERR_REMOTE; /* the poster gave up on it: not the proxy's error */
+            op->finished = 1;
+            nfinished++;
+            *moved = 1;
+            continue;
+        }
         uint64_t before = proxy_op_progress_sum(op);
         int done = 0;
         bt_status_t st = op->progress(op, &done);
@@ -365,6 +372,7 @@ bt_status_t bt_proxy_post(struct bt_proxy *p, struct bt_proxy_args *args)
     args->finished = 0;
     args->status = BT_OK;
     atomic_store_explicit(&args->complete, 0, memory_order_relaxed);
+    atomic_store_explicit(&args->cancel, 0, memory_order_relaxed);
 
     pthread_mutex_lock(&p->pool_lock);
     if (p->stopped) {
@@ -385,6 +393,11 @@ bt_status_t bt_proxy_post(struct bt_proxy *p, struct bt_proxy_args *args)
     BT_TRACE(BT_LOG_PROXY, "proxy %s: op %p posted, %s, %d subs", p->name, (void *)args,
              args->is_send ? "send" : "recv", args->nsubs);
     return BT_OK;
+}
+
+void bt_proxy_cancel(struct bt_proxy_args *args)
+{
+    atomic_store_explicit(&args->cancel, 1, memory_order_relaxed);
 }
 
 bt_status_t bt_proxy_call(struct bt_proxy *p, bt_status_t (*fn)(void *), void *arg)

@@ -87,6 +87,7 @@ struct bt_proxy_args {
     void *user;           /* the poster's context */
     _Atomic int complete; /* set (release) by the proxy when progress reports done or fails */
     bt_status_t status;   /* valid once complete (acquire) */
+    _Atomic int cancel;   /* bt_proxy_cancel */
     /* proxy-internal */
     struct bt_proxy_args *next;
     int finished; /* progress thread only */
@@ -127,6 +128,14 @@ bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, const ch
  * caller: any thread but the proxy's progress thread.
  */
 bt_status_t bt_proxy_post(struct bt_proxy *proxy, struct bt_proxy_args *args);
+
+/*
+ * Ask the proxy to give a posted op back without finishing it: it completes with
+ * BT_ERR_REMOTE at its next progress round (or finishes first). For a poster that will not
+ * wait for the rest (its peer is down, or its launch failed); it still waits for complete
+ * before it frees args. caller: the poster.
+ */
+void bt_proxy_cancel(struct bt_proxy_args *args);
 
 /*
  * Run fn(arg) on the service thread and wait for its result (connection control RPC). Calls

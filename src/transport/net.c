@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/arrival.h"
 #include "core/comm.h"
 #include "proxy/proxy.h"
 #include "transport/net.h"
@@ -39,7 +40,7 @@ _Static_assert(sizeof(struct net_info) <= BT_CONNECT_INFO_BYTES, "net connect in
 struct net_conn {
     const struct bt_net_ops *net;
     struct bt_conn *conn;
-    struct bt_comm *comm; /* its peers' pids: a connect or accept stops when the peer is gone */
+    struct bt_comm *comm; /* a connect or accept stops when the peer is down */
     volatile int *abort_flag;
     unsigned char handle[BT_NET_HANDLE_BYTES]; /* connect() is keyed by this buffer */
     void *listen_comm, *send_comm, *recv_comm;
@@ -143,32 +144,57 @@ static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
     return BT_OK;
 }
 
-/* Poll a non-blocking backend call until it yields a comm, the deadline, an abort or the
- * peer's death (a local peer: looked for every ~50 ms; the caller names it, core/connect.c). */
-#define NET_WAIT(call, out, what, peer)                                                            \
-    do {                                                                                           \
-        uint64_t deadline_ = bt_deadline_from_now();                                               \
-        for (unsigned polls_ = 1;; polls_++) {                                                     \
-            BT_CHECK(call);                                                                        \
-            if (out)                                                                               \
-                break;                                                                             \
-            if (*nc->abort_flag) {                                                                 \
-                BT_WARN("%s with rank %d aborted", (what), (peer));                                \
-                return BT_ERR_REMOTE;                                                              \
-            }                                                                                      \
-            if (polls_ % 500 == 0 && bt_comm_peer_gone(nc->comm, (peer))) {                        \
-                BT_WARN("%s with rank %d stopped: its process is gone", (what), (peer));           \
-                return BT_ERR_REMOTE;                                                              \
-            }                                                                                      \
-            if (bt_time_ns() > deadline_) {                                                        \
-                BT_WARN("%s with rank %d timed out (TIMEOUT=%llds)", (what), (peer),               \
-                        (long long)bt_param_timeout());                                            \
-                return BT_ERR_REMOTE;                                                              \
-            }                                                                                      \
-            struct timespec ts_ = {0, 100000};                                                     \
-            nanosleep(&ts_, NULL);                                                                 \
-        }                                                                                          \
-    } while (0)
+/* One non-blocking try of a connect or an accept: *done_p = 1 once the comm is made. */
+typedef bt_status_t (*net_try_fn)(struct net_conn *nc, int *done_p);
+
+static bt_status_t try_connect(struct net_conn *nc, int *done_p)
+{
+    BT_CHECK(nc->net->connect(0, nc->handle, &nc->send_comm));
+    *done_p = nc->send_comm != NULL;
+    return BT_OK;
+}
+
+static bt_status_t try_accept(struct net_conn *nc, int *done_p)
+{
+    BT_CHECK(nc->net->accept(nc->listen_comm, &nc->recv_comm));
+    *done_p = nc->recv_comm != NULL;
+    return BT_OK;
+}
+
+#define NET_PEER_CHECK_NS 50000000ull /* 50 ms */
+
+/* Try until done, the deadline, an abort or the peer is down (gone, or failed: looked for
+ * every 50 ms; core/connect.c then names it). */
+static bt_status_t net_wait(struct net_conn *nc, net_try_fn try_once, const char *what)
+{
+    int peer = nc->conn->peer;
+    uint64_t deadline = bt_deadline_from_now(), check = bt_time_ns() + NET_PEER_CHECK_NS;
+    for (;;) {
+        int done = 0;
+        BT_CHECK(try_once(nc, &done));
+        if (done)
+            return BT_OK;
+        if (*nc->abort_flag) {
+            BT_WARN("%s with rank %d aborted", what, peer);
+            return BT_ERR_REMOTE;
+        }
+        uint64_t now = bt_time_ns();
+        if (now >= check) {
+            check = now + NET_PEER_CHECK_NS;
+            if (bt_arrival_peer_down(nc->comm, peer)) {
+                BT_WARN("%s with rank %d stopped: the rank is gone or failed", what, peer);
+                return BT_ERR_REMOTE;
+            }
+        }
+        if (now > deadline) {
+            BT_WARN("%s with rank %d timed out (TIMEOUT=%llds)", what, peer,
+                    (long long)bt_param_timeout());
+            return BT_ERR_REMOTE;
+        }
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 /* Connection control runs on the proxy's service thread (DESIGN.md 5: setup, connect and
  * close are the service plane; data is the progress plane). caller: service thread. */
@@ -181,16 +207,16 @@ static bt_status_t net_listen_rpc(void *arg)
 static bt_status_t net_connect_rpc(void *arg)
 {
     struct net_conn *nc = arg;
-    NET_WAIT(nc->net->connect(0, nc->handle, &nc->send_comm), nc->send_comm, "network connect",
-             nc->conn->peer);
-    return BT_OK;
+    bt_status_t st = net_wait(nc, try_connect, "network connect");
+    if (st != BT_OK)
+        nc->net->connect_cancel(0, nc->handle); /* the attempt's sockets, if it still has some */
+    return st;
 }
 
 static bt_status_t net_accept_rpc(void *arg)
 {
     struct net_conn *nc = arg;
-    NET_WAIT(nc->net->accept(nc->listen_comm, &nc->recv_comm), nc->recv_comm, "network accept",
-             nc->conn->peer);
+    BT_CHECK(net_wait(nc, try_accept, "network accept"));
     nc->net->close_listen(nc->listen_comm);
     nc->listen_comm = NULL;
     return BT_OK;
@@ -405,35 +431,62 @@ bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nst
 bt_status_t bt_net_wait(void *op_v, int peer, int (*poll)(void), int (*block)(void))
 {
     struct net_op *op = op_v;
-    uint64_t deadline = bt_deadline_from_now();
+    const struct net_conn *nc = op->args.subs[0].conn;
+    uint64_t deadline = bt_deadline_from_now(), check = bt_time_ns() + NET_PEER_CHECK_NS;
     const uint64_t yields = (uint64_t)bt_param_yield_count();
     uint64_t idle = 0;
+    int timed_out = 0;
     while (!atomic_load_explicit(&op->args.complete, memory_order_acquire)) {
         if (poll && poll()) {
             idle = 0;
-            deadline = bt_deadline_from_now(); /* the timeout counts time without progress */
+            if (!timed_out) /* the timeout counts time without progress */
+                deadline = bt_deadline_from_now();
+            check = bt_time_ns() + NET_PEER_CHECK_NS;
             continue;
         }
         if (++idle < yields) {
             sched_yield();
             continue;
         }
-        if (block && block())
-            continue;
-        if (bt_time_ns() > deadline) {
+        uint64_t now = bt_time_ns();
+        /* A peer that failed and stays keeps its sockets open: only the board tells. The
+         * op comes back at the proxy's next round; the caller names the peer. */
+        if (now >= check && !atomic_load_explicit(&op->args.cancel, memory_order_relaxed)) {
+            check = now + NET_PEER_CHECK_NS;
+            if (bt_arrival_peer_down(nc->comm, peer))
+                bt_proxy_cancel(&op->args);
+        }
+        if (now > deadline && !timed_out) {
             BT_WARN("network op with rank %d timed out: stage %s, %llu of %llu steps done", peer,
                     __atomic_load_n(&op->args.subs[0].stage, __ATOMIC_RELAXED),
                     (unsigned long long)__atomic_load_n(&op->args.subs[0].done, __ATOMIC_RELAXED),
                     (unsigned long long)op->args.subs[0].nsteps);
+            /* given up: the proxy hands it back at its next round, then it is freed below */
+            bt_proxy_cancel(&op->args);
+            timed_out = 1;
+            deadline = now + 1000000000ull;
+        } else if (now > deadline) {
+            BT_INFO(BT_LOG_NET,
+                    "network op %p with rank %d not handed back 1 s after its "
+                    "timeout: left to the proxy",
+                    (void *)op, peer);
             return BT_ERR_REMOTE;
         }
+        if (block && block())
+            continue; /* it waited on the sockets (bounded) */
         struct timespec ts = {0, 20000};
         nanosleep(&ts, NULL);
     }
-    bt_status_t st = op->args.status;
+    bt_status_t st = timed_out ? BT_ERR_REMOTE : op->args.status;
     free(op->zc);
     free(op);
     return st;
+}
+
+void bt_net_cancel(void *op_v)
+{
+    struct net_op *op = op_v;
+    bt_proxy_cancel(&op->args);
 }
 
 int bt_net_failed(const void *op_v)

@@ -29,6 +29,9 @@ struct bt_net_ops {
     bt_status_t (*listen)(int dev, void *handle, void **listen_comm_p);
     /* *send_comm_p = NULL: in progress, call again with the same arguments. */
     bt_status_t (*connect)(int dev, const void *handle, void **send_comm_p);
+    /* Give up the connect in progress with these arguments (its sockets close): for a caller
+     * that stops calling connect() (deadline, abort, the peer gone). No-op when none. */
+    void (*connect_cancel)(int dev, const void *handle);
     /* *recv_comm_p = NULL: no peer yet, call again. */
     bt_status_t (*accept)(void *listen_comm, void **recv_comm_p);
     /* *request_p = NULL: cannot start now, call again. Messages on one comm complete in

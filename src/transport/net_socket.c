@@ -254,6 +254,18 @@ static void pending_connect_free(struct pending_connect *pc)
     free(pc);
 }
 
+/* The link pointing at the connect in progress with these arguments (at NULL: none).
+ * Under g_mu. */
+static struct pending_connect **pending_find(int dev, const void *handle)
+{
+    struct pending_connect **pp = &g_connects;
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->key == handle && (*pp)->dev == dev &&
+            memcmp((*pp)->handle, handle, BT_NET_HANDLE_BYTES) == 0)
+            break;
+    return pp;
+}
+
 /* One non-blocking round on every socket: 1 = all connected and headers sent, 0 = not yet,
  * or a failure (logged). */
 static bt_status_t connect_progress(struct pending_connect *pc, int *done_p)
@@ -332,12 +344,7 @@ static bt_status_t sock_connect(int dev, const void *handle, void **send_comm_p)
         return BT_ERR_INVALID_ARG;
     }
     pthread_mutex_lock(&g_mu);
-    struct pending_connect **pp = &g_connects, *pc = NULL;
-    for (; *pp; pp = &(*pp)->next)
-        if ((*pp)->key == handle && (*pp)->dev == dev &&
-            memcmp((*pp)->handle, handle, BT_NET_HANDLE_BYTES) == 0)
-            break;
-    pc = *pp;
+    struct pending_connect **pp, *pc = *pending_find(dev, handle);
     pthread_mutex_unlock(&g_mu);
     bt_status_t st = BT_OK;
     if (pc == NULL) {
@@ -396,6 +403,18 @@ static bt_status_t sock_connect(int dev, const void *handle, void **send_comm_p)
         return st;
     *send_comm_p = c;
     return BT_OK;
+}
+
+/* caller: any thread */
+static void sock_connect_cancel(int dev, const void *handle)
+{
+    pthread_mutex_lock(&g_mu);
+    struct pending_connect **pp = pending_find(dev, handle), *pc = *pp;
+    if (pc)
+        *pp = pc->next;
+    pthread_mutex_unlock(&g_mu);
+    if (pc)
+        pending_connect_free(pc);
 }
 
 /* ---- accept ---- */
@@ -554,6 +573,7 @@ const struct bt_net_ops bt_net_socket = {
     .dev_name = sock_dev_name,
     .listen = sock_listen,
     .connect = sock_connect,
+    .connect_cancel = sock_connect_cancel,
     .accept = sock_accept,
     .isend = sock_isend,
     .irecv = sock_irecv,

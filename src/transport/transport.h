@@ -42,7 +42,9 @@ const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, i
  * connector, how many steps it moves (bt_net_post), then waits for them (bt_net_wait,
  * which frees the op). While waiting it calls poll() (may be NULL), which drives the proxy
  * (bt_proxy_drive) and returns whether anything moved, and when poll moved nothing,
- * block() (may be NULL; as in struct bt_wait_policy).
+ * block() (may be NULL; as in struct bt_wait_policy, bounded). It gives the op up (cancels
+ * it, waits for the proxy to hand it back, and fails) after TIMEOUT without progress, or
+ * once the op's peer is down (bt_arrival_peer_down, asked every 50 ms without progress).
  */
 /* A receive step the network lands in the user's output: where, and its exact size. */
 struct bt_net_zc {
@@ -59,6 +61,9 @@ int bt_net_test(void *op, bt_status_t *st);
 /* Without waiting or freeing: 1 when the op has already failed (a connection closed or
  * reset), so a launch waiting on other connectors can stop instead of waiting for TIMEOUT. */
 int bt_net_failed(const void *op);
+/* Give up an op (its launch fails): it completes with BT_ERR_REMOTE at the proxy's next round;
+ * still bt_net_wait for it, which frees it. */
+void bt_net_cancel(void *op);
 
 /* Release a connector's transport resources and mark it unconnected. Accepts NULL. */
 void bt_conn_free(struct bt_conn *conn);

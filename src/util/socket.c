@@ -312,7 +312,7 @@ int bt_socket_wait_aborted(const struct bt_socket_wait *w)
     for (int i = 0; i < 2; i++)
         if (w->abort_flags[i] && __atomic_load_n(w->abort_flags[i], __ATOMIC_ACQUIRE))
             return 1;
-    return w->peer_gone && w->peer_gone(w->peer_arg, w->peer);
+    return w->peer_down && w->peer_down(w->peer_arg, w->peer);
 }
 
 /* Milliseconds to poll now: a slice, or less if the deadline is nearer. -1: deadline passed. */

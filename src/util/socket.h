@@ -31,12 +31,13 @@ union bt_sockaddr {
 };
 
 /* What a blocking call waits for: a deadline, up to two abort flags (NULL: none) and, for a
- * wait on one rank, whether that rank's process is gone, which ends the wait as an abort
- * does (peer_gone NULL: never asked; it is asked once a slice, so it must be cheap). */
+ * wait on one rank, whether that rank is down (its process gone, or failed for good), which
+ * ends the wait as an abort does (peer_down NULL: never asked; it is asked once a slice, so
+ * it must be cheap). */
 struct bt_socket_wait {
     uint64_t deadline; /* bt_time_ns() units; UINT64_MAX waits forever */
     const volatile int *abort_flags[2];
-    int (*peer_gone)(void *arg, int peer);
+    int (*peer_down)(void *arg, int peer);
     void *peer_arg;
     int peer;
 };
@@ -109,7 +110,7 @@ bt_status_t bt_socket_exchange(int send_fd, const void *sbuf, size_t slen, int r
  */
 bt_status_t bt_socket_recv_some(int fd, void *buf, size_t len, size_t *got_p);
 
-/* 1 when a flag of `w` is raised or its peer is gone. */
+/* 1 when a flag of `w` is raised or its peer is down. */
 int bt_socket_wait_aborted(const struct bt_socket_wait *w);
 
 /* Close *fd_p if open and set it to -1. */

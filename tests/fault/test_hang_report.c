@@ -10,12 +10,17 @@
  *             ask each other in bootstrap messages, and the absent rank does not answer
  *             (rank 1 waits on rank 3 through nobody it is joined with: only the answers
  *             can name rank 3 there).
+ * And a send nobody receives: 2 ranks over sockets (small socket buffers), rank 0 sends 1 MB (8
+ * steps: every one fits in the FIFO) to rank 1, which never posts the receive. The executor hands
+ * every step to the proxy at once, so rank 0 waits on its network op alone: it must time out there
+ * too (until 2026-12-01 that wait saw no deadline while it could block on the sockets, and hung).
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -81,6 +86,71 @@ static char *slurp(const char *path)
     return buf;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define UNRECEIVED_BYTES (1 << 20)
+
+static int unreceived_rank(int rank, int nranks, void *argp)
+{
+    struct arg *a = argp;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/rank%d.log", a->dir, rank);
+    FILE *f = fopen(path, "w");
+    BT_TEST_CHECK(f != NULL, "cannot open %s", path);
+    fflush(stderr);
+    BT_TEST_CHECK(dup2(fileno(f), 2) == 2, "dup2");
+    fclose(f);
+    setenv("BATON_SHM_DISABLE", "1", 1);
+    setenv("BATON_SOCKET_BUFFSIZE", "65536", 1);
+    ncclComm_t comm;
+    BT_TEST_OK(ncclCommInitRank(&comm, nranks, a->id, rank));
+    char *buf = calloc(UNRECEIVED_BYTES, 1);
+    BT_TEST_CHECK(buf != NULL, "calloc");
+    /* the send/recv links connected (they are made at first use) */
+    BT_TEST_OK(ncclGroupStart());
+    BT_TEST_OK(ncclSend(buf, 1024, ncclInt8, 1 - rank, comm, NULL));
+    BT_TEST_OK(ncclRecv(buf + 1024, 1024, ncclInt8, 1 - rank, comm, NULL));
+    BT_TEST_OK(ncclGroupEnd());
+    if (rank == 1) {
+        sleep(7); /* never receives */
+    } else {
+        double t0 = now_s();
+        ncclResult_t r = ncclSend(buf, UNRECEIVED_BYTES, ncclInt8, 1, comm, NULL);
+        double took = now_s() - t0;
+        BT_TEST_CHECK(r != ncclSuccess, "a send that rank 1 never received succeeded");
+        BT_TEST_CHECK(took < 6.0, "the unreceived send failed only after %.1f s (TIMEOUT=4)", took);
+        fprintf(stderr, "unreceived send failed after %.2f s\n", took);
+    }
+    free(buf);
+    ncclCommAbort(comm);
+    return 0;
+}
+
+static void run_unreceived_case(void)
+{
+    struct arg a = {.board = 0};
+    snprintf(a.dir, sizeof(a.dir), "/tmp/baton-hang-XXXXXX");
+    BT_TEST_CHECK(mkdtemp(a.dir) != NULL, "mkdtemp");
+    BT_TEST_OK(ncclGetUniqueId(&a.id));
+    BT_TEST_CHECK(bt_test_run_ranks(2, unreceived_rank, &a, 60) == 0, "ranks failed");
+    char path[128];
+    snprintf(path, sizeof(path), "%s/rank0.log", a.dir);
+    const char *log = slurp(path);
+    BT_TEST_CHECK(strstr(log, "network op with rank 1 timed out") != NULL,
+                  "rank 0 did not time out on its network op:\n%s", log);
+    const char *took = strstr(log, "unreceived send failed after");
+    printf("a send nobody receives: %.*s\n", took ? (int)strcspn(took, "\n") : 0, took ? took : "");
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/rank1.log", a.dir);
+    unlink(path);
+    rmdir(a.dir);
+}
+
 static void run_case(int board)
 {
     int nranks = board ? 3 : 4, absent = nranks - 1;
@@ -131,5 +201,6 @@ int main(void)
     setenv("BATON_TIMEOUT", "4", 1);
     run_case(1);
     run_case(0);
+    run_unreceived_case();
     return 0;
 }
