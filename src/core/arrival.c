@@ -345,6 +345,21 @@ static int board_cause(const struct bt_comm *comm, int rank)
     return atomic_load_explicit(&comm->arrival[rank].gone, memory_order_relaxed) - 1;
 }
 
+/* Why a rank failed, given the cause it recorded: the rank that died, as a rule; but a
+ * connection that broke or timed out with a rank that still runs records that rank too. */
+static void cause_text(const struct bt_comm *comm, int cause, char *buf, size_t len)
+{
+    if (cause < 0 || cause >= comm->nranks)
+        snprintf(buf, len, "(cause unknown)");
+    else if (cause == comm->rank)
+        snprintf(buf, len, "because its connection with this rank broke or timed out");
+    else if (bt_comm_peer_local(comm, cause) && !bt_comm_peer_gone(comm, cause))
+        snprintf(buf, len, "because its connection with rank %d broke or timed out (rank %d runs)",
+                 cause, cause);
+    else /* across hosts the cause came in a message that said so */
+        snprintf(buf, len, "because rank %d is gone (exited or killed)", cause);
+}
+
 int bt_arrival_peer_down(const struct bt_comm *comm, int peer)
 {
     return bt_comm_peer_gone(comm, peer) || board_cause(comm, peer) >= 0;
@@ -367,14 +382,16 @@ int bt_arrival_report_down(struct bt_comm *comm, int peer, const char *what, uin
     else
         snprintf(op, sizeof(op), "%s", what);
     int cause = gone ? bt_arrival_cause(comm, peer, 0) : board_cause(comm, peer);
+    char why[96];
+    cause_text(comm, cause, why, sizeof(why));
     if (!gone) {
-        BT_WARN("%s: rank %d (pid %d) failed because rank %d is gone (exited or killed), and will "
-                "not take part again; this rank (%d) waited for rank %d",
-                op, peer, comm->peers[peer].pid, cause, comm->rank, peer);
+        BT_WARN("%s: rank %d (pid %d) failed %s, and will not take part again; this rank (%d) "
+                "waited for rank %d",
+                op, peer, comm->peers[peer].pid, why, comm->rank, peer);
     } else if (cause >= 0 && cause != peer) {
-        BT_WARN("%s: rank %d (pid %d on this host) left after failing because rank %d is gone "
-                "(exited or killed); this rank (%d) waited for rank %d",
-                op, peer, comm->peers[peer].pid, cause, comm->rank, peer);
+        BT_WARN("%s: rank %d (pid %d on this host) left after failing %s; this rank (%d) waited "
+                "for rank %d",
+                op, peer, comm->peers[peer].pid, why, comm->rank, peer);
     } else {
         cause = peer;
         BT_WARN("%s: rank %d (pid %d on this host) is gone: exited or killed while this rank (%d) "

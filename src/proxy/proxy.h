@@ -120,9 +120,10 @@ bt_status_t bt_proxy_create(const char *name, volatile int *abort_flag, const ch
 
 /*
  * Hand an op to the progress thread. The caller fills progress, is_send, nsubs, subs[i]
- * (nsteps, conn, peer, channel) and user; post zeroes the counters and `complete`. The proxy
- * owns args (the caller must not touch it) until args->complete reads 1 with an acquire load;
- * then args->status is the op's result. Returns BT_ERR_INVALID_ARG for a malformed op (args
+ * (nsteps, conn, peer, channel) and user; post zeroes the counters, `complete` and `cancel`.
+ * The proxy owns args until args->complete reads 1 with an acquire load (the caller may only
+ * read the fields it filled, which the proxy never writes, and bt_proxy_cancel it); then
+ * args->status is the op's result. Returns BT_ERR_INVALID_ARG for a malformed op (args
  * untouched) and BT_ERR_REMOTE when the proxy has stopped (aborted); in that case args is
  * already complete with that status and back with the caller.
  * caller: any thread but the proxy's progress thread.

@@ -209,7 +209,8 @@ static bt_status_t net_connect_rpc(void *arg)
     struct net_conn *nc = arg;
     bt_status_t st = net_wait(nc, try_connect, "network connect");
     if (st != BT_OK)
-        nc->net->connect_cancel(0, nc->handle); /* the attempt's sockets, if it still has some */
+        if (nc->net->connect_cancel) /* the attempt's sockets, if it still has some */
+            nc->net->connect_cancel(0, nc->handle);
     return st;
 }
 
@@ -441,7 +442,6 @@ bt_status_t bt_net_wait(void *op_v, int peer, int (*poll)(void), int (*block)(vo
             idle = 0;
             if (!timed_out) /* the timeout counts time without progress */
                 deadline = bt_deadline_from_now();
-            check = bt_time_ns() + NET_PEER_CHECK_NS;
             continue;
         }
         if (++idle < yields) {
@@ -449,8 +449,10 @@ bt_status_t bt_net_wait(void *op_v, int peer, int (*poll)(void), int (*block)(vo
             continue;
         }
         uint64_t now = bt_time_ns();
-        /* A peer that failed and stays keeps its sockets open: only the board tells. The
-         * op comes back at the proxy's next round; the caller names the peer. */
+        /* Every 50 ms, progress elsewhere or not (other ops of the launch may move while
+         * this one's peer is down). A peer that failed and stays keeps its sockets open:
+         * only the board tells. The op comes back at the proxy's next round; the caller
+         * names the peer. */
         if (now >= check && !atomic_load_explicit(&op->args.cancel, memory_order_relaxed)) {
             check = now + NET_PEER_CHECK_NS;
             if (bt_arrival_peer_down(nc->comm, peer))

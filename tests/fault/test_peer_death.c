@@ -124,6 +124,16 @@ static void rank_main(int rank, int nr, const ncclUniqueId *id, int coll, int vi
     _exit(13); /* never failed */
 }
 
+/* Take in the ranks' words that have come (the first of each rank counts). */
+static void read_words(int fd, int *said, int nr)
+{
+    unsigned char m[2];
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    while (poll(&pf, 1, 0) > 0 && read(fd, m, 2) == 2)
+        if (m[0] < nr && said[m[0]] < 0)
+            said[m[0]] = m[1];
+}
+
 /* Shared-memory segments the victim made and no peer mapped yet (it died before they could:
  * the names go once every user has mapped them) stay in /dev/shm: remove them. */
 static void remove_segments_of(pid_t pid)
@@ -197,33 +207,33 @@ static void run_case(int nr, int net, int coll, int when, int stay, unsigned see
     int st;
     waitpid(pids[victim], &st, 0); /* reaped at once: a zombie's pid answers kill(pid, 0) */
     /* Every survivor's word, reaping each as it ends (an unreaped one is a zombie the others
-     * still see). */
-    double deadline = t_kill + 5.0 * slow;
-    int said[MAX_NR], ended[MAX_NR] = {0}, status[MAX_NR] = {0}, left = nr - 1;
+     * still see). Reap, then read: a rank's word is in the pipe before it ends. */
+    double deadline = t_kill + 5.0 * slow, took;
+    int said[MAX_NR], ended[MAX_NR] = {0}, status[MAX_NR] = {0};
     for (int r = 0; r < nr; r++)
         said[r] = -1;
     ended[victim] = 1;
     said[victim] = MSG_NAMED;
-    while (left > 0 && now_s() < deadline) {
-        struct pollfd pf = {.fd = pipefd[0], .events = POLLIN};
-        while (poll(&pf, 1, 0) > 0 && read(pipefd[0], m, 2) == 2 && m[0] < nr && said[m[0]] < 0) {
-            said[m[0]] = m[1];
-            left--;
-        }
+    for (;;) {
         for (int r = 0; r < nr; r++)
-            if (!ended[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {
+            if (!ended[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r])
                 ended[r] = 1;
-                if (said[r] < 0) /* ended without a word */
-                    left--;
-            }
+        read_words(pipefd[0], said, nr);
+        int left = 0;
+        for (int r = 0; r < nr; r++)
+            left += said[r] < 0 && !ended[r];
+        double now = now_s();
+        took = now - t_kill;
+        if (left == 0 || now >= deadline)
+            break;
         usleep(5000);
     }
-    double took = now_s() - t_kill;
     for (int r = 0; r < nr; r++) /* none outlives the case, to print into the next one */
         if (!ended[r]) {
             kill(pids[r], SIGKILL);
             waitpid(pids[r], &status[r], 0);
         }
+    read_words(pipefd[0], said, nr); /* a word that came with the end */
     close(pipefd[0]);
     remove_segments_of(pids[victim]);
     for (int r = 0; r < nr; r++) {
