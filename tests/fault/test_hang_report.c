@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -43,13 +42,7 @@ static void *signal_soon(void *unused)
 static int rank_main(int rank, int nranks, void *argp)
 {
     struct arg *a = argp;
-    char path[128];
-    snprintf(path, sizeof(path), "%s/rank%d.log", a->dir, rank);
-    FILE *f = fopen(path, "w");
-    BT_TEST_CHECK(f != NULL, "cannot open %s", path);
-    fflush(stderr);
-    BT_TEST_CHECK(dup2(fileno(f), 2) == 2, "dup2");
-    fclose(f);
+    bt_test_stderr_to(a->dir, rank);
     if (!a->board) {
         setenv("BATON_ARRIVAL_BOARD", "0", 1);
         setenv("BATON_SHM_DISABLE", "1", 1);
@@ -86,25 +79,12 @@ static char *slurp(const char *path)
     return buf;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 #define UNRECEIVED_BYTES (1 << 20)
 
 static int unreceived_rank(int rank, int nranks, void *argp)
 {
     struct arg *a = argp;
-    char path[128];
-    snprintf(path, sizeof(path), "%s/rank%d.log", a->dir, rank);
-    FILE *f = fopen(path, "w");
-    BT_TEST_CHECK(f != NULL, "cannot open %s", path);
-    fflush(stderr);
-    BT_TEST_CHECK(dup2(fileno(f), 2) == 2, "dup2");
-    fclose(f);
+    bt_test_stderr_to(a->dir, rank);
     setenv("BATON_SHM_DISABLE", "1", 1);
     setenv("BATON_SOCKET_BUFFSIZE", "65536", 1);
     ncclComm_t comm;
@@ -119,9 +99,9 @@ static int unreceived_rank(int rank, int nranks, void *argp)
     if (rank == 1) {
         sleep(7); /* never receives */
     } else {
-        double t0 = now_s();
+        double t0 = bt_test_now_s();
         ncclResult_t r = ncclSend(buf, UNRECEIVED_BYTES, ncclInt8, 1, comm, NULL);
-        double took = now_s() - t0;
+        double took = bt_test_now_s() - t0;
         BT_TEST_CHECK(r != ncclSuccess, "a send that rank 1 never received succeeded");
         const char *slow_s = getenv("BT_TEST_SLOW");
         double slow = slow_s ? atoi(slow_s) : 1; /* sanitized builds: slower reports */

@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -38,13 +37,6 @@
 enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCESCATTER, C_BCAST, C_REDUCE, C_SENDRECV, C_N };
 static const char *names[] = {"AllReduce", "AllGather", "ReduceScatter",
                               "Broadcast", "Reduce",    "SendRecv ring"};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* When the victim dies: in the stream, while the ranks connect, or before its first call. */
 enum { DIE_STREAMING, DIE_CONNECTING, DIE_BEFORE_FIRST, DIE_N };
@@ -202,7 +194,7 @@ static void run_case(int nr, int net, int coll, int when, int stay, unsigned see
     usleep(when == DIE_STREAMING    ? 50000 + (unsigned)(rand() % 250000)
            : when == DIE_CONNECTING ? (unsigned)(rand() % 30000)
                                     : (unsigned)(rand() % 10000));
-    double t_kill = now_s();
+    double t_kill = bt_test_now_s();
     kill(pids[victim], SIGKILL);
     int st;
     waitpid(pids[victim], &st, 0); /* reaped at once: a zombie's pid answers kill(pid, 0) */
@@ -222,7 +214,7 @@ static void run_case(int nr, int net, int coll, int when, int stay, unsigned see
         int left = 0;
         for (int r = 0; r < nr; r++)
             left += said[r] < 0 && !ended[r];
-        double now = now_s();
+        double now = bt_test_now_s();
         took = now - t_kill;
         if (left == 0 || now >= deadline)
             break;

@@ -86,6 +86,24 @@ void bt_test_leaks_end(const struct bt_test_leaks *l)
                   "thread leak: %d threads, %d at start", nthreads, l->nthreads);
 }
 
+double bt_test_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void bt_test_stderr_to(const char *dir, int rank)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/rank%d.log", dir, rank);
+    FILE *f = fopen(path, "w");
+    BT_TEST_CHECK(f != NULL, "cannot open %s", path);
+    fflush(stderr);
+    BT_TEST_CHECK(dup2(fileno(f), 2) == 2, "dup2");
+    fclose(f);
+}
+
 int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
 {
     /*

@@ -25,6 +25,12 @@
         BT_TEST_CHECK(rc_ == 0, "%s returned %d", #call, rc_);                                     \
     } while (0)
 
+/* Seconds on the monotonic clock, for tests that time what they wait for. */
+double bt_test_now_s(void);
+
+/* Send this process's stderr to `dir`/rank<rank>.log (the parent reads it afterwards). */
+void bt_test_stderr_to(const char *dir, int rank);
+
 typedef int (*bt_test_rank_fn)(int rank, int nranks, void *arg);
 
 /* Ranks start only once all of them are forked (see harness.c for why). */
