@@ -10,7 +10,7 @@
 #include "baton.h"
 #include "core/comm.h"
 #include "core/group.h"
-#include "exec/cuda/cuda.h"
+#include "device/device.h"
 #include "nccl.h"
 #include "util/param.h"
 
@@ -129,7 +129,7 @@ static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueI
      * DEVICE=cpu: never. */
     const char *devp = bt_param_str_device();
     int host_only = strcmp(fn, "batonCommInitRankHost") == 0 || (devp && strcmp(devp, "cpu") == 0);
-    comm->cuda_dev = host_only ? -1 : bt_cuda_current_device();
+    comm->cuda_dev = host_only ? -1 : bt_device_current();
 
     struct bt_init_job job = {.comm = comm};
     st = resolve_id(id, rank, job.id);
@@ -143,7 +143,7 @@ static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueI
         *newcomm = (ncclComm_t)comm;
         return ncclSuccess;
     }
-    st = bt_comm_init(comm, job.id);
+    st = bt_comm_start(comm, job.id);
     if (st != BT_OK)
         goto fail;
     *newcomm = (ncclComm_t)comm;
@@ -203,7 +203,7 @@ BT_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
         return ncclInvalidArgument;
     }
     const char *devp = bt_param_str_device();
-    int ngpus = devp && strcmp(devp, "cpu") == 0 ? 0 : bt_cuda_device_count();
+    int ngpus = devp && strcmp(devp, "cpu") == 0 ? 0 : bt_device_count();
     for (int r = 0; r < ndev; r++) {
         comms[r] = NULL;
         int d = devlist ? devlist[r] : r;
@@ -275,15 +275,7 @@ BT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncEr
 {
     BT_API_CHECK_COMM(comm, "ncclCommGetAsyncError");
     BT_API_CHECK_PTR(asyncError, "ncclCommGetAsyncError", "asyncError");
-    struct bt_comm *c = (struct bt_comm *)comm;
-    *asyncError = (ncclResult_t)atomic_load_explicit(&c->async_error, memory_order_acquire);
-    if (*asyncError == ncclSuccess && c->cuda_dev >= 0) {
-        bt_status_t st = bt_cuda_comm_error(c); /* a kernel that met an abort or timeout */
-        if (st != BT_OK) {
-            bt_comm_set_async_error(c, st);
-            *asyncError = (ncclResult_t)st;
-        }
-    }
+    *asyncError = (ncclResult_t)bt_comm_async_error((struct bt_comm *)comm);
     return ncclSuccess;
 }
 
@@ -379,8 +371,8 @@ BT_API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
     BT_API_CHECK_PTR(ptr, "ncclMemAlloc", "ptr");
     /* CUDA mode: device memory on the current device (PyTorch's NCCL pool expects it). */
     const char *devp = bt_param_str_device();
-    if (!(devp && strcmp(devp, "cpu") == 0) && bt_cuda_current_device() >= 0)
-        return (ncclResult_t)bt_cuda_mem_alloc(ptr, size);
+    if (!(devp && strcmp(devp, "cpu") == 0) && bt_device_current() >= 0)
+        return (ncclResult_t)bt_device_mem_alloc(ptr, size);
     /* Without a device the memory collectives use is host memory; page-aligned like cuMem. */
     void *p = NULL;
     if (posix_memalign(&p, 4096, size ? size : 1) != 0) {
@@ -393,8 +385,8 @@ BT_API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 
 BT_API ncclResult_t ncclMemFree(void *ptr)
 {
-    if (bt_cuda_is_device_ptr(ptr))
-        return (ncclResult_t)bt_cuda_mem_free(ptr);
+    if (bt_device_ptr_is_device(ptr))
+        return (ncclResult_t)bt_device_mem_free(ptr);
     free(ptr);
     return ncclSuccess;
 }

@@ -18,6 +18,7 @@
 
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
+#include "util/hash.h"
 #include "util/param.h"
 #include "util/time.h"
 
@@ -157,12 +158,7 @@ err_close:
  */
 static uint64_t comm_id_magic(const char *s)
 {
-    uint64_t h = 14695981039346656037ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return bt_fnv1a_str(BT_FNV1A_INIT, s);
 }
 
 bt_status_t bt_bootstrap_unique_id_from_env(int rank, void *id_p)

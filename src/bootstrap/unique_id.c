@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <string.h>
 
+#include "util/hash.h"
+
 static void put_u32(unsigned char *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -31,14 +33,11 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-static uint32_t fnv1a32(const unsigned char *p, size_t n)
+/* The id's checksum: FNV-1a over its first 36 bytes, folded to 32 bits. */
+static uint32_t checksum(const unsigned char *b)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 16777619u;
-    }
-    return h;
+    uint64_t h = bt_fnv1a(BT_FNV1A_INIT, b, 36);
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 bt_status_t bt_bootstrap_id_pack(uint64_t magic, const union bt_sockaddr *addr, void *id_p)
@@ -62,7 +61,7 @@ bt_status_t bt_bootstrap_id_pack(uint64_t magic, const union bt_sockaddr *addr, 
         put_u32(b + 32, addr->sin6.sin6_scope_id);
     }
     put_u64(b + 8, magic);
-    put_u32(b + 36, fnv1a32(b, 36));
+    put_u32(b + 36, checksum(b));
     return BT_OK;
 }
 
@@ -75,7 +74,7 @@ bt_status_t bt_bootstrap_id_unpack(const void *id, uint64_t *magic_p, union bt_s
                 get_u32(b), (unsigned)b[4], BT_UNIQUE_ID_TAG, BT_UNIQUE_ID_VERSION);
         return BT_ERR_INVALID_ARG;
     }
-    uint32_t sum = fnv1a32(b, 36);
+    uint32_t sum = checksum(b);
     if (get_u32(b + 36) != sum) {
         BT_WARN("invalid unique id: checksum 0x%08x, computed 0x%08x", get_u32(b + 36), sum);
         return BT_ERR_INVALID_ARG;

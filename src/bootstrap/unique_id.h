@@ -10,7 +10,7 @@
  *     8     8  magic: random per id; every bootstrap message carries it
  *    16    16  root address (IPv4 in the first 4 bytes, rest zero)
  *    32     4  IPv6 scope id (link-local addresses), else 0
- *    36     4  FNV-1a 32-bit checksum of bytes 0..35
+ *    36     4  checksum of bytes 0..35 (FNV-1a 64 folded to 32 bits)
  *    40    88  zero
  * An id whose tag, version, family, checksum or zero tail is wrong is rejected: it was
  * never made by bt_bootstrap_id_pack (or was corrupted on its way to this rank).

@@ -284,9 +284,10 @@ void bt_arrival_serve(struct bt_comm *comm)
 #define BT_TAG_CAUSE 0x30000
 #define CAUSE_SEND_MS 200 /* per rank: the failure path must not linger on dead hosts */
 
+/* A connector through the network (moved by the proxy: bt_conn_proxied) to the rank. */
 static void tell_if_net(const struct bt_conn *c, char *tell)
 {
-    if (c->connected && c->tp == &bt_transport_net && c->peer >= 0)
+    if (c->connected && bt_conn_proxied(c) && c->peer >= 0)
         tell[c->peer] = 1;
 }
 
@@ -337,69 +338,11 @@ void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
     free(tell);
 }
 
-/* The rank whose death made rank `rank` fail, from the board alone (-1: none, or no board). */
-static int board_cause(const struct bt_comm *comm, int rank)
+int bt_arrival_board_cause(const struct bt_comm *comm, int rank)
 {
     if (!comm->arrival || rank < 0 || rank >= comm->nranks)
         return -1;
     return atomic_load_explicit(&comm->arrival[rank].gone, memory_order_relaxed) - 1;
-}
-
-/* Why a rank failed, given the cause it recorded: the rank that died, as a rule; but a
- * connection that broke or timed out with a rank that still runs records that rank too. */
-static void cause_text(const struct bt_comm *comm, int cause, char *buf, size_t len)
-{
-    if (cause < 0 || cause >= comm->nranks)
-        snprintf(buf, len, "(cause unknown)");
-    else if (cause == comm->rank)
-        snprintf(buf, len, "because its connection with this rank broke or timed out");
-    else if (bt_comm_peer_local(comm, cause) && !bt_comm_peer_gone(comm, cause))
-        snprintf(buf, len, "because its connection with rank %d broke or timed out (rank %d runs)",
-                 cause, cause);
-    else /* across hosts the cause came in a message that said so */
-        snprintf(buf, len, "because rank %d is gone (exited or killed)", cause);
-}
-
-int bt_arrival_peer_down(const struct bt_comm *comm, int peer)
-{
-    return bt_comm_peer_gone(comm, peer) || board_cause(comm, peer) >= 0;
-}
-
-int bt_arrival_report_down(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
-                           int wait_ms)
-{
-    int gone;
-    for (int waited = 0; !(gone = bt_comm_peer_gone(comm, peer)) && board_cause(comm, peer) < 0;
-         waited += 10) {
-        if (waited >= wait_ms || !bt_comm_peer_local(comm, peer))
-            return 0;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    char op[96];
-    if (seq > 0)
-        snprintf(op, sizeof(op), "%s #%llu", what, (unsigned long long)seq);
-    else
-        snprintf(op, sizeof(op), "%s", what);
-    int cause = gone ? bt_arrival_cause(comm, peer, 0) : board_cause(comm, peer);
-    char why[96];
-    cause_text(comm, cause, why, sizeof(why));
-    if (!gone) {
-        BT_WARN("%s: rank %d (pid %d) failed %s, and will not take part again; this rank (%d) "
-                "waited for rank %d",
-                op, peer, comm->peers[peer].pid, why, comm->rank, peer);
-    } else if (cause >= 0 && cause != peer) {
-        BT_WARN("%s: rank %d (pid %d on this host) left after failing %s; this rank (%d) waited "
-                "for rank %d",
-                op, peer, comm->peers[peer].pid, why, comm->rank, peer);
-    } else {
-        cause = peer;
-        BT_WARN("%s: rank %d (pid %d on this host) is gone: exited or killed while this rank (%d) "
-                "waited for it",
-                op, peer, comm->peers[peer].pid, comm->rank);
-    }
-    bt_arrival_failed(comm, cause);
-    return 1;
 }
 
 int bt_arrival_cause(struct bt_comm *comm, int rank, int wait_ms)

@@ -57,25 +57,8 @@ void bt_arrival_hang(struct bt_comm *comm, uint64_t seq);
 void bt_arrival_failed(struct bt_comm *comm, int gone_rank);
 int bt_arrival_cause(struct bt_comm *comm, int rank, int wait_ms);
 
-/*
- * Whether rank `peer` is down: its process is gone (a rank on this host), or it failed because
- * another rank died (its board line names that rank; one host): either way it will not take
- * part in this communicator again, so a wait on it can end. Cheap (a kill(pid, 0) and a
- * load); any thread.
- */
-int bt_arrival_peer_down(const struct bt_comm *comm, int peer);
-
-/*
- * If rank `peer` is down (bt_arrival_peer_down): WARN, naming the rank whose death started the
- * chain (the peer, or the cause it recorded), record that cause as this rank's
- * (bt_arrival_failed) and return 1; else 0. `what` and `seq` say what waited ("collective",
- * #seq; 0: no number). The caller then fails: once per failure is enough. wait_ms: how long to
- * keep looking when it is not down yet, for a failure path where a connection with it broke
- * (a dying process closes its sockets before it is gone, and stays a zombie until reaped):
- * BT_ARRIVAL_DYING_MS.
- */
-#define BT_ARRIVAL_DYING_MS 200
-int bt_arrival_report_down(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
-                           int wait_ms);
+/* The rank whose death made rank `rank` fail, from the board alone (-1: none, or no board).
+ * Cheap; any thread (core/liveness.c asks it). */
+int bt_arrival_board_cause(const struct bt_comm *comm, int rank);
 
 #endif

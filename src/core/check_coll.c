@@ -14,6 +14,7 @@
 #include "bootstrap/bootstrap.h"
 #include "coll/work.h"
 #include "core/comm.h"
+#include "core/check_coll.h"
 #include "core/group.h"
 #include "util/log.h"
 

@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include "core/arrival.h"
+#include "core/launch.h"
 #include "core/links.h"
+#include "core/liveness.h"
 #include "exec/cuda/cuda.h"
 #include "proxy/proxy.h"
 #include "transport/transport.h"
+#include "util/hash.h"
 #include "util/param.h"
 
 #define BT_TAG_SPLIT 0x20000
@@ -92,23 +95,16 @@ void bt_comm_release(struct bt_comm *c)
 
 /* ---- host identity ------------------------------------------------------------------ */
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
 static uint64_t host_hash(void)
 {
     char buf[256] = "";
     gethostname(buf, sizeof(buf) - 1);
-    uint64_t h = fnv1a(0xcbf29ce484222325ull, buf);
+    uint64_t h = bt_fnv1a_str(BT_FNV1A_INIT, buf);
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
     if (f) {
         char id[64] = "";
         if (fgets(id, sizeof(id), f))
-            h = fnv1a(h, id);
+            h = bt_fnv1a_str(h, id);
         fclose(f);
     }
     return h;
@@ -178,11 +174,6 @@ static size_t clamp_sz(int64_t v, size_t lo, size_t hi)
     return (size_t)v;
 }
 
-static int bootstrap_peer_down(void *comm, int peer)
-{
-    return bt_arrival_peer_down(comm, peer);
-}
-
 bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
 {
     bt_status_t st;
@@ -246,15 +237,21 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
         ls = all[r].ll_slot < ls ? all[r].ll_slot : ls;
         ps = all[r].p2p_slot < ps ? all[r].p2p_slot : ps;
     }
-    /* from now on a bootstrap wait on a rank ends when its process does, or once it failed */
-    bt_bootstrap_set_peer_check(comm->bs, bootstrap_peer_down, comm);
+    struct bt_transport_ctx *tc = &comm->tctx;
+    tc->rank = comm->rank;
+    tc->nranks = comm->nranks;
+    tc->peers = comm->peers;
+    tc->bs = comm->bs;
+    tc->abort_flag = &comm->abort_flag;
+    snprintf(tc->name, sizeof(tc->name), "comm %p rank %d", (void *)comm, comm->rank);
+    bt_liveness_attach(comm);
     comm->local_ranks = 0;
     for (int r = 0; r < comm->nranks; r++)
         comm->local_ranks += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
     comm->oversubscribed = comm->local_ranks > online_cpus();
     comm->shm_all = 1;
     for (int r = 0; r < comm->nranks; r++)
-        if (r != comm->rank && !bt_transport_shm.can_connect(comm, r))
+        if (r != comm->rank && !bt_transport_shm.can_connect(tc, r))
             comm->shm_all = 0;
     comm->nchannels = nch;
     /* Every rank reaches the same shm_all (shared memory joins ranks of one host and IPC
@@ -281,14 +278,9 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
         goto fail;
     }
     BT_CHECK_GOTO(bt_arrival_init(comm), st, fail);
+    BT_CHECK_GOTO(bt_links_caps_init(comm), st, fail);
     bt_proxy_dump_signal_init(); /* the dump signal also makes waiting launches report */
     comm->init_done = 1;
-    /* link caps, and TOPO_PROBE's measurement (it runs send/recv: after init_done) */
-    st = bt_links_init(comm);
-    if (st != BT_OK) {
-        comm->init_done = 0;
-        goto fail;
-    }
     if (comm->rank == 0)
         BT_INFO(BT_LOG_INIT, "Baton %s, NCCL 2.28.9 interface: comm %p %d ranks, %s, %d channels%s",
                 BATON_VERSION_STRING, (void *)comm, comm->nranks,
@@ -303,13 +295,30 @@ fail:
     return st;
 }
 
+bt_status_t bt_comm_start(struct bt_comm *comm, const void *unique_id)
+{
+    BT_CHECK(bt_comm_init(comm, unique_id));
+    return bt_links_probe(comm);
+}
+
+bt_status_t bt_comm_async_error(struct bt_comm *comm)
+{
+    bt_status_t st = (bt_status_t)atomic_load_explicit(&comm->async_error, memory_order_acquire);
+    if (st == BT_OK && comm->cuda) {
+        st = bt_cuda_comm_error(comm->cuda); /* a kernel that met an abort or timeout */
+        if (st != BT_OK)
+            bt_comm_set_async_error(comm, st);
+    }
+    return st;
+}
+
 void bt_comm_abort_signal(struct bt_comm *comm)
 {
     /* Under the registry lock, so no launch acquires the comm after this point. */
     pthread_mutex_lock(&registry_lock);
     __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&registry_lock);
-    bt_cuda_comm_abort(comm); /* kernels waiting on peers end with an error */
+    bt_cuda_comm_abort(comm->cuda); /* kernels waiting on peers end with an error */
     if (comm->bs)
         bt_bootstrap_abort(comm->bs);
     /* A collective stuck in another thread sees the flag within a few ms and returns;
@@ -318,19 +327,6 @@ void bt_comm_abort_signal(struct bt_comm *comm)
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
-}
-
-int bt_comm_peer_local(const struct bt_comm *comm, int peer)
-{
-    const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
-    /* a pid only names the peer on this host, inside this PID namespace */
-    return peer != comm->rank && p->host_hash == me->host_hash && p->pid_ns == me->pid_ns &&
-           me->pid_ns && p->pid > 0;
-}
-
-int bt_comm_peer_gone(const struct bt_comm *comm, int peer)
-{
-    return bt_comm_peer_local(comm, peer) && kill(comm->peers[peer].pid, 0) != 0 && errno == ESRCH;
 }
 
 void bt_comm_set_async_error(struct bt_comm *comm, bt_status_t st)
@@ -344,11 +340,11 @@ void bt_comm_free(struct bt_comm *comm)
     if (!comm)
         return;
     registry_remove(comm);
-    bt_cuda_comm_free(comm); /* waits for the comm's kernels */
+    bt_launch_gpu_free(comm); /* waits for the comm's kernels */
     bt_arrival_free(comm);
     /* The proxy first: its threads use the connectors freed below. */
-    bt_proxy_destroy(comm->proxy);
-    comm->proxy = NULL;
+    bt_proxy_destroy(comm->tctx.proxy);
+    comm->tctx.proxy = NULL;
     for (int c = 0; c < comm->nchannels; c++) {
         struct bt_channel *ch = &comm->channels[c];
         bt_conn_free(&ch->ring_send);
@@ -438,7 +434,7 @@ bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
     BT_CHECK_GOTO(bt_comm_alloc(m, newrank, &nc), st, out);
     nc->cuda_dev = parent->cuda_dev;
     nc->config = config ? *config : parent->config;
-    st = bt_comm_init(nc, id);
+    st = bt_comm_start(nc, id);
     if (st != BT_OK) {
         bt_comm_free(nc);
         goto out;

@@ -14,6 +14,7 @@
 #include "coll/work.h"
 #include "graph/channel.h"
 #include "transport/conn.h"
+#include "transport/transport.h"
 #include "tune/tuner.h"
 #include "util/status.h"
 
@@ -21,16 +22,6 @@
 #define BT_COMM_DEAD 0xdeadc0111deadbadull
 #define BT_MAX_CUSTOM_OPS 1024
 #define BT_DIRECT_SLOT_MAX (32 * 1024)
-
-struct bt_peer_info {
-    int rank;
-    int pid;
-    int cuda_dev;
-    int is_host;
-    uint64_t host_hash; /* same value <=> same host (hostname + boot id) */
-    uint64_t shm_ns;    /* IPC namespace inode: shm works only inside one namespace */
-    uint64_t pid_ns;    /* PID namespace inode: `pid` means the same process only inside it */
-};
 
 /* Connectors to one peer, connected on first use: Send/Recv, and the one-shot AllReduce
  * (kept apart so the two never interleave steps on one FIFO). */
@@ -77,13 +68,13 @@ struct bt_comm {
     struct bt_comm_config config;
     struct bt_bootstrap *bs;
     struct bt_peer_info *peers;
+    /* The communicator as its transports see it (the same bootstrap, peers and abort flag;
+     * the proxy, the NIC and proxy CPUs; the liveness tests): core/liveness.c fills it. */
+    struct bt_transport_ctx tctx;
 
-    int local_ranks;        /* ranks of this communicator on this host */
-    int shm_all;            /* every peer reachable through shared memory (else some use NET) */
-    struct bt_proxy *proxy; /* the CPU proxy, started by the first NET connector */
-    char proxy_cpus[256];   /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
-    char nic[32];           /* network device nearest this rank's GPU (topology), or "" */
-    int oversubscribed;     /* more local ranks than CPUs this process may run on */
+    int local_ranks;    /* ranks of this communicator on this host */
+    int shm_all;        /* every peer reachable through shared memory (else some use NET) */
+    int oversubscribed; /* more local ranks than CPUs this process may run on */
 
     int nchannels;
     struct bt_channel channels[BT_MAX_CHANNELS];
@@ -111,7 +102,6 @@ struct bt_comm {
     int ncustom_ops;
 
     struct bt_fence *last_fence;     /* the launch in progress: its latest collective's fence */
-    uint64_t coll_seq;               /* operations issued (collectives and p2p), for logs */
     uint64_t ncolls;                 /* collectives issued: the same sequence on every rank */
     struct bt_arrival_line *arrival; /* core/arrival.h: [nranks] in shared memory, or NULL */
     struct bt_shm_seg *arrival_seg;
@@ -139,14 +129,18 @@ void bt_comm_release(struct bt_comm *c);
 /* Create the communicator object (not yet joined). */
 bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p);
 
-/* Join the rendezvous, exchange peer info, build channels. caller: any thread. */
+/* Join the rendezvous, exchange peer info, build channels: the communicator is then ready
+ * (init_done). caller: any thread. */
 bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id);
 
-/* 1 if rank `peer` is on this host (same PID namespace) and its process no longer exists.
- * 0 when it lives or cannot be told from here (another host: sockets report that). */
-int bt_comm_peer_gone(const struct bt_comm *comm, int peer);
-/* 1 if rank `peer`'s pid means something here: this host, this PID namespace. */
-int bt_comm_peer_local(const struct bt_comm *comm, int peer);
+/* Init, then what a ready communicator runs before the caller gets it: TOPO_PROBE's link
+ * measurement (core/links.h), ordinary send/recv launches on it. Every init path (InitRank,
+ * a group's deferred inits, split) takes this way. */
+bt_status_t bt_comm_start(struct bt_comm *comm, const void *unique_id);
+
+/* ncclCommGetAsyncError's answer: the first failure seen in the background, or else the
+ * first error a kernel of the communicator reported (an abort, a timeout). */
+bt_status_t bt_comm_async_error(struct bt_comm *comm);
 
 /* Free everything the communicator holds (after abort or destroy). Accepts NULL. */
 void bt_comm_free(struct bt_comm *comm);

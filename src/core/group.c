@@ -114,7 +114,7 @@ static void run_job(struct bt_init_job *job)
         *job->newcomm_p = nc;
         return;
     }
-    job->status = job->comm->init_status = bt_comm_init(job->comm, job->id);
+    job->status = job->comm->init_status = bt_comm_start(job->comm, job->id);
     if (job->status != BT_OK)
         bt_comm_set_async_error(job->comm, job->status);
 }

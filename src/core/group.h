@@ -8,22 +8,8 @@
 #ifndef BT_CORE_GROUP_H
 #define BT_CORE_GROUP_H
 
-#include "coll/redop.h"
-#include "coll/work.h"
 #include "core/comm.h"
-
-struct bt_op {
-    struct bt_comm *comm;
-    int coll; /* enum bt_coll */
-    const void *sendbuf;
-    void *recvbuf;
-    size_t count;
-    int dtype;
-    struct bt_redop redop;
-    const void *scalar_ptr; /* PreMulSum with the scalar in memory: read at launch */
-    int peer;               /* root (Bcast, Reduce) or peer (Send, Recv) */
-    void *stream;           /* cudaStream_t: where a GPU operation runs */
-};
+#include "core/launch.h"
 
 /* A deferred init, run at GroupEnd concurrently with the group's others: either join a
  * rendezvous (comm allocated, id set), or split `parent` (then *newcomm_p is written). */
@@ -54,13 +40,6 @@ bt_status_t bt_group_add_init(const struct bt_init_job *job);
  * aborted. */
 void bt_group_drop_comm(struct bt_comm *comm);
 
-/* Set a PreMulSum scalar stored as op->dtype into op (at enqueue for host-immediate
- * scalars, at launch for scalars read from memory). */
-void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
-
-/* Run a set of ops now (the launch). */
-bt_status_t bt_launch(struct bt_op *ops, int nops);
-
 /*
  * Run fn(comm, ctx) once for each distinct communicator among ops[] that want() selects:
  * directly when there is one, else one thread each, concurrently - fn's collective steps
@@ -69,10 +48,5 @@ bt_status_t bt_launch(struct bt_op *ops, int nops);
  */
 bt_status_t bt_for_each_comm(const struct bt_op *ops, int nops, int (*want)(const struct bt_op *),
                              bt_status_t (*fn)(struct bt_comm *comm, void *ctx), void *ctx);
-
-/* CHECK_COLL: compare the collectives of ops[] across the ranks of each communicator that
- * has the check on; BT_ERR_INVALID_USAGE (logged, naming both sides) at the first
- * difference, on every rank alike (core/check_coll.c). */
-bt_status_t bt_check_colls(const struct bt_op *ops, int nops);
 
 #endif

@@ -1,30 +1,36 @@
 /*
- * The launch: turn a group's ops into works on lanes, connect what they need, run them.
+ * The launch: a group's ops are checked and planned once (core/plan.h), then run by their
+ * executor. This file holds bt_launch and the host part; the GPU part is core/launch_gpu.c.
  *
- *   for each op:  checks -> tuner (algorithm, protocol, channels, chunk) -> one work per
- *                 channel (tree: two, the up and down halves) appended to lanes
- *   connect:      every connector the works use that is not connected yet (all comms)
- *   run:          the host executor drives every lane to completion
+ *   bt_launch:  every comm in use -> CHECK_COLL -> host ops first, GPU ops last ->
+ *               bt_plan_check -> host part -> GPU part -> failure policy
+ *   host part:  per op: bt_plan_begin -> works (bt_plan_coll: one per channel and, for a
+ *               tree, a down half; bt_plan_p2p) put on lanes -> connectors the works need
+ *               that are not connected yet
+ *               connect (all comms at once) -> post the proxied steps (exec/host/proxied.h)
+ *               -> the host executor drives every lane to completion -> the proxy's last
+ *               sends are waited for
  * Ops of one communicator on one lane run in the order they were issued, which is what
  * NCCL guarantees for a stream.
  */
-#define _GNU_SOURCE /* ppoll */
-#include <poll.h>
+#include "core/launch.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll/algo.h"
-#include "coll/dtype.h"
 #include "core/arrival.h"
-#include "core/connect.h"
+#include "core/check_coll.h"
+#include "core/comm.h"
 #include "core/group.h"
-#include "exec/cuda/cuda.h"
+#include "core/liveness.h"
+#include "core/plan.h"
+#include "device/device.h"
 #include "exec/host/executor.h"
+#include "exec/host/proxied.h"
 #include "exec/host/reduce.h"
-#include "proxy/proxy.h"
-#include "transport/transport.h"
-#include "tune/tuner.h"
+#include "transport/connect.h"
 #include "util/array.h"
 #include "util/param.h"
 #include "util/time.h"
@@ -41,17 +47,7 @@ struct launch_scratch {
     size_t arena_used, arena_cap;
     struct bt_fence *fences; /* one per collective op; works keep pointers: sized first */
     int nfences, fences_cap;
-    struct net_posted *netops; /* proxy ops of NET connectors, waited for after the run */
-    int nnetops, netops_cap;
-    struct bt_proxy **drive; /* proxies this thread drives while it waits (distinct) */
-    int ndrive, drive_cap;
-    int all_net; /* every connector of the launch is NET: only sockets can wake it */
-};
-
-struct net_posted {
-    void *op;
-    struct bt_comm *comm;
-    int peer;
+    struct bt_host_proxied px; /* the launch's steps that proxies move */
 };
 static __thread struct launch_scratch ls;
 
@@ -67,8 +63,7 @@ static void ls_free(void *unused)
     free(ls.reqs);
     free(ls.arena);
     free(ls.fences);
-    free(ls.netops);
-    free(ls.drive);
+    bt_host_proxied_free(&ls.px);
     memset(&ls, 0, sizeof(ls));
 }
 
@@ -85,46 +80,7 @@ static void ls_arm(void)
         pthread_setspecific(ls_key, &ls);
 }
 
-/* The value of a scalar stored as `dtype`, into the op's pre-multiplier. */
-void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
-{
-    switch (op->dtype) {
-    case BT_INT8:
-        op->scalar_i = *(const int8_t *)v;
-        break;
-    case BT_UINT8:
-        op->scalar_i = *(const uint8_t *)v;
-        break;
-    case BT_INT32:
-        op->scalar_i = *(const int32_t *)v;
-        break;
-    case BT_UINT32:
-        op->scalar_i = *(const uint32_t *)v;
-        break;
-    case BT_INT64:
-    case BT_UINT64:
-        memcpy(&op->scalar_i, v, 8);
-        break;
-    case BT_FLOAT16:
-        op->scalar_f = bt_half_to_float(*(const uint16_t *)v);
-        break;
-    case BT_BFLOAT16:
-        op->scalar_f = bt_bf16_to_float(*(const uint16_t *)v);
-        break;
-    case BT_FP8E4M3:
-        op->scalar_f = bt_e4m3_to_float(*(const uint8_t *)v);
-        break;
-    case BT_FP8E5M2:
-        op->scalar_f = bt_e5m2_to_float(*(const uint8_t *)v);
-        break;
-    case BT_FLOAT32:
-        op->scalar_f = *(const float *)v;
-        break;
-    case BT_FLOAT64:
-        op->scalar_f = *(const double *)v;
-        break;
-    }
-}
+/* ---- placing works ------------------------------------------------------------------ */
 
 static void lane_push(struct bt_lane *ln, struct bt_work *w)
 {
@@ -136,30 +92,56 @@ static void lane_push(struct bt_lane *ln, struct bt_work *w)
     ln->tail = w;
 }
 
-static bt_status_t need_lane(struct bt_lane *ln)
+/* A failed launch must clear every lane it touched: each one is listed before a work goes on
+ * it. */
+static bt_status_t push(struct bt_lane *ln, struct bt_work *w)
 {
-    for (int i = 0; i < ls.nlanes; i++)
-        if (ls.lanes[i] == ln)
-            return BT_OK;
-    if (bt_array_grow((void **)&ls.lanes, &ls.lanes_cap, ls.nlanes + 1, sizeof(*ls.lanes)) != 0)
-        return BT_ERR_SYSTEM;
-    ls.lanes[ls.nlanes++] = ln;
+    int known = 0;
+    for (int i = 0; i < ls.nlanes && !known; i++)
+        known = ls.lanes[i] == ln;
+    if (!known) {
+        if (bt_array_grow((void **)&ls.lanes, &ls.lanes_cap, ls.nlanes + 1, sizeof(*ls.lanes)) !=
+            0)
+            return BT_ERR_SYSTEM;
+        ls.lanes[ls.nlanes++] = ln;
+    }
+    lane_push(ln, w);
     return BT_OK;
 }
 
+/* The FIFO each kind of host connector gets (the receiver's travels in its blob). */
+static struct bt_fifo_sizes host_sizes(const struct bt_comm *comm, enum bt_link_kind kind)
+{
+    struct bt_fifo_sizes z = {{0}};
+    if (kind == BT_LINK_P2P) {
+        z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->p2p_slot;
+    } else if (kind == BT_LINK_DIRECT) {
+        z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->direct_slot;
+        z.slot_bytes[BT_PROTO_LL] = (uint32_t)comm->ll_slot;
+    } else {
+        z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)comm->simple_slot;
+        z.slot_bytes[BT_PROTO_LL] = (uint32_t)comm->ll_slot;
+    }
+    return z; /* no LL128: the CUDA executor's own FIFOs only */
+}
+
+/* A connector the launch's works use: queued for connection unless it is (or will be). */
 static bt_status_t need_conn(struct bt_comm *comm, struct bt_conn *conn, int peer, int is_send,
                              enum bt_link_kind kind, int channel)
 {
     if (conn->connected || conn->pending)
         return BT_OK;
-    bt_conn_prepare(comm, conn, peer, is_send, kind, channel);
+    struct bt_fifo_sizes z = host_sizes(comm, kind);
+    bt_conn_prepare(conn, peer, is_send, kind, channel, &z);
+    if (is_send && comm->link_caps && comm->link_caps[peer].bytes_per_ns > 0)
+        conn->cap = &comm->link_caps[peer];
     if (bt_array_grow((void **)&ls.reqs, &ls.reqs_cap, ls.nreqs + 1, sizeof(*ls.reqs)) != 0)
         return BT_ERR_SYSTEM;
     conn->pending = 1;
     struct bt_conn_req *r = &ls.reqs[ls.nreqs++];
-    r->comm = comm;
+    r->ctx = &comm->tctx;
     r->conn = conn;
-    r->key = (int)kind * BT_MAX_CHANNELS + channel;
+    r->key = bt_link_key(kind, channel);
     return BT_OK;
 }
 
@@ -173,17 +155,20 @@ static char *arena_take(size_t bytes)
     return p;
 }
 
-/* Scratch for every possible one-shot work of the launch: at most one per op, of at most one
- * slot. Reserved before planning because works keep pointers into it. */
+/* The one-shot's scratch of one slot, the larger of its protocols'. */
+static size_t direct_scratch(const struct bt_comm *comm)
+{
+    return comm->direct_slot > comm->ll_slot ? comm->direct_slot : comm->ll_slot;
+}
+
+/* Scratch for every possible one-shot work of the launch: at most one per op (one channel),
+ * of at most one slot. Reserved before planning because works keep pointers into it. */
 static int arena_reserve(const struct bt_op *ops, int nops)
 {
     size_t need = 0;
     for (int i = 0; i < nops; i++)
         if (ops[i].coll == BT_COLL_ALLREDUCE)
-            need += ((ops[i].comm->direct_slot > ops[i].comm->ll_slot ? ops[i].comm->direct_slot
-                                                                      : ops[i].comm->ll_slot) +
-                     63) &
-                    ~(size_t)63;
+            need += (direct_scratch(ops[i].comm) + 63) & ~(size_t)63;
     ls.arena_used = 0;
     if (need <= ls.arena_cap)
         return 0;
@@ -196,225 +181,10 @@ static int arena_reserve(const struct bt_op *ops, int nops)
 }
 
 /* Works are stored in a growable array; lanes link them by pointer, so the array is sized
- * for the whole launch before any pointer is taken (see count_works). */
+ * for the whole launch before any pointer is taken (works_needed). */
 static struct bt_work *new_work(void)
 {
-    struct bt_work *w = &ls.works[ls.nworks++];
-    memset(w, 0, sizeof(*w));
-    return w;
-}
-
-static bt_status_t plan_p2p(struct bt_op *op)
-{
-    struct bt_comm *comm = op->comm;
-    struct bt_p2p_peer *pp = &comm->p2p[op->peer];
-    int is_send = op->coll == BT_COLL_SEND;
-    struct bt_conn *conn = is_send ? &pp->send : &pp->recv;
-    BT_CHECK(need_conn(comm, conn, op->peer, is_send, BT_LINK_P2P, 0));
-
-    struct bt_work *w = new_work();
-    w->coll = (uint8_t)op->coll;
-    w->proto = BT_PROTO_SIMPLE;
-    w->redop.dtype = (uint8_t)op->dtype;
-    w->sendbuf = op->sendbuf;
-    w->recvbuf = op->recvbuf;
-    w->esize = bt_dtype_size(op->dtype);
-    w->count = op->count;
-    w->root = op->peer;
-    w->nranks = comm->nranks;
-    w->chan_off = 0;
-    w->chan_count = op->count;
-    w->chunk = comm->p2p_slot / w->esize;
-    w->p2p_conn = conn;
-    w->zero_copy = (uint8_t)(bt_param_net_zero_copy() != 0); /* one buffer: in or out */
-    w->abort_flag = &comm->abort_flag;
-    w->owner = comm;
-    w->seq = 0; /* send/recv sequences differ between ranks: no number */
-    w->nsteps = bt_algo_nsteps(w);
-    struct bt_lane *ln = is_send ? &pp->send_lane : &pp->recv_lane;
-    BT_CHECK(need_lane(ln)); /* first: a failed launch must clear every lane it touched */
-    lane_push(ln, w);
-    return BT_OK;
-}
-
-/* The size nccl-tests reports for a collective: the per-rank buffer it moves. */
-static size_t coll_bytes(const struct bt_op *op, int nranks)
-{
-    size_t b = op->count * bt_dtype_size(op->dtype);
-    if (op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_REDUCESCATTER)
-        b *= (size_t)nranks;
-    return b;
-}
-
-/* Whether the op's input and output do not overlap: then a NET connector may send from
- * the one and land data in the other directly (bt_work.zero_copy). */
-static int bufs_disjoint(const struct bt_op *op, int nranks)
-{
-    size_t es = bt_dtype_size(op->dtype), in = op->count * es, out = in;
-    if (op->coll == BT_COLL_ALLGATHER)
-        out *= (size_t)nranks;
-    else if (op->coll == BT_COLL_REDUCESCATTER)
-        in *= (size_t)nranks;
-    uintptr_t s = (uintptr_t)op->sendbuf, r = (uintptr_t)op->recvbuf;
-    if (!bt_param_net_zero_copy())
-        return 0;
-    return !op->sendbuf || !op->recvbuf || s + in <= r || r + out <= s;
-}
-
-static bt_status_t plan_coll(struct bt_op *op)
-{
-    struct bt_comm *comm = op->comm;
-    struct bt_tune_in in = {
-        .set = &comm->tune,
-        .def = &bt_tune_host_defaults,
-        .coll = op->coll,
-        .nranks = comm->nranks,
-        .bytes = coll_bytes(op, comm->nranks),
-        .esize = bt_dtype_size(op->dtype),
-        .max_channels = comm->nchannels,
-        .simple_slot = comm->simple_slot,
-        .ll_payload = comm->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
-        .direct_slot = comm->direct_slot,
-        .direct_ok = (comm->local_ranks == comm->nranks && comm->shm_all) || comm->nranks == 2,
-        .direct_max_channels = 1, /* one connector pair per peer */
-        .tree_ok = 1,
-        .shm_all = comm->shm_all,
-    };
-    struct bt_tune_out t;
-    bt_tune_coll(&in, &t);
-    BT_TRACE(BT_LOG_TUNING, "coll %d count %zu bytes %zu: algo %d proto %d nch %d chunk %zu",
-             op->coll, op->count, in.bytes, t.algo, t.proto, t.nchannels, t.chunk);
-
-    struct bt_fence *fence = &ls.fences[ls.nfences++];
-    fence->remaining = 0;
-    const struct bt_fence *after = comm->last_fence;
-    comm->last_fence = fence;
-
-    size_t share = bt_div_up(op->count, (size_t)t.nchannels);
-    for (int c = 0; c < t.nchannels; c++) {
-        size_t off = (size_t)c * share;
-        if (off >= op->count)
-            break; /* every rank stops at the same channel */
-        struct bt_channel *ch = &comm->channels[c];
-        struct bt_work *w = new_work();
-        w->coll = (uint8_t)op->coll;
-        w->algo = (uint8_t)t.algo;
-        w->proto = (uint8_t)t.proto;
-        w->redop = op->redop;
-        w->sendbuf = op->sendbuf;
-        w->recvbuf = op->recvbuf;
-        w->esize = in.esize;
-        w->count = op->count;
-        w->root = op->peer;
-        w->nranks = comm->nranks;
-        w->chan_off = off;
-        w->chan_count = bt_min_sz(share, op->count - off);
-        w->chunk = t.chunk;
-        w->chan = ch;
-        w->split_max = ch->ring.split ? ch->ring.split_max : 0;
-        /* Not for trees: their halves share the output between two lanes. */
-        w->zero_copy = t.algo != BT_ALGO_TREE && bufs_disjoint(op, comm->nranks);
-        w->abort_flag = &comm->abort_flag;
-        w->owner = comm;
-        w->seq = comm->ncolls;
-        w->nsteps = bt_algo_nsteps(w);
-        w->fence = fence;
-        w->after = after;
-        fence->remaining++;
-        BT_CHECK(need_lane(&ch->lane));
-        lane_push(&ch->lane, w);
-
-        if (t.algo == BT_ALGO_RING) {
-            BT_CHECK(need_conn(comm, &ch->ring_send, ch->ring.next, 1, BT_LINK_RING, c));
-            BT_CHECK(need_conn(comm, &ch->ring_recv, ch->ring.prev, 0, BT_LINK_RING, c));
-            continue;
-        }
-        if (t.algo == BT_ALGO_DIRECT) {
-            w->rank = comm->rank;
-            w->peer_send = comm->direct_send;
-            w->peer_recv = comm->direct_recv;
-            w->scratch = arena_take(t.chunk * in.esize);
-            if (!w->scratch)
-                return BT_ERR_SYSTEM;
-            for (int r = 0; r < comm->nranks; r++) {
-                if (r == comm->rank)
-                    continue;
-                BT_CHECK(need_conn(comm, comm->direct_send[r], r, 1, BT_LINK_DIRECT, 0));
-                BT_CHECK(need_conn(comm, comm->direct_recv[r], r, 0, BT_LINK_DIRECT, 0));
-            }
-            continue;
-        }
-        /* Tree: links to the parent and children; non-roots get a down-half work. */
-        const struct bt_tree *tr = &ch->tree;
-        for (int k = 0; k < tr->ndown; k++) {
-            BT_CHECK(need_conn(comm, &ch->tree_down_recv[k], tr->down[k], 0, BT_LINK_TREE_UP, c));
-            BT_CHECK(need_conn(comm, &ch->tree_down_send[k], tr->down[k], 1, BT_LINK_TREE_DOWN, c));
-        }
-        if (tr->up >= 0) {
-            BT_CHECK(need_conn(comm, &ch->tree_up_send, tr->up, 1, BT_LINK_TREE_UP, c));
-            BT_CHECK(need_conn(comm, &ch->tree_up_recv, tr->up, 0, BT_LINK_TREE_DOWN, c));
-            struct bt_work *d = new_work();
-            *d = *w;
-            d->next = NULL;
-            d->algo = BT_ALGO_TREE_DOWN;
-            fence->remaining++;
-            BT_CHECK(need_lane(&comm->tree_down_lanes[c]));
-            lane_push(&comm->tree_down_lanes[c], d);
-        }
-    }
-    return BT_OK;
-}
-
-/* One rank: the collective is a local copy (with the op's pre/post for reductions). */
-static void run_single_rank(const struct bt_op *op)
-{
-    size_t es = bt_dtype_size(op->dtype);
-    const void *src = op->sendbuf;
-    int reduces = op->coll == BT_COLL_ALLREDUCE || op->coll == BT_COLL_REDUCE ||
-                  op->coll == BT_COLL_REDUCESCATTER;
-    if (reduces && (op->redop.pre_mul || op->redop.post_div))
-        bt_host_reduce(&op->redop, op->recvbuf, &src, 1, 1u, 1, op->count);
-    else if (op->recvbuf != op->sendbuf)
-        bt_host_copy(op->recvbuf, op->sendbuf, op->count * es);
-}
-
-/* Send/Recv to oneself: the k-th send pairs with the k-th recv of the same launch. */
-static bt_status_t run_self_p2p(struct bt_op *ops, int nops)
-{
-    for (int i = 0; i < nops; i++) {
-        struct bt_op *s = &ops[i];
-        if (s->coll != BT_COLL_SEND || s->peer != s->comm->rank || s->count == 0)
-            continue;
-        int matched = 0;
-        for (int j = 0; j < nops && !matched; j++) {
-            struct bt_op *r = &ops[j];
-            if (r->coll == BT_COLL_RECV && r->comm == s->comm && r->peer == r->comm->rank &&
-                r->count != 0 && r->count != (size_t)-1) {
-                size_t n = bt_min_sz(s->count, r->count) * bt_dtype_size(s->dtype);
-                if (r->recvbuf != s->sendbuf)
-                    memmove(r->recvbuf, s->sendbuf, n);
-                r->count = (size_t)-1; /* consumed */
-                matched = 1;
-            }
-        }
-        if (!matched) {
-            BT_WARN("rank %d: ncclSend to itself (%zu elements) has no matching ncclRecv from "
-                    "itself in the same group",
-                    s->comm->rank, s->count);
-            return BT_ERR_INVALID_USAGE;
-        }
-    }
-    for (int j = 0; j < nops; j++) {
-        struct bt_op *r = &ops[j];
-        if (r->coll == BT_COLL_RECV && r->peer == r->comm->rank && r->count != 0 &&
-            r->count != (size_t)-1) {
-            BT_WARN("rank %d: ncclRecv from itself (%zu elements) has no matching ncclSend to "
-                    "itself in the same group",
-                    r->comm->rank, r->count);
-            return BT_ERR_INVALID_USAGE;
-        }
-    }
-    return BT_OK;
+    return &ls.works[ls.nworks++];
 }
 
 static int works_needed(const struct bt_op *ops, int nops)
@@ -427,6 +197,125 @@ static int works_needed(const struct bt_op *ops, int nops)
     return n;
 }
 
+/* The host executor as a plan's target: the comm's channels and connectors in host memory. */
+static void host_target(struct bt_comm *comm, struct bt_plan_target *tg)
+{
+    *tg = (struct bt_plan_target){
+        .rank = comm->rank,
+        .nranks = comm->nranks,
+        .set = &comm->tune,
+        .def = &bt_tune_host_defaults,
+        .abort_flag = &comm->abort_flag,
+        .owner = comm,
+        .max_channels = comm->nchannels,
+        .simple_slot = comm->simple_slot,
+        .ll_payload = comm->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
+        .direct_slot = comm->direct_slot,
+        .direct_ok = (comm->local_ranks == comm->nranks && comm->shm_all) || comm->nranks == 2,
+        .direct_max_channels = 1, /* one connector pair per peer */
+        .tree_ok = 1,
+        .shm_all = comm->shm_all,
+        .zero_copy = 1,
+        .chan = comm->channels,
+        .host_chan = comm->channels,
+        .peer_send = comm->direct_send,
+        .peer_recv = comm->direct_recv,
+        .p2p_parts = 1,
+        .p2p_slot = comm->p2p_slot,
+    };
+}
+
+/* A send or receive to another rank: one work on the (peer, direction) lane. */
+static bt_status_t place_p2p(struct bt_comm *comm, const struct bt_op *op)
+{
+    struct bt_plan_target tg;
+    host_target(comm, &tg);
+    struct bt_work *w = new_work();
+    if (bt_plan_p2p(&tg, op, w) != 1)
+        return BT_ERR_INTERNAL;
+    struct bt_p2p_peer *pp = &comm->p2p[op->peer];
+    int is_send = op->coll == BT_COLL_SEND;
+    w->p2p_conn = is_send ? &pp->send : &pp->recv;
+    BT_CHECK(need_conn(comm, w->p2p_conn, op->peer, is_send, BT_LINK_P2P, 0));
+    return push(is_send ? &pp->send_lane : &pp->recv_lane, w);
+}
+
+/* The connectors of channel c's work for algorithm `algo`. */
+static bt_status_t coll_conns(struct bt_comm *comm, int algo, int c)
+{
+    struct bt_channel *ch = &comm->channels[c];
+    if (algo == BT_ALGO_RING) {
+        BT_CHECK(need_conn(comm, &ch->ring_send, ch->ring.next, 1, BT_LINK_RING, c));
+        return need_conn(comm, &ch->ring_recv, ch->ring.prev, 0, BT_LINK_RING, c);
+    }
+    if (algo == BT_ALGO_DIRECT) {
+        for (int r = 0; r < comm->nranks; r++) {
+            if (r == comm->rank)
+                continue;
+            BT_CHECK(need_conn(comm, comm->direct_send[r], r, 1, BT_LINK_DIRECT, 0));
+            BT_CHECK(need_conn(comm, comm->direct_recv[r], r, 0, BT_LINK_DIRECT, 0));
+        }
+        return BT_OK;
+    }
+    const struct bt_tree *tr = &ch->tree; /* links to the parent and children */
+    for (int k = 0; k < tr->ndown; k++) {
+        BT_CHECK(need_conn(comm, &ch->tree_down_recv[k], tr->down[k], 0, BT_LINK_TREE_UP, c));
+        BT_CHECK(need_conn(comm, &ch->tree_down_send[k], tr->down[k], 1, BT_LINK_TREE_DOWN, c));
+    }
+    if (tr->up >= 0) {
+        BT_CHECK(need_conn(comm, &ch->tree_up_send, tr->up, 1, BT_LINK_TREE_UP, c));
+        BT_CHECK(need_conn(comm, &ch->tree_up_recv, tr->up, 0, BT_LINK_TREE_DOWN, c));
+    }
+    return BT_OK;
+}
+
+/* A collective: the planned work made channel c's for each channel, on the channel's lane;
+ * a tree's non-roots get a down half on a second lane. The works wait for the comm's previous
+ * collective of the launch (a fence) and count down their own. */
+static bt_status_t place_coll(struct bt_comm *comm, const struct bt_op *op)
+{
+    struct bt_plan_target tg;
+    host_target(comm, &tg);
+    if (op->coll == BT_COLL_ALLREDUCE && !(tg.scratch = arena_take(direct_scratch(comm))))
+        return BT_ERR_SYSTEM;
+    struct bt_tune_out t;
+    struct bt_work tw;
+    bt_plan_coll(&tg, op, &t, &tw);
+
+    struct bt_fence *fence = &ls.fences[ls.nfences++];
+    fence->remaining = 0;
+    const struct bt_fence *after = comm->last_fence;
+    comm->last_fence = fence;
+    tw.fence = fence;
+    tw.after = after;
+    uint32_t nchans = tw.nchans > 1 ? tw.nchans : 1;
+    for (uint32_t c = 0; c < nchans; c++) {
+        /* d: the next slot (works_needed counts two a channel), taken if a down half is made */
+        struct bt_work *w = new_work(), *d = &ls.works[ls.nworks];
+        int down = bt_plan_channel(&tw, c, w, d);
+        fence->remaining += 1 + down;
+        BT_CHECK(push(&comm->channels[c].lane, w));
+        BT_CHECK(coll_conns(comm, t.algo, (int)c));
+        if (down)
+            BT_CHECK(push(&comm->tree_down_lanes[c], new_work()));
+    }
+    return BT_OK;
+}
+
+/* One rank: the collective is a local copy (with the op's pre/post for reductions). */
+static void run_single_rank(const struct bt_op *op)
+{
+    const void *src = op->sendbuf;
+    switch (bt_plan_single(op)) {
+    case 2:
+        bt_host_reduce(&op->redop, op->recvbuf, &src, 1, 1u, 1, op->count);
+        break;
+    case 1:
+        bt_host_copy(op->recvbuf, op->sendbuf, op->count * bt_dtype_size(op->dtype));
+        break;
+    }
+}
+
 static void discard_lanes(void)
 {
     for (int i = 0; i < ls.nlanes; i++)
@@ -435,158 +324,7 @@ static void discard_lanes(void)
         ls.reqs[i].conn->pending = 0;
 }
 
-/* A peer that failed or a resource that broke poisons the communicators involved; a usage
- * error of this call does not. */
-static void fail_comms(struct bt_op *ops, int nops, bt_status_t st)
-{
-    if (st != BT_ERR_REMOTE && st != BT_ERR_SYSTEM && st != BT_ERR_INTERNAL)
-        return;
-    for (int i = 0; i < nops; i++)
-        bt_comm_set_async_error(ops[i].comm, st);
-}
-
-static bt_status_t launch(struct bt_op *ops, int nops);
-
-/*
- * Hand the proxy, per work and NET connector, the number of steps the work moves through
- * it: the schedule is walked once, as the executor will. Works of shared-memory-only
- * communicators have nothing to post.
- */
-/* The launching thread runs its communicators' proxy rounds itself while it waits: the
- * executor and the sockets then share one thread, with no hand-off per step. */
-static bt_status_t drive_proxy(struct bt_proxy *p)
-{
-    for (int i = 0; i < ls.ndrive; i++)
-        if (ls.drive[i] == p)
-            return BT_OK;
-    if (bt_array_grow((void **)&ls.drive, &ls.drive_cap, ls.ndrive + 1, sizeof(*ls.drive)) != 0)
-        return BT_ERR_SYSTEM;
-    bt_proxy_drive_begin(p);
-    ls.drive[ls.ndrive++] = p;
-    return BT_OK;
-}
-
-static int drive_proxies(void)
-{
-    int moved = 0;
-    for (int i = 0; i < ls.ndrive; i++)
-        moved |= bt_proxy_drive(ls.drive[i]);
-    return moved;
-}
-
-/* Nothing moved: when only the network can move the launch, wait in poll() for its sockets
- * instead of asking each one with a failing recv()/send() (each a system call that also
- * contends with the peer for the socket). Bounded, so abort and deadlines are still seen. */
-#define BT_DRIVE_BLOCK_NS 200000
-static int drive_block(void)
-{
-    struct pollfd fds[64];
-    int n = 0;
-    if (!ls.all_net)
-        return 0;
-    for (int i = 0; i < ls.ndrive; i++) {
-        int k =
-            bt_proxy_drive_pollfds(ls.drive[i], fds + n, (int)(sizeof(fds) / sizeof(fds[0])) - n);
-        if (k < 0)
-            return 0;
-        n += k;
-    }
-    if (n == 0)
-        return 0;
-    struct timespec ts = {0, BT_DRIVE_BLOCK_NS};
-    ppoll(fds, (nfds_t)n, &ts, NULL);
-    return 1;
-}
-
-static void drive_proxies_end(void)
-{
-    for (int i = 0; i < ls.ndrive; i++)
-        bt_proxy_drive_end(ls.drive[i]);
-    ls.ndrive = 0;
-}
-
-static bt_status_t post_net_ops(void)
-{
-    ls.nnetops = 0;
-    ls.all_net = 1;
-    for (int i = 0; i < ls.nworks; i++) {
-        struct bt_work *w = &ls.works[i];
-        struct bt_comm *comm = w->owner;
-        if (w->nsteps == 0)
-            continue;
-        if (comm->shm_all) {
-            ls.all_net = 0;
-            continue;
-        }
-        struct {
-            struct bt_conn *c;
-            uint64_t n;
-            struct bt_net_zc *zc; /* pure receives into the user's output, or NULL */
-        } t[2 * BT_PRIM_MAX_PEERS + 8];
-        int nt = 0, posted = 0;
-        bt_status_t st = BT_OK;
-        for (uint64_t k = 0; k < w->nsteps && st == BT_OK; k++) {
-            struct bt_prim p;
-            bt_algo_prim(w, k, &p);
-            struct bt_conn *cs[2 * BT_PRIM_MAX_PEERS];
-            int nc = 0;
-            for (int j = 0; j < p.nrecv; j++)
-                cs[nc++] = p.recv[j];
-            for (int j = 0; j < p.nsend; j++)
-                cs[nc++] = p.send[j];
-            for (int j = 0; j < nc; j++) {
-                if (cs[j]->tp != &bt_transport_net) {
-                    ls.all_net = 0;
-                    continue;
-                }
-                int e = 0;
-                while (e < nt && t[e].c != cs[j])
-                    e++;
-                if (e == nt) {
-                    if (nt == (int)(sizeof(t) / sizeof(t[0]))) {
-                        st = BT_ERR_INTERNAL;
-                        break;
-                    }
-                    t[nt].c = cs[j];
-                    t[nt].n = 0;
-                    t[nt++].zc = NULL;
-                }
-                if (w->zero_copy && !cs[j]->is_send && cs[j]->zero_copy &&
-                    bt_prim_pure_recv(w, &p)) {
-                    if (!t[e].zc && !(t[e].zc = calloc(w->nsteps, sizeof(*t[e].zc)))) {
-                        st = BT_ERR_SYSTEM;
-                        break;
-                    }
-                    t[e].zc[t[e].n] = (struct bt_net_zc){p.dst, p.nelem * w->esize};
-                }
-                t[e].n++;
-            }
-        }
-        if (st == BT_OK && nt > 0 && bt_param_proxy_drive())
-            st = drive_proxy(comm->proxy);
-        for (; st == BT_OK && posted < nt; posted++) {
-            if (bt_array_grow((void **)&ls.netops, &ls.netops_cap, ls.nnetops + 1,
-                              sizeof(*ls.netops)) != 0) {
-                st = BT_ERR_SYSTEM;
-                break;
-            }
-            struct net_posted *np = &ls.netops[ls.nnetops];
-            st = bt_net_post(comm, t[posted].c, t[posted].n, t[posted].zc, &np->op);
-            if (st != BT_OK) {
-                posted++; /* its zc belongs to the op now */
-                break;
-            }
-            np->peer = t[posted].c->peer;
-            np->comm = comm;
-            ls.nnetops++;
-        }
-        for (int f = posted; f < nt; f++)
-            free(t[f].zc);
-        if (st != BT_OK)
-            return st;
-    }
-    return BT_OK;
-}
+/* ---- waiting ------------------------------------------------------------------------ */
 
 /* The executor's hang report names the peer a work waits for; add who has not arrived at
  * its collective (once per communicator and operation). */
@@ -615,48 +353,24 @@ static void stalled(const struct bt_work *w)
     bt_arrival_serve(w->owner);
 }
 
-/* A network op of the launch failed: name the peer, and the rank whose death started it when
- * the peer said so before it left (the board on one host; across hosts a bootstrap message,
- * waited for a moment: a rank that died sends none). Then pass the cause on. */
-static void report_net_failure(const struct net_posted *np)
+/* A proxied op of the launch failed: name the peer (bt_liveness_report_net). */
+static void report_proxied(const struct bt_proxied_op *po)
 {
-    /* aborted here (ncclCommAbort: the launch reports it), or the peer is gone (named now;
-     * it may still be dying: its sockets close before its process is gone) */
-    if (np->comm->abort_flag || bt_arrival_report_down(np->comm, np->peer, "network transfer",
-                                                       np->comm->ncolls, BT_ARRIVAL_DYING_MS))
-        return;
-    int cause = bt_arrival_cause(np->comm, np->peer, 300);
-    if (cause >= 0 && cause != np->peer) {
-        BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed first, "
-                "because rank %d is gone (exited or killed)",
-                np->comm->rank, np->peer, np->peer, cause);
-    } else {
-        cause = np->peer;
-        BT_WARN("rank %d: the network connection with rank %d failed (closed or reset by the "
-                "peer, or timed out: is rank %d still running?)",
-                np->comm->rank, np->peer, np->peer);
-    }
-    bt_arrival_failed(np->comm, cause);
+    bt_liveness_report_net(po->owner, po->peer);
 }
 
-/* The executor's liveness check of a stalled work: a local peer's process is gone, or one of
- * the comm's network ops has failed (another host: its sockets closed when it died), so the
+/* The executor's liveness check of a stalled work: a local peer is down, or one of the
+ * comm's network ops has failed (another host: its sockets closed when it died), so the
  * launch fails now instead of at TIMEOUT. */
 static int peer_gone(const struct bt_work *w, int peer)
 {
-    if (bt_arrival_report_down(w->owner, peer,
-                               w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV ? "send/recv"
-                                                                                  : "collective",
-                               w->seq, 0))
+    int p2p = w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV;
+    if (bt_liveness_report_down(w->owner, peer, p2p ? "send/recv" : "collective", w->seq, 0))
         return 1;
-    for (int i = 0; i < ls.nnetops; i++) {
-        const struct net_posted *np = &ls.netops[i];
-        if (np->comm == w->owner && bt_net_failed(np->op)) {
-            report_net_failure(np);
-            return 1;
-        }
-    }
-    return 0;
+    const struct bt_proxied_op *po = bt_host_proxied_failed(&ls.px, w->owner);
+    if (po)
+        report_proxied(po);
+    return po != NULL;
 }
 
 /* PROXY_DUMP_SIGNAL arrived since this thread last looked: report where it waits. */
@@ -670,36 +384,102 @@ static int dump_signalled(void)
     return 1;
 }
 
-/* Wait for every posted proxy op, which frees it; the first failure is the result, and the
- * ops after it are given up (the launch fails: they would only wait on the same fault). With
- * `st` an error already (a launch that failed before its network ops were done), every op is
- * given up and waited for: the connectors are the failed communicator's, never used again. */
-static bt_status_t finish_net_ops(bt_status_t st)
+/* ---- the host part ------------------------------------------------------------------ */
+
+bt_status_t bt_launch_host(struct bt_op *ops, int nops)
 {
-    for (int i = 0; i < ls.nnetops && st != BT_OK; i++)
-        bt_net_cancel(ls.netops[i].op);
-    for (int i = 0; i < ls.nnetops; i++) {
-        const struct net_posted *np = &ls.netops[i];
-        bt_status_t s = bt_net_wait(np->op, np->peer, drive_proxies, drive_block);
-        if (s != BT_OK && st == BT_OK) {
-            report_net_failure(np);
-            st = s;
-            for (int j = i + 1; j < ls.nnetops; j++)
-                bt_net_cancel(ls.netops[j].op);
+    bt_status_t st = BT_OK;
+    if (!ls.works)
+        ls_arm();
+    ls.nworks = ls.nlanes = ls.nreqs = ls.nfences = 0;
+    bt_host_proxied_begin(&ls.px);
+    for (int i = 0; i < nops; i++)
+        ops[i].comm->last_fence = NULL;
+    if (bt_array_grow((void **)&ls.works, &ls.works_cap, works_needed(ops, nops),
+                      sizeof(*ls.works)) != 0 ||
+        bt_array_grow((void **)&ls.fences, &ls.fences_cap, nops, sizeof(*ls.fences)) != 0 ||
+        arena_reserve(ops, nops) != 0) {
+        BT_WARN("out of memory planning %d operations", nops);
+        return BT_ERR_SYSTEM;
+    }
+
+    for (int i = 0; i < nops; i++) {
+        struct bt_op *op = &ops[i];
+        struct bt_comm *comm = op->comm;
+        BT_CHECK_GOTO(bt_plan_begin(op), st, fail);
+        if (op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV) {
+            if (op->self_src && op->recvbuf != op->self_src) /* paired by bt_plan_check */
+                memmove(op->recvbuf, op->self_src, op->self_count * bt_dtype_size(op->dtype));
+            if (op->count == 0 || op->peer == comm->rank)
+                continue;
+            BT_CHECK_GOTO(place_p2p(comm, op), st, fail);
+        } else if (op->count == 0) {
+            continue;
+        } else if (comm->nranks == 1) {
+            run_single_rank(op);
+        } else {
+            BT_CHECK_GOTO(place_coll(comm, op), st, fail);
         }
     }
-    ls.nnetops = 0;
+
+    if (ls.nreqs > 0) {
+        st = bt_connect_all(ls.reqs, ls.nreqs);
+        for (int i = 0; i < ls.nreqs; i++)
+            ls.reqs[i].conn->pending = 0;
+        if (st != BT_OK)
+            goto fail;
+    }
+    int drive = bt_param_proxy_drive() != 0;
+    for (int i = 0; i < ls.nworks; i++) {
+        struct bt_comm *comm = ls.works[i].owner;
+        BT_CHECK_GOTO(bt_host_proxied_post(&ls.px, &ls.works[i], comm->shm_all ? NULL : &comm->tctx,
+                                           drive),
+                      st, fail);
+    }
+    if (ls.nlanes > 0) {
+        struct bt_work *failed = NULL;
+        struct bt_wait_policy wait = {.spin = (uint64_t)bt_param_spin_count(),
+                                      .yields = (uint64_t)bt_param_yield_count(),
+                                      .poll = ls.px.ndrive ? bt_host_proxied_poll : NULL,
+                                      .block = ls.px.ndrive ? bt_host_proxied_block : NULL,
+                                      .arg = &ls.px,
+                                      .hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull,
+                                      .hang = hang_report,
+                                      .report_now = dump_signalled,
+                                      .peer_gone = peer_gone,
+                                      .stalled = stalled};
+        for (int i = 0; i < nops; i++)
+            if (ops[i].comm->oversubscribed)
+                wait.spin = 0;
+        if (ls.px.nops > 0)
+            wait.spin = 0; /* the proxy needs the core we would spin on */
+        st = bt_host_exec(ls.lanes, ls.nlanes, &wait, &failed);
+        if (st != BT_OK)
+            goto fail;
+    }
+    /* The executor is done when the last data is in the FIFOs; the proxy may still be
+     * sending it. */
+    BT_CHECK_GOTO(bt_host_proxied_finish(&ls.px, BT_OK, report_proxied), st, fail);
+    for (int i = 0; i < nops; i++) /* each comm's last collective of the launch is done */
+        bt_arrival_done(ops[i].comm, ops[i].comm->ncolls);
+    return BT_OK;
+
+fail:
+    bt_host_proxied_finish(&ls.px, st, NULL);
+    discard_lanes();
     return st;
 }
 
-/* GPU communicators' operations on device buffers run as kernels (exec/cuda); the rest on
- * the host. Reorder ops (stably) so the host ones come first, then the GPU ones grouped by
- * communicator, each keeping its order: a communicator's sends and receives of a group then
- * share one kernel. Returns how many are GPU ops. */
+/* ---- the launch --------------------------------------------------------------------- */
+
+/* GPU communicators' operations on device buffers run as kernels (core/launch_gpu.c); the
+ * rest on the host. Reorder ops (stably) so the host ones come first, then the GPU ones
+ * grouped by communicator, each keeping its order: a communicator's sends and receives of a
+ * group then share one kernel. Returns how many are GPU ops. */
 static int op_is_gpu(const struct bt_op *op)
 {
     return op->comm->cuda_dev >= 0 &&
-           (bt_cuda_is_device_ptr(op->sendbuf) || bt_cuda_is_device_ptr(op->recvbuf));
+           (bt_device_ptr_is_device(op->sendbuf) || bt_device_ptr_is_device(op->recvbuf));
 }
 
 static int gpu_ops_last(struct bt_op *ops, int nops)
@@ -764,108 +544,15 @@ bt_status_t bt_launch(struct bt_op *ops, int nops)
     int ngpu = st == BT_OK ? gpu_ops_last(ops, nops) : 0;
     if (ngpu < 0)
         st = BT_ERR_SYSTEM;
+    if (st == BT_OK)
+        st = bt_plan_check(ops, nops);
     if (st == BT_OK && nops > ngpu)
-        st = launch(ops, nops - ngpu);
+        st = bt_launch_host(ops, nops - ngpu);
     if (st == BT_OK && ngpu > 0)
-        st = bt_cuda_launch(ops + nops - ngpu, ngpu);
+        st = bt_launch_gpu(ops + nops - ngpu, ngpu);
+    if (st != BT_OK)
+        bt_plan_fail(ops, nops, st);
     for (int i = 0; i < nops; i++)
         bt_comm_release(ops[i].comm);
-    return st;
-}
-
-static bt_status_t launch(struct bt_op *ops, int nops)
-{
-    bt_status_t st = BT_OK;
-    if (!ls.works)
-        ls_arm();
-    ls.nworks = ls.nlanes = ls.nreqs = ls.nfences = 0;
-    for (int i = 0; i < nops; i++)
-        ops[i].comm->last_fence = NULL;
-    if (bt_array_grow((void **)&ls.works, &ls.works_cap, works_needed(ops, nops),
-                      sizeof(*ls.works)) != 0 ||
-        bt_array_grow((void **)&ls.fences, &ls.fences_cap, nops, sizeof(*ls.fences)) != 0 ||
-        arena_reserve(ops, nops) != 0) {
-        BT_WARN("out of memory planning %d operations", nops);
-        return BT_ERR_SYSTEM;
-    }
-
-    for (int i = 0; i < nops; i++) {
-        struct bt_op *op = &ops[i];
-        struct bt_comm *comm = op->comm;
-        if (!comm->init_done) {
-            BT_WARN("rank %d: communicator %p did not finish its initialization (error %d)",
-                    comm->rank, (void *)comm, (int)comm->init_status);
-            st = comm->init_status != BT_OK ? comm->init_status : BT_ERR_INVALID_USAGE;
-            goto fail;
-        }
-        int async = atomic_load_explicit(&comm->async_error, memory_order_relaxed);
-        if (async != BT_OK) {
-            BT_WARN("rank %d: communicator %p has failed earlier (error %d); destroy or abort it",
-                    comm->rank, (void *)comm, async);
-            st = (bt_status_t)async;
-            goto fail;
-        }
-        if (op->scalar_ptr)
-            bt_redop_scalar_from_bytes(&op->redop, op->scalar_ptr);
-        bt_log_set_rank(comm->rank);
-        comm->coll_seq++;
-        if (op->coll != BT_COLL_SEND && op->coll != BT_COLL_RECV)
-            bt_arrival_start(comm, ++comm->ncolls);
-
-        if (op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV) {
-            if (op->count == 0 || op->peer == comm->rank)
-                continue; /* empty, or handled by run_self_p2p */
-            BT_CHECK_GOTO(plan_p2p(op), st, fail);
-        } else if (op->count == 0) {
-            continue;
-        } else if (comm->nranks == 1) {
-            run_single_rank(op);
-        } else {
-            BT_CHECK_GOTO(plan_coll(op), st, fail);
-        }
-    }
-    BT_CHECK_GOTO(run_self_p2p(ops, nops), st, fail);
-
-    if (ls.nreqs > 0) {
-        st = bt_connect_all(ls.reqs, ls.nreqs);
-        for (int i = 0; i < ls.nreqs; i++)
-            ls.reqs[i].conn->pending = 0;
-        if (st != BT_OK)
-            goto fail;
-    }
-    BT_CHECK_GOTO(post_net_ops(), st, fail);
-    if (ls.nlanes > 0) {
-        struct bt_work *failed = NULL;
-        struct bt_wait_policy wait = {.spin = (uint64_t)bt_param_spin_count(),
-                                      .yields = (uint64_t)bt_param_yield_count(),
-                                      .poll = ls.ndrive ? drive_proxies : NULL,
-                                      .block = ls.ndrive ? drive_block : NULL,
-                                      .hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull,
-                                      .hang = hang_report,
-                                      .report_now = dump_signalled,
-                                      .peer_gone = peer_gone,
-                                      .stalled = stalled};
-        for (int i = 0; i < nops; i++)
-            if (ops[i].comm->oversubscribed)
-                wait.spin = 0;
-        if (ls.nnetops > 0)
-            wait.spin = 0; /* the proxy needs the core we would spin on */
-        st = bt_host_exec(ls.lanes, ls.nlanes, &wait, &failed);
-        if (st != BT_OK)
-            goto fail;
-    }
-    /* The executor is done when the last data is in the FIFOs; the proxy may still be
-     * sending it. */
-    BT_CHECK_GOTO(finish_net_ops(BT_OK), st, fail);
-    drive_proxies_end();
-    for (int i = 0; i < nops; i++) /* each comm's last collective of the launch is done */
-        bt_arrival_done(ops[i].comm, ops[i].comm->ncolls);
-    return BT_OK;
-
-fail:
-    finish_net_ops(st);
-    drive_proxies_end();
-    discard_lanes();
-    fail_comms(ops, nops, st);
     return st;
 }

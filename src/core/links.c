@@ -6,7 +6,7 @@
 #include "bootstrap/bootstrap.h"
 #include "coll/redop.h"
 #include "core/comm.h"
-#include "core/group.h"
+#include "core/launch.h"
 #include "graph/ring_plan.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -67,11 +67,11 @@ int bt_links_parse_caps(const char *spec, int nranks, int rank, double *rates)
     return 0;
 }
 
-static bt_status_t caps_init(struct bt_comm *comm)
+bt_status_t bt_links_caps_init(struct bt_comm *comm)
 {
     const char *spec = bt_param_str_inject_link_bw();
-    if (!spec || !*spec)
-        return BT_OK;
+    if (comm->cuda_dev >= 0 || !spec || !*spec)
+        return BT_OK; /* host memory only: the CUDA executor does not look at caps */
     double *rates = calloc((size_t)comm->nranks, sizeof(*rates));
     comm->link_caps = calloc((size_t)comm->nranks, sizeof(*comm->link_caps));
     if (!rates || !comm->link_caps) {
@@ -219,11 +219,10 @@ static bt_status_t plan_rings(struct bt_comm *comm, const double *m)
     return BT_OK;
 }
 
-bt_status_t bt_links_init(struct bt_comm *comm)
+bt_status_t bt_links_probe(struct bt_comm *comm)
 {
     if (comm->cuda_dev >= 0)
         return BT_OK; /* the CUDA executor builds its rings itself */
-    BT_CHECK(caps_init(comm));
     if (!bt_param_topo_probe())
         return BT_OK;
     if (comm->nranks < 3) {

@@ -1,6 +1,6 @@
 /*
  * What a communicator knows about the links between its ranks, and what it does with it:
- *   - TOPO_PROBE=1: at init, each directed pair's throughput is measured through the real
+ *   - TOPO_PROBE=1: once init is done (bt_comm_start), each directed pair's throughput is measured through the real
  *     transport (a send/recv of a few MB per pair, one pair at a time), gathered on every
  *     rank, and the channels' rings follow the widest ring with AllReduce blocks in
  *     proportion to its links (graph/ring_plan.h; RING_SPLIT=0 keeps blocks equal);
@@ -18,9 +18,13 @@
 
 struct bt_comm;
 
-/* After init: the caps of INJECT_LINK_BW, then the probe and the ring plan of TOPO_PROBE.
- * Every rank calls it (the probe is collective). */
-bt_status_t bt_links_init(struct bt_comm *comm);
+/* During init: the caps of INJECT_LINK_BW (nothing runs). */
+bt_status_t bt_links_caps_init(struct bt_comm *comm);
+
+/* After init, on the ready communicator: the probe and the ring plan of TOPO_PROBE (ordinary
+ * send/recv launches, before any ring connector exists). Every rank calls it (the probe is
+ * collective). */
+bt_status_t bt_links_probe(struct bt_comm *comm);
 
 /* Parse INJECT_LINK_BW for `rank`'s sends: rates[peer] in MB/s (0: uncapped). Returns 0, or
  * -1 (logged) when the text is malformed. Exposed for tests. */

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "exec/cuda/cuda.h"
+#include "device/device.h"
 #include "topo/topo.h"
 #include "util/log.h"
 
@@ -152,10 +152,10 @@ static void add_numa_nodes(struct bt_topo *t)
 
 static void add_gpus(struct bt_topo *t)
 {
-    int n = bt_cuda_device_count();
+    int n = bt_device_count();
     for (int g = 0; g < n && g < BT_TOPO_MAX_GPUS; g++) {
         char bus[64], sys[PATH_MAX], real[PATH_MAX] = "";
-        if (bt_cuda_pci_bus_id(g, bus, sizeof(bus)) != BT_OK)
+        if (bt_device_bus_id(g, bus, sizeof(bus)) != BT_OK)
             continue;
         for (char *c = bus; *c; c++)
             *c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
@@ -235,7 +235,7 @@ static void add_nvlinks(struct bt_topo *t)
     }
     char bus[BT_TOPO_MAX_GPUS][64];
     for (int g = 0; g < t->ngpus; g++)
-        if (bt_cuda_pci_bus_id(g, bus[g], sizeof(bus[g])) != BT_OK)
+        if (bt_device_bus_id(g, bus[g], sizeof(bus[g])) != BT_OK)
             bus[g][0] = '\0';
     int switch_links[BT_TOPO_MAX_GPUS] = {0};
     for (int g = 0; g < t->ngpus; g++) {

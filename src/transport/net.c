@@ -10,9 +10,11 @@
  *             -> test() done -> sizes[s] = bytes, tail = s+1 (release)
  *             executor consumes slot s, publishes head = s+1
  *
- * The proxy learns how many steps each connector moves from the launch
- * (bt_net_post_ops), one op per (work, connector), so it idles between collectives. Ops
- * of one connector move its steps in order through per-connector cursors.
+ * The proxy learns how many steps each connector moves from the executor (the table's
+ * `post`, bt_transport_post), one op per (work, connector), so it idles between
+ * collectives. Ops of one connector move its steps in order through per-connector cursors.
+ * The backend is the first of net_backends[] that finds a device: a new backend is one new
+ * file behind transport/net.h's table and one line there.
  * Only the Simple protocol crosses the network (the tuner keeps LL and one-shot for
  * shared memory): a network receive lands in arbitrary pieces, which LL's per-line flags
  * cannot tolerate.
@@ -22,8 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/arrival.h"
-#include "core/comm.h"
 #include "proxy/proxy.h"
 #include "transport/net.h"
 #include "transport/transport.h"
@@ -40,8 +40,8 @@ _Static_assert(sizeof(struct net_info) <= BT_CONNECT_INFO_BYTES, "net connect in
 struct net_conn {
     const struct bt_net_ops *net;
     struct bt_conn *conn;
-    struct bt_comm *comm; /* a connect or accept stops when the peer is down */
-    volatile int *abort_flag;
+    struct bt_transport_ctx *ctx; /* a connect or accept stops when the peer is down */
+    char via[32];                 /* "NET/<backend>/<device>", for logs */
     unsigned char handle[BT_NET_HANDLE_BYTES]; /* connect() is keyed by this buffer */
     void *listen_comm, *send_comm, *recv_comm;
     void *fifo;
@@ -53,19 +53,33 @@ struct net_conn {
 
 /* One op: the steps [base, base + nsteps) of one connector for one work. */
 struct net_op {
-    struct bt_proxy_args args; /* first: the proxy hands back &args */
+    struct bt_transport_op top; /* first: the proxy hands back &top.args */
     uint64_t base;
-    struct bt_net_zc *zc; /* receive: per step, the user's output to land in, or NULL */
+    struct bt_zc_step *zc; /* receive: per step, the user's output to land in, or NULL */
 };
 
-static const struct bt_net_ops *net_backend(void)
+/* The backends, in order of preference. */
+static const struct bt_net_ops *const net_backends[] = {
+    &bt_net_socket,
+};
+
+/* The first backend that finds a device (and its device count); NULL when none does. */
+static const struct bt_net_ops *net_backend(int *ndev_p)
 {
-    return &bt_net_socket;
+    for (size_t i = 0; i < sizeof(net_backends) / sizeof(net_backends[0]); i++) {
+        int ndev = 0;
+        if (net_backends[i]->init(&ndev) == BT_OK && ndev > 0) {
+            *ndev_p = ndev;
+            return net_backends[i];
+        }
+    }
+    BT_WARN("NET: no network backend found a device");
+    return NULL;
 }
 
-static int net_can_connect(const struct bt_comm *comm, int peer)
+static int net_can_connect(const struct bt_transport_ctx *ctx, int peer)
 {
-    (void)comm;
+    (void)ctx;
     (void)peer;
     return !bt_param_net_disable();
 }
@@ -95,50 +109,49 @@ static bt_status_t net_listen_rpc(void *arg);
 
 /* The device (NIC) a receiving connector listens on. CROSS_NIC=0 keeps each channel on one
  * rail on every rank: channel c on device c mod ndev. Otherwise a GPU rank uses the device
- * nearest its GPU when the topology names one (comm->nic, rail-optimized: GPU k of every
+ * nearest its GPU when the topology names one (ctx->nic, rail-optimized: GPU k of every
  * host on NIC k), and host ranks spread their channels over the devices the same way. */
-static int pick_dev(const struct bt_comm *comm, const struct bt_conn *conn,
+static int pick_dev(const struct bt_transport_ctx *ctx, const struct bt_conn *conn,
                     const struct bt_net_ops *net, int ndev)
 {
     if (ndev <= 1)
         return 0;
-    if (bt_param_cross_nic() != 0 && comm->nic[0] && net->dev_name)
+    if (bt_param_cross_nic() != 0 && ctx->nic[0] && net->dev_name)
         for (int d = 0; d < ndev; d++)
-            if (strcmp(net->dev_name(d), comm->nic) == 0)
+            if (strcmp(net->dev_name(d), ctx->nic) == 0)
                 return d;
     return conn->channel % ndev;
 }
 
-static bt_status_t net_setup(struct bt_comm *comm, struct bt_conn *conn, void *info_p)
+static bt_status_t net_setup(struct bt_transport_ctx *ctx, struct bt_conn *conn, void *info_p)
 {
     struct net_info *info = info_p;
     memset(info, 0, sizeof(*info));
-    const struct bt_net_ops *net = net_backend();
     int ndev = 0;
-    BT_CHECK(net->init(&ndev));
-    if (!comm->proxy) {
-        char name[64];
-        snprintf(name, sizeof(name), "comm %p rank %d", (void *)comm, comm->rank);
-        BT_CHECK(bt_proxy_create(name, &comm->abort_flag, comm->proxy_cpus, &comm->proxy));
-    }
+    const struct bt_net_ops *net = net_backend(&ndev);
+    if (!net)
+        return BT_ERR_SYSTEM;
+    if (!ctx->proxy)
+        BT_CHECK(bt_proxy_create(ctx->name, ctx->abort_flag, ctx->proxy_cpus, &ctx->proxy));
     struct net_conn *nc = calloc(1, sizeof(*nc));
     if (!nc)
         return BT_ERR_SYSTEM;
     nc->net = net;
     nc->conn = conn;
-    nc->comm = comm;
-    nc->abort_flag = &comm->abort_flag;
+    nc->ctx = ctx;
     conn->tp_priv = nc;
     conn->zero_copy = 1;
+    snprintf(nc->via, sizeof(nc->via), "NET/%s/0", net->name);
     if (conn->is_send)
         return BT_OK;                        /* the FIFO is sized by the receiver's blob */
     conn->sizes.slot_bytes[BT_PROTO_LL] = 0; /* Simple only over the network */
-    nc->dev = pick_dev(comm, conn, net, ndev);
+    nc->dev = pick_dev(ctx, conn, net, ndev);
+    snprintf(nc->via, sizeof(nc->via), "NET/%s/%d", net->name, nc->dev);
     BT_INFO(BT_LOG_NET | BT_LOG_INIT, "NET: %s channel %d from rank %d on device %d (%s)",
             conn->kind, conn->channel, conn->peer, nc->dev,
             net->dev_name ? net->dev_name(nc->dev) : "?");
     BT_CHECK(fifo_alloc(nc, conn, &conn->sizes));
-    BT_CHECK(bt_proxy_call(comm->proxy, net_listen_rpc, nc));
+    BT_CHECK(bt_proxy_call(ctx->proxy, net_listen_rpc, nc));
     memcpy(info->handle, nc->handle, sizeof(info->handle));
     info->sizes = conn->sizes;
     return BT_OK;
@@ -161,27 +174,25 @@ static bt_status_t try_accept(struct net_conn *nc, int *done_p)
     return BT_OK;
 }
 
-#define NET_PEER_CHECK_NS 50000000ull /* 50 ms */
-
 /* Try until done, the deadline, an abort or the peer is down (gone, or failed: looked for
- * every 50 ms; core/connect.c then names it). */
+ * every 50 ms; transport/connect.c then names it). */
 static bt_status_t net_wait(struct net_conn *nc, net_try_fn try_once, const char *what)
 {
     int peer = nc->conn->peer;
-    uint64_t deadline = bt_deadline_from_now(), check = bt_time_ns() + NET_PEER_CHECK_NS;
+    uint64_t deadline = bt_deadline_from_now(), check = bt_time_ns() + BT_PEER_CHECK_NS;
     for (;;) {
         int done = 0;
         BT_CHECK(try_once(nc, &done));
         if (done)
             return BT_OK;
-        if (*nc->abort_flag) {
+        if (*nc->ctx->abort_flag) {
             BT_WARN("%s with rank %d aborted", what, peer);
             return BT_ERR_REMOTE;
         }
         uint64_t now = bt_time_ns();
         if (now >= check) {
-            check = now + NET_PEER_CHECK_NS;
-            if (bt_arrival_peer_down(nc->comm, peer)) {
+            check = now + BT_PEER_CHECK_NS;
+            if (nc->ctx->peer_down && nc->ctx->peer_down(nc->ctx->live_arg, peer)) {
                 BT_WARN("%s with rank %d stopped: the rank is gone or failed", what, peer);
                 return BT_ERR_REMOTE;
             }
@@ -223,25 +234,24 @@ static bt_status_t net_accept_rpc(void *arg)
     return BT_OK;
 }
 
-static bt_status_t net_connect(struct bt_comm *comm, struct bt_conn *conn, const void *peer_info)
+static bt_status_t net_connect(struct bt_transport_ctx *ctx, struct bt_conn *conn,
+                               const void *peer_info)
 {
-    (void)comm;
     struct net_conn *nc = conn->tp_priv;
     const struct net_info *info = peer_info;
     if (!conn->is_send)
         return BT_OK; /* accepted in net_connected, once every rank has connected */
     BT_CHECK(fifo_alloc(nc, conn, &info->sizes));
     memcpy(nc->handle, info->handle, sizeof(nc->handle));
-    return bt_proxy_call(comm->proxy, net_connect_rpc, nc);
+    return bt_proxy_call(ctx->proxy, net_connect_rpc, nc);
 }
 
-static bt_status_t net_connected(struct bt_comm *comm, struct bt_conn *conn)
+static bt_status_t net_connected(struct bt_transport_ctx *ctx, struct bt_conn *conn)
 {
-    (void)comm;
     struct net_conn *nc = conn->tp_priv;
     if (conn->is_send)
         return BT_OK;
-    return bt_proxy_call(comm->proxy, net_accept_rpc, nc);
+    return bt_proxy_call(ctx->proxy, net_accept_rpc, nc);
 }
 
 static void net_free(struct bt_conn *conn)
@@ -260,14 +270,11 @@ static void net_free(struct bt_conn *conn)
     conn->tp_priv = NULL;
 }
 
-const struct bt_transport_ops bt_transport_net = {
-    .name = "NET/Socket/0", /* backend/device: one device today */
-    .can_connect = net_can_connect,
-    .setup = net_setup,
-    .connect = net_connect,
-    .connected = net_connected,
-    .free = net_free,
-};
+static const char *net_via(const struct bt_conn *conn)
+{
+    const struct net_conn *nc = conn->tp_priv;
+    return nc ? nc->via : "NET";
+}
 
 /* ---- proxy progress ----------------------------------------------------------------- */
 
@@ -290,7 +297,7 @@ static bt_status_t net_test_next(struct net_op *op, struct net_conn *nc, struct 
 /* caller: progress thread */
 static bt_status_t net_send_progress(struct bt_proxy_args *args, int *done_p)
 {
-    struct net_op *op = (struct net_op *)args;
+    struct net_op *op = (struct net_op *)args; /* args is op->top.args, its first member */
     struct bt_proxy_sub *sub = &args->subs[0];
     struct net_conn *nc = sub->conn;
     struct bt_conn *c = nc->conn;
@@ -335,7 +342,7 @@ static bt_status_t net_send_progress(struct bt_proxy_args *args, int *done_p)
 /* caller: progress thread */
 static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
 {
-    struct net_op *op = (struct net_op *)args;
+    struct net_op *op = (struct net_op *)args; /* args is op->top.args, its first member */
     struct bt_proxy_sub *sub = &args->subs[0];
     struct net_conn *nc = sub->conn;
     struct bt_conn *c = nc->conn;
@@ -349,7 +356,7 @@ static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
             break;
         }
         /* a pure receive step lands in the user's output at once */
-        const struct bt_net_zc *zc = op->zc ? &op->zc[s - op->base] : NULL;
+        const struct bt_zc_step *zc = op->zc ? &op->zc[s - op->base] : NULL;
         void *req = NULL;
         if (zc && zc->ptr)
             BT_CHECK(nc->net->irecv(nc->recv_comm, zc->ptr, zc->bytes, &req));
@@ -396,10 +403,18 @@ static int net_pollfds(struct bt_proxy_args *args, struct pollfd *fds, int max)
     return nc->net->pollfds(args->is_send ? nc->send_comm : nc->recv_comm, fds, max);
 }
 
-bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nsteps,
-                        struct bt_net_zc *zc, void **op_p)
+static void net_op_release(struct bt_transport_op *top)
+{
+    struct net_op *op = (struct net_op *)top;
+    free(op->zc);
+    free(op);
+}
+
+static bt_status_t net_post(struct bt_transport_ctx *ctx, struct bt_conn *conn, uint64_t nsteps,
+                            struct bt_zc_step *zc, struct bt_transport_op **op_p)
 {
     struct net_op *op = calloc(1, sizeof(*op));
+    *op_p = NULL;
     if (!op) {
         free(zc);
         BT_WARN("out of memory posting a network op");
@@ -408,103 +423,34 @@ bt_status_t bt_net_post(struct bt_comm *comm, struct bt_conn *conn, uint64_t nst
     op->zc = zc;
     op->base = conn->proxy_base;
     conn->proxy_base += nsteps;
-    op->args.progress = conn->is_send ? net_send_progress : net_recv_progress;
-    op->args.pollfds = net_pollfds;
-    op->args.is_send = conn->is_send;
-    op->args.nsubs = 1;
-    op->args.subs[0].nsteps = nsteps;
-    op->args.subs[0].conn = conn->tp_priv;
-    op->args.subs[0].peer = conn->peer;
-    op->args.subs[0].channel = conn->channel;
-    *op_p = NULL;
-    bt_status_t st = bt_proxy_post(comm->proxy, &op->args);
+    op->top.ctx = ctx;
+    op->top.peer = conn->peer;
+    op->top.release = net_op_release;
+    struct bt_proxy_args *args = &op->top.args;
+    args->progress = conn->is_send ? net_send_progress : net_recv_progress;
+    args->pollfds = net_pollfds;
+    args->is_send = conn->is_send;
+    args->nsubs = 1;
+    args->subs[0].nsteps = nsteps;
+    args->subs[0].conn = conn->tp_priv;
+    args->subs[0].peer = conn->peer;
+    args->subs[0].channel = conn->channel;
+    bt_status_t st = bt_proxy_post(ctx->proxy, args);
     if (st != BT_OK) { /* malformed (untouched) or the proxy stopped (completed): ours again */
-        free(op->zc);
-        free(op);
+        net_op_release(&op->top);
         return st;
     }
-    *op_p = op;
+    *op_p = &op->top;
     return BT_OK;
 }
 
-/* An abort makes the proxy complete every op with an error at once, so only the deadline
- * needs watching here. */
-bt_status_t bt_net_wait(void *op_v, int peer, int (*poll)(void), int (*block)(void))
-{
-    struct net_op *op = op_v;
-    const struct net_conn *nc = op->args.subs[0].conn;
-    uint64_t deadline = bt_deadline_from_now(), check = bt_time_ns() + NET_PEER_CHECK_NS;
-    const uint64_t yields = (uint64_t)bt_param_yield_count();
-    uint64_t idle = 0;
-    int timed_out = 0;
-    while (!atomic_load_explicit(&op->args.complete, memory_order_acquire)) {
-        if (poll && poll()) {
-            idle = 0;
-            if (!timed_out) /* the timeout counts time without progress */
-                deadline = bt_deadline_from_now();
-            continue;
-        }
-        if (++idle < yields) {
-            sched_yield();
-            continue;
-        }
-        uint64_t now = bt_time_ns();
-        /* Every 50 ms, progress elsewhere or not (other ops of the launch may move while
-         * this one's peer is down). A peer that failed and stays keeps its sockets open:
-         * only the board tells. The op comes back at the proxy's next round; the caller
-         * names the peer. */
-        if (now >= check && !atomic_load_explicit(&op->args.cancel, memory_order_relaxed)) {
-            check = now + NET_PEER_CHECK_NS;
-            if (bt_arrival_peer_down(nc->comm, peer))
-                bt_proxy_cancel(&op->args);
-        }
-        if (now > deadline && !timed_out) {
-            BT_WARN("network op with rank %d timed out: stage %s, %llu of %llu steps done", peer,
-                    __atomic_load_n(&op->args.subs[0].stage, __ATOMIC_RELAXED),
-                    (unsigned long long)__atomic_load_n(&op->args.subs[0].done, __ATOMIC_RELAXED),
-                    (unsigned long long)op->args.subs[0].nsteps);
-            /* given up: the proxy hands it back at its next round, then it is freed below */
-            bt_proxy_cancel(&op->args);
-            timed_out = 1;
-            deadline = now + 1000000000ull;
-        } else if (now > deadline) {
-            BT_INFO(BT_LOG_NET,
-                    "network op %p with rank %d not handed back 1 s after its "
-                    "timeout: left to the proxy",
-                    (void *)op, peer);
-            return BT_ERR_REMOTE;
-        }
-        if (block && block())
-            continue; /* it waited on the sockets (bounded) */
-        struct timespec ts = {0, 20000};
-        nanosleep(&ts, NULL);
-    }
-    bt_status_t st = timed_out ? BT_ERR_REMOTE : op->args.status;
-    free(op->zc);
-    free(op);
-    return st;
-}
-
-void bt_net_cancel(void *op_v)
-{
-    struct net_op *op = op_v;
-    bt_proxy_cancel(&op->args);
-}
-
-int bt_net_failed(const void *op_v)
-{
-    const struct net_op *op = op_v;
-    return atomic_load_explicit(&op->args.complete, memory_order_acquire) &&
-           op->args.status != BT_OK;
-}
-
-int bt_net_test(void *op_v, bt_status_t *st)
-{
-    struct net_op *op = op_v;
-    if (!atomic_load_explicit(&op->args.complete, memory_order_acquire))
-        return 0;
-    *st = op->args.status;
-    free(op->zc);
-    free(op);
-    return 1;
-}
+const struct bt_transport_ops bt_transport_net = {
+    .name = "NET",
+    .can_connect = net_can_connect,
+    .setup = net_setup,
+    .connect = net_connect,
+    .connected = net_connected,
+    .free = net_free,
+    .via = net_via,
+    .post = net_post,
+};

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
 #include "transport/transport.h"
 #include "util/param.h"
 #include "util/shm.h"
@@ -19,11 +18,11 @@ struct shm_info {
 
 _Static_assert(sizeof(struct shm_info) <= BT_CONNECT_INFO_BYTES, "shm connect info too large");
 
-static int shm_can_connect(const struct bt_comm *comm, int peer)
+static int shm_can_connect(const struct bt_transport_ctx *ctx, int peer)
 {
     if (bt_param_shm_disable())
         return 0;
-    const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
+    const struct bt_peer_info *me = &ctx->peers[ctx->rank], *p = &ctx->peers[peer];
     return me->host_hash == p->host_hash && me->shm_ns == p->shm_ns;
 }
 
@@ -35,7 +34,7 @@ static void fifo_attach(struct bt_conn *conn, char *base, const struct bt_fifo_s
         conn->buf[p] = base + bt_fifo_proto_offset(sizes, p);
 }
 
-static bt_status_t shm_setup(struct bt_comm *comm, struct bt_conn *conn, void *info_p)
+static bt_status_t shm_setup(struct bt_transport_ctx *ctx, struct bt_conn *conn, void *info_p)
 {
     struct shm_info *info = info_p;
     memset(info, 0, sizeof(*info));
@@ -63,7 +62,7 @@ static bt_status_t shm_setup(struct bt_comm *comm, struct bt_conn *conn, void *i
     return BT_OK;
 }
 
-static bt_status_t shm_connect(struct bt_comm *comm, struct bt_conn *conn, const void *peer_info)
+static bt_status_t shm_connect(struct bt_transport_ctx *ctx, struct bt_conn *conn, const void *peer_info)
 {
     const struct shm_info *info = peer_info;
     if (!conn->is_send)
@@ -81,7 +80,7 @@ static bt_status_t shm_connect(struct bt_comm *comm, struct bt_conn *conn, const
     return BT_OK;
 }
 
-static bt_status_t shm_connected(struct bt_comm *comm, struct bt_conn *conn)
+static bt_status_t shm_connected(struct bt_transport_ctx *ctx, struct bt_conn *conn)
 {
     if (conn->tp_priv)
         bt_shm_unlink(conn->tp_priv);

@@ -2,23 +2,22 @@
 
 #include <string.h>
 
-#include "core/comm.h"
 #include "util/param.h"
 
-/* In order of preference; p2p (CUDA IPC) and net join this list with their issues. */
+/* In order of preference. */
 static const struct bt_transport_ops *const bt_transports[] = {
     &bt_transport_shm,
     &bt_transport_net,
 };
 
-const struct bt_transport_ops *bt_transport_select(const struct bt_comm *comm, int peer)
+const struct bt_transport_ops *bt_transport_select(const struct bt_transport_ctx *ctx, int peer)
 {
     for (size_t i = 0; i < sizeof(bt_transports) / sizeof(bt_transports[0]); i++)
-        if (bt_transports[i]->can_connect(comm, peer))
+        if (bt_transports[i]->can_connect(ctx, peer))
             return bt_transports[i];
-    const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
+    const struct bt_peer_info *me = &ctx->peers[ctx->rank], *p = &ctx->peers[peer];
     BT_WARN("no transport can connect rank %d to rank %d: %s (SHM_DISABLE=%lld, NET_DISABLE=%lld)",
-            comm->rank, peer,
+            ctx->rank, peer,
             me->host_hash != p->host_hash ? "they are on different hosts"
             : me->shm_ns != p->shm_ns     ? "they are in different IPC namespaces"
                                           : "shared memory is disabled",

@@ -2,17 +2,18 @@
  * The schedule of every algorithm for n = 1..9 ranks, run for real in one process and one
  * thread: every rank's channels (bt_graph_channels_init), its connectors joined to its
  * peers' through FIFOs in ordinary memory (small slots, so that many steps and loops
- * happen), its works built the way core/launch.c plan_coll/plan_p2p builds them, and one
- * bt_host_exec over the lanes of all ranks together. A schedule whose two ends disagree
+ * happen), its works made by the planner itself (core/plan.h: bt_plan_coll, bt_plan_channel,
+ * bt_plan_p2p, as the host launch calls them, with settings that force the case's algorithm
+ * and protocol), and one bt_host_exec over the lanes of all ranks together. A schedule whose two ends disagree
  * deadlocks (BATON_TIMEOUT is set to 5 s, so that fails in 5 s) or moves wrong data.
  *
  * Covered: ring AllReduce, tree AllReduce (up work + down work on two lanes per channel, the
  * root only the up work), ring AllGather, ReduceScatter, Broadcast and Reduce (roots 0, n/2,
  * n-1), Send/Recv between every pair (two messages per pair on one lane); both protocols
- * (Send/Recv too, although launch.c runs it on Simple only);
- * collective works made as the GPU launch makes them (exec/cuda/launch.c: one work standing
- * for every channel, each channel's own made from it by bt_work_channel, as the kernel does;
- * rings split by link speed have each channel's built by hand);
+ * (Send/Recv too, as the GPU launch runs small ones: the host's use Simple only);
+ * collective works as the planner makes them for both executors (one work standing for every
+ * channel, each channel's own made from it by bt_work_channel, as the GPU kernel does; on host
+ * channels split by link speed each channel gets its own blocks);
  * 1..3 channels; counts 1, n-1, 7 and a few loops plus an odd remainder; a chunk of a whole
  * slot and of 3 elements; out of place and in place. The connectors of one (n, channels)
  * world live through all its cases, so steps run on across collectives and protocols as
@@ -25,8 +26,8 @@
  * out-of-place calls are unchanged, a Reduce's non-root outputs untouched, and guard bytes
  * after every buffer intact.
  *
- * n = 1 is included although launch.c handles one rank outside the schedules: the schedules
- * then degenerate to local steps, which is checked too.
+ * n = 1 is included although the launches handle one rank outside the schedules: the
+ * schedules then degenerate to local steps, which is checked too (the tuner runs rings there).
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -37,6 +38,7 @@
 #include "harness.h"
 #include "coll/algo.h"
 #include "coll/dtype.h"
+#include "core/plan.h"
 #include "exec/host/executor.h"
 #include "graph/channel.h"
 #include "graph/ring_plan.h"
@@ -349,9 +351,7 @@ static void fail(const char *fmt, ...)
 static struct bt_work *new_work(int r)
 {
     BT_TEST_CHECK(W.nworks[r] < MAXWORKS, "too many works");
-    struct bt_work *w = &W.works[r][W.nworks[r]++];
-    memset(w, 0, sizeof(*w));
-    return w;
+    return &W.works[r][W.nworks[r]++];
 }
 
 static void lane_push(struct bt_lane *ln, struct bt_work *w)
@@ -378,95 +378,104 @@ static struct bt_redop make_redop(int fl, int n)
     return op;
 }
 
-/* As plan_coll: one work per channel with a share of the elements (tree: and a down-half
- * work on a second lane for every non-root). */
+/* Tuner defaults that spread every size over every channel (a channel per byte, up to the
+ * world's) and choose nothing else: the case's settings allow one algorithm and protocol. */
+static const struct bt_tune_defaults test_defaults = {
+    .bytes_per_channel = 1,
+    .ll_bytes_per_channel = 1,
+    .net_bytes_per_channel = 1,
+};
+
+/* The planner's view of rank r for case o (core/plan.h): the world's channels and FIFOs,
+ * one step carrying o->chunk elements, PROTO and ALGO set to the case's. */
+static void target(int r, const struct op *o, struct bt_tune_settings *set,
+                   struct bt_plan_target *tg)
+{
+    size_t step = o->chunk * bt_dtype_size(flavors[o->fl].dtype);
+    memset(set, 0, sizeof(*set));
+    set->ll_threshold = set->tree_threshold = set->direct_threshold = set->ll128_threshold = -1;
+    set->ll_ok = o->proto == BT_PROTO_LL;
+    set->simple_ok = o->proto == BT_PROTO_SIMPLE;
+    set->ring_ok = o->algo == BT_ALGO_RING;
+    set->tree_ok = o->algo == BT_ALGO_TREE;
+    *tg = (struct bt_plan_target){
+        .rank = r,
+        .nranks = W.n,
+        .set = set,
+        .def = &test_defaults,
+        .max_channels = W.nch,
+        .simple_slot = step,
+        .ll_payload = step,
+        .tree_ok = 1,
+        .shm_all = 1,
+        .chan = W.ch[r],
+        .host_chan = W.ch[r],
+        .p2p_parts = 1,
+        .p2p_slot = step,
+        .p2p_ll_max = o->proto == BT_PROTO_LL ? SIZE_MAX : 0,
+    };
+}
+
+/* The works of one collective on rank r, planned as the host launch plans them
+ * (bt_plan_coll, then bt_plan_channel per channel: the channel's own share, ring split and
+ * steps; a tree's down half on a second lane for every non-root). */
 static void plan_coll(int r, const struct op *o, const char *sendbuf, char *recvbuf)
 {
-    size_t esize = bt_dtype_size(flavors[o->fl].dtype);
-    size_t share = bt_div_up(o->count, (size_t)W.nch);
-    /* channel 0's work standing for every channel, as exec/cuda/launch.c builds it; each
-     * channel's own work is then made from it by bt_work_channel, as the GPU kernel does.
-     * Rings split by link speed (planned worlds) size each channel's blocks differently:
-     * there each work is built by hand, as core/launch.c does. */
-    struct bt_work t;
-    memset(&t, 0, sizeof(t));
-    t.coll = (uint8_t)o->coll;
-    t.algo = (uint8_t)o->algo;
-    t.proto = (uint8_t)o->proto;
-    t.redop = make_redop(o->fl, W.n);
-    t.sendbuf = sendbuf;
-    t.recvbuf = recvbuf;
-    t.esize = esize;
-    t.count = o->count;
-    t.root = o->root;
-    t.nranks = W.n;
-    t.nchans = (uint32_t)bt_min_sz((size_t)W.nch, bt_div_up(o->count, share));
-    t.chan_count = bt_min_sz(share, o->count);
-    t.chunk = o->chunk;
-    t.chan = &W.ch[r][0];
-    t.nsteps = bt_algo_nsteps(&t);
-    for (int c = 0; c < W.nch; c++) {
+    struct bt_tune_settings set;
+    struct bt_plan_target tg;
+    target(r, o, &set, &tg);
+    struct bt_op op = {.coll = o->coll,
+                       .sendbuf = sendbuf,
+                       .recvbuf = recvbuf,
+                       .count = o->count,
+                       .dtype = flavors[o->fl].dtype,
+                       .redop = make_redop(o->fl, W.n),
+                       .peer = o->root};
+    struct bt_tune_out t;
+    struct bt_work tw;
+    bt_plan_coll(&tg, &op, &t, &tw);
+    if (t.proto != o->proto || t.chunk != o->chunk ||
+        (W.n > 1 && o->coll == BT_COLL_ALLREDUCE && t.algo != o->algo))
+        fail("the tuner chose algo %d proto %d chunk %zu", t.algo, t.proto, t.chunk);
+    uint32_t nchans = tw.nchans > 1 ? tw.nchans : 1;
+    size_t share = tw.chan_count;
+    for (uint32_t c = 0; c < nchans; c++) {
+        struct bt_work *w = new_work(r), down;
+        int has_down = bt_plan_channel(&tw, c, w, &down);
         size_t off = (size_t)c * share;
-        if (off >= o->count)
-            break;
-        struct bt_channel *ch = &W.ch[r][c];
-        struct bt_work *w = new_work(r);
-        if (!ch->ring.split) {
-            *w = t;
-            if (t.nchans > 1)
-                bt_work_channel(w, (uint32_t)c);
-            if (w->chan != ch || w->chan_off != off ||
-                w->chan_count != bt_min_sz(share, o->count - off))
-                fail("bt_work_channel(%d): channel %p off %zu count %zu", c, (void *)w->chan,
-                     w->chan_off, w->chan_count);
-        } else {
-            w->coll = t.coll;
-            w->algo = t.algo;
-            w->proto = t.proto;
-            w->redop = t.redop;
-            w->sendbuf = sendbuf;
-            w->recvbuf = recvbuf;
-            w->esize = esize;
-            w->count = o->count;
-            w->root = o->root;
-            w->nranks = W.n;
-            w->chan_off = off;
-            w->chan_count = bt_min_sz(share, o->count - off);
-            w->chunk = o->chunk;
-            w->chan = ch;
-            w->split_max = ch->ring.split_max;
-            w->nsteps = bt_algo_nsteps(w);
-        }
-        lane_push(&ch->lane, w);
-        if (o->algo == BT_ALGO_TREE && ch->tree.up >= 0) {
+        if (w->chan != &W.ch[r][c] || w->chan_off != off ||
+            w->chan_count != bt_min_sz(share, o->count - off) ||
+            w->split_max != (W.ch[r][c].ring.split ? W.ch[r][c].ring.split_max : 0))
+            fail("channel %u's work: channel %p off %zu count %zu split_max %u", c,
+                 (void *)w->chan, w->chan_off, w->chan_count, w->split_max);
+        lane_push(&W.ch[r][c].lane, w);
+        if (has_down) {
             struct bt_work *d = new_work(r);
-            *d = *w;
-            d->next = NULL;
-            d->algo = BT_ALGO_TREE_DOWN;
+            *d = down;
             lane_push(&W.down[r][c], d);
         }
     }
 }
 
-/* As plan_p2p: one work per message on the (peer, direction) lane. */
+/* A send or receive of `count` elements, planned as the host launch plans it (bt_plan_p2p:
+ * one part on the host) on the (peer, direction) lane. */
 static void plan_p2p(int r, int peer, int is_send, const struct op *o, size_t count,
                      const char *sendbuf, char *recvbuf)
 {
+    struct bt_tune_settings set;
+    struct bt_plan_target tg;
+    target(r, o, &set, &tg);
+    struct bt_op op = {.coll = is_send ? BT_COLL_SEND : BT_COLL_RECV,
+                       .sendbuf = sendbuf,
+                       .recvbuf = recvbuf,
+                       .count = count,
+                       .dtype = flavors[o->fl].dtype,
+                       .peer = peer};
     struct bt_work *w = new_work(r);
-    w->coll = (uint8_t)(is_send ? BT_COLL_SEND : BT_COLL_RECV);
-    w->proto = (uint8_t)o->proto;
-    w->redop.dtype = (uint8_t)flavors[o->fl].dtype;
-    w->sendbuf = sendbuf;
-    w->recvbuf = recvbuf;
-    w->esize = bt_dtype_size(flavors[o->fl].dtype);
-    w->count = count;
-    w->root = peer;
-    w->nranks = W.n;
-    w->chan_off = 0;
-    w->chan_count = count;
-    w->chunk = o->chunk;
+    BT_TEST_CHECK(bt_plan_p2p(&tg, &op, w) == 1, "a host send/recv is one part");
+    if (w->proto != o->proto)
+        fail("send/recv planned with protocol %d", w->proto);
     w->p2p_conn = is_send ? &W.p2p_send[r][peer] : &W.p2p_recv[r][peer];
-    w->nsteps = bt_algo_nsteps(w);
     lane_push(is_send ? &W.p2p_send_lane[r][peer] : &W.p2p_recv_lane[r][peer], w);
 }
 

@@ -1,47 +1,63 @@
 /*
- * CUDA mode, as the rest of the library sees it. A communicator is a GPU communicator when
- * CUDA is built in and a device is current at init (comm->cuda_dev >= 0); its operations on
- * device buffers run as kernels on the caller's stream (exec/cuda), over connectors in GPU
- * memory mapped between the ranks (transport/cuda/p2p.c). Operations on host buffers still
- * run on the host executor. Without CUDA (no nvcc at build time) exec/nocuda provides these
- * functions: no devices, nothing on a device.
+ * The CUDA executor, as the launch (core/launch_gpu.c) sees it. A GPU communicator's CUDA
+ * state (struct bt_cuda_comm, exec/cuda/cuda_comm.h) is made at its first GPU operation:
+ * connectors between the ranks' GPUs (exec/cuda/p2p.c, or through the host's network
+ * connectors: exec/cuda/host_conns.c) and the host-mapped words its kernels report through.
+ * A launch is a struct bt_cuda_kargs of planned works (core/plan.h), queued as one kernel on
+ * the caller's stream. Without CUDA (no nvcc at build time) exec/nocuda provides these
+ * functions: nothing is ever created.
  */
 #ifndef BT_EXEC_CUDA_CUDA_H
 #define BT_EXEC_CUDA_CUDA_H
 
 #include <stddef.h>
 
+#include "exec/cuda/kargs.h"
 #include "util/status.h"
 
-struct bt_comm;
-struct bt_op;
+struct bt_channel;
+struct bt_cuda_comm;
+struct bt_transport_ctx;
 
-/* Devices this process can use (0 without CUDA or a driver); the current one or -1. */
-int bt_cuda_device_count(void);
-int bt_cuda_current_device(void);
+/* What a GPU communicator's setup is given: the communicator as its connectors see it, and
+ * what the host side has decided already. */
+struct bt_cuda_setup {
+    struct bt_transport_ctx *ctx; /* ranks, bootstrap, abort flag; the setup sets the proxy's
+                                     CPUs and the NIC from the topology */
+    int dev;                      /* the CUDA device (current while the setup runs) */
+    int shm_all;                  /* every peer reachable through host shared memory */
+    const struct bt_channel *rings; /* the communicator's host channels: their ring order */
+    int nrings;
+    int min_nchannels; /* MIN_NCHANNELS, rank 0's */
+    size_t host_slot;  /* Simple slot of the communicator's host connectors */
+};
 
-/* The PCI bus id of device `dev` ("0000:3b:00.0"). */
-bt_status_t bt_cuda_pci_bus_id(int dev, char *buf, int len);
+/* Make the CUDA state (collective: every rank calls it at its first GPU operation, with the
+ * device current). */
+bt_status_t bt_cuda_comm_create(const struct bt_cuda_setup *s, struct bt_cuda_comm **cc_p);
 
-/* Whether `p` is device (or managed) memory; NULL is not. */
-int bt_cuda_is_device_ptr(const void *p);
+/* Wait for the communicator's kernels (they use the FIFOs); then it may be freed. */
+void bt_cuda_comm_sync(struct bt_cuda_comm *cc);
+/* Free the CUDA state, after bt_cuda_comm_sync. Accepts NULL. */
+void bt_cuda_comm_free(struct bt_cuda_comm *cc);
 
-/* Device memory on the current device (ncclMemAlloc in CUDA mode); free what it gave. */
-bt_status_t bt_cuda_mem_alloc(void **ptr_p, size_t bytes);
-bt_status_t bt_cuda_mem_free(void *ptr);
+/* The first error a kernel of the communicator reported (abort, timeout), or BT_OK. NULL ok. */
+bt_status_t bt_cuda_comm_error(const struct bt_cuda_comm *cc);
 
-/* Run the operations (all of GPU communicators, on device buffers) on their streams. The
- * first one on a communicator sets up its GPU connectors with every rank (collective).
- * Returns once the kernels are queued. */
-bt_status_t bt_cuda_launch(struct bt_op *ops, int nops);
+/* Raise the kernels' abort flag: a kernel waiting on a peer ends with an error. NULL ok. */
+void bt_cuda_comm_abort(struct bt_cuda_comm *cc);
 
-/* The first error a kernel of the communicator reported (abort, timeout), or BT_OK. */
-bt_status_t bt_cuda_comm_error(struct bt_comm *comm);
+/* Whether the communicator's connectors go through the host's network connectors (the
+ * proxy moves them; a CUDA graph cannot replay that). */
+int bt_cuda_comm_net(const struct bt_cuda_comm *cc);
 
-/* Raise the kernels' abort flag: a kernel waiting on a peer ends with an error. */
-void bt_cuda_comm_abort(struct bt_comm *comm);
-
-/* Wait for the communicator's kernels, then free its GPU resources. Accepts a host comm. */
-void bt_cuda_comm_free(struct bt_comm *comm);
+/* A launch: empty, then a work for `block` (and the blocks after it, for a work standing for
+ * several channels), then queued on `stream` (cudaStream_t) after the communicator's kernels
+ * before it, whatever their streams. A full one (BT_CUDA_MAX_WORKS) must be launched before
+ * more are added. */
+void bt_cuda_kargs_init(struct bt_cuda_kargs *a, const struct bt_cuda_comm *cc);
+struct bt_work *bt_cuda_kargs_add(struct bt_cuda_kargs *a, int block);
+bt_status_t bt_cuda_kargs_launch(struct bt_cuda_comm *cc, const struct bt_cuda_kargs *a,
+                                 void *stream);
 
 #endif

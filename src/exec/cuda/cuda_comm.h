@@ -1,7 +1,8 @@
 /*
  * A GPU communicator's CUDA state (comm->cuda), built by the first GPU operation: the
  * device copies of its channels and connectors the kernels run over, and the host-mapped
- * words kernels report through. Internal to exec/cuda and transport/cuda.
+ * words kernels report through. Made and changed by exec/cuda only; the launch
+ * (core/launch_gpu.c) reads its geometry to plan, the watcher (core/watch.c) its report.
  */
 #ifndef BT_EXEC_CUDA_CUDA_COMM_H
 #define BT_EXEC_CUDA_CUDA_COMM_H
@@ -13,16 +14,23 @@
 #include "util/shm.h"
 #include "util/status.h"
 
-struct bt_comm;
+/* Geometry the planner takes from here (core/launch_gpu.c). */
+#define BT_CUDA_ALIGN 512               /* bytes: channel shares and send/recv parts start here */
+#define BT_CUDA_P2P_MIN_PART (8 * 1024) /* bytes: smaller messages use fewer blocks */
+#define BT_CUDA_P2P_LL_MAX (64 * 1024)  /* send/recv up to this size in LL lines */
+
+struct bt_transport_ctx;
 
 struct bt_cuda_comm {
     int dev;
+    int rank, nranks;
+    struct bt_transport_ctx *ctx; /* the communicator's: bootstrap, proxy, liveness */
     int nch;           /* channels (blocks) collectives may use */
     int np2p;          /* connector pairs (blocks) per peer for send/recv */
     size_t slot;       /* bytes of each Simple slot */
     size_t ll_slot;    /* bytes of each LL slot (lines: half of it is payload) */
     size_t ll128_slot; /* bytes of each LL128 slot (120 of each 128 are payload); 0 unless
-                          every pair of the communicator's GPUs is NVLink (transport/cuda/p2p.c) */
+                          every pair of the communicator's GPUs is NVLink (exec/cuda/p2p.c) */
 
     /* device memory */
     struct bt_channel *dchan; /* [nch]: rings with device connectors */
@@ -50,7 +58,7 @@ struct bt_cuda_comm {
     struct bt_channel *hchan; /* [nch]: the comm's rings, connectors of link BT_LINK_GPU_RING */
     struct bt_conn *hp2p;     /* [2 * nranks]: BT_LINK_GPU_P2P, indexed like dp2p (np2p = 1) */
     struct bt_cuda_netop {
-        void *op;
+        struct bt_transport_op *op;
         int peer;
     } * netops;
     int nnetops, netops_cap;
@@ -66,18 +74,8 @@ struct bt_cuda_comm {
     int *abort_h;
     struct bt_cuda_report *report_h;
     void *abort_d, *report_d;
-    int error_told; /* watch.c: the report's error was printed */
+    int error_told; /* core/watch.c: the report's error was printed */
 };
-
-/* The watcher (watch.c): a thread, while GPU communicators exist, that prints what their
- * kernels report: a wait past HANG_REPORT (with the ranks that have not arrived at the
- * collective) and the error that ended a kernel; also a GPU setup that waits past
- * HANG_REPORT. setup: before the comm's GPU setup (its first GPU operation; `seq` the
- * collective it runs for, 0 for a send/recv); setup_done: after it (success or not);
- * remove: after its kernels finished, before its CUDA state is freed. */
-void bt_cuda_watch_setup(struct bt_comm *comm, uint64_t seq);
-void bt_cuda_watch_setup_done(struct bt_comm *comm);
-void bt_cuda_watch_remove(struct bt_comm *comm);
 
 /* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */
 static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int is_recv, int part)
@@ -88,9 +86,10 @@ static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int
 /* Connect this rank's GPU connectors with every rank (collective: every rank calls it at
  * its first GPU operation). Fills fifo_base, peer_base, and the device channel and p2p
  * connector arrays. caller: the launching thread, with the comm's device current. */
-bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc);
+struct bt_cuda_setup;
+bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc);
 /* Unmap and free what bt_cuda_p2p_setup made. */
-void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc);
+void bt_cuda_p2p_free(struct bt_cuda_comm *cc);
 
 /* A connector's device view of a FIFO at `fifo` (device address), stepping from 0. */
 struct bt_fifo_sizes;
@@ -102,12 +101,12 @@ void bt_cuda_dconn_init(struct bt_conn *c, char *fifo, const struct bt_fifo_size
  * register their FIFOs with CUDA and fill the staging channels (ring orders included) and
  * send/recv connectors with device views; post: the proxy ops for a launch's works (NET
  * connectors); reap: free the completed ops (wait: all of them), errors as the result. */
-void bt_cuda_hostconn_geometry(struct bt_comm *comm, struct bt_cuda_comm *cc);
-bt_status_t bt_cuda_hostconn_connect(struct bt_comm *comm, struct bt_cuda_comm *cc,
+void bt_cuda_hostconn_geometry(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc);
+bt_status_t bt_cuda_hostconn_connect(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc,
                                      struct bt_channel *ch, int *order, struct bt_conn *p2p);
 struct bt_cuda_kargs;
-bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kargs *a);
-bt_status_t bt_cuda_hostconn_reap(struct bt_comm *comm, struct bt_cuda_comm *cc, int wait);
-void bt_cuda_hostconn_free(struct bt_comm *comm, struct bt_cuda_comm *cc);
+bt_status_t bt_cuda_hostconn_post(struct bt_cuda_comm *cc, const struct bt_cuda_kargs *a);
+bt_status_t bt_cuda_hostconn_reap(struct bt_cuda_comm *cc, int wait);
+void bt_cuda_hostconn_free(struct bt_cuda_comm *cc);
 
 #endif

@@ -355,7 +355,7 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
         if (!active)
             return BT_OK;
         if (!progressed && wait->poll)
-            progressed = wait->poll();
+            progressed = wait->poll(wait->arg);
         if (progressed) {
             idle = 0;
             deadline = 0; /* the timeout counts time without progress */
@@ -369,7 +369,7 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
             cpu_relax();
         } else if (idle < spin + yields) {
             sched_yield();
-        } else if (wait->block && wait->block()) {
+        } else if (wait->block && wait->block(wait->arg)) {
             /* woken by the network, or a bounded wait passed */
         } else {
             struct timespec ts = {0, 20000}; /* 20 us: waits this long are not latency-bound */

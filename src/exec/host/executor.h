@@ -19,14 +19,15 @@ struct bt_wait_policy {
     uint64_t spin;
     uint64_t yields;
     /* Called when a pass over the lanes moved nothing (NULL: none): runs other work the
-     * lanes wait on, such as the proxies' network progress; returns whether it moved
-     * anything. */
-    int (*poll)(void);
+     * lanes wait on, such as the proxies' network progress (exec/host/proxied.h); returns
+     * whether it moved anything. */
+    int (*poll)(void *arg);
     /* Called instead of sleeping, once the yields are spent (NULL: none): blocks until the
      * network can move, bounded so abort and deadline checks still run; returns 0 if it
      * could not block, and the usual sleep follows. Blocking only after the yields: waking
      * a blocked thread costs tens of microseconds on virtual machines. */
-    int (*block)(void);
+    int (*block)(void *arg);
+    void *arg; /* poll's and block's */
     /* After this long without progress (0: never), print once which work waits on what,
      * then call hang(w) for each stuck work (NULL: none) to add what the caller knows. */
     uint64_t hang_ns;

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/watch.h"
+
 #include "core/arrival.h"
 #include "core/comm.h"
 #include "exec/cuda/cuda_comm.h"
@@ -231,7 +233,7 @@ static struct watched *find(struct bt_comm *comm)
     return NULL;
 }
 
-void bt_cuda_watch_setup(struct bt_comm *comm, uint64_t seq)
+void bt_watch_setup(struct bt_comm *comm, uint64_t seq)
 {
     pthread_once(&once, init_once);
     pthread_mutex_lock(&w.lock);
@@ -264,10 +266,10 @@ void bt_cuda_watch_setup(struct bt_comm *comm, uint64_t seq)
     pthread_mutex_unlock(&w.lock);
 }
 
-void bt_cuda_watch_setup_done(struct bt_comm *comm)
+void bt_watch_setup_done(struct bt_comm *comm)
 {
     if (!comm->cuda) { /* it failed: nothing to watch */
-        bt_cuda_watch_remove(comm);
+        bt_watch_remove(comm);
         return;
     }
     pthread_mutex_lock(&w.lock);
@@ -277,7 +279,7 @@ void bt_cuda_watch_setup_done(struct bt_comm *comm)
     pthread_mutex_unlock(&w.lock);
 }
 
-void bt_cuda_watch_remove(struct bt_comm *comm)
+void bt_watch_remove(struct bt_comm *comm)
 {
     pthread_t join;
     int stopping = 0;

@@ -6,8 +6,8 @@
  *   setup   connect the comm's rings (link BT_LINK_GPU_RING, channel c) and a send/recv
  *           pair per peer (BT_LINK_GPU_P2P) with the host's connection machinery; register
  *           each FIFO with cudaHostRegister; the kernels get device views of them
- *   launch  per work, count the steps of each NET connector (the schedule walked on the
- *           host, as the host launch does) and post them to the proxy: it isends a slot
+ *   launch  per work, count the steps of each NET connector (bt_work_conn_steps, as the host
+ *           launch does) and post them to the proxy: it isends a slot
  *           once the kernel's tail passes it and returns credit in head; it irecvs into a
  *           slot once the kernel's head frees it and publishes tail. The launch does not
  *           wait: the ops are reaped at later launches and when the comm is freed.
@@ -23,10 +23,11 @@
 #include <time.h>
 
 #include "coll/algo.h"
-#include "core/comm.h"
-#include "core/connect.h"
+#include "coll/steps.h"
+#include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
 #include "exec/cuda/kargs.h"
+#include "transport/connect.h"
 #include "transport/transport.h"
 #include "util/array.h"
 #include "util/log.h"
@@ -42,17 +43,16 @@ static size_t page_round(size_t b)
  * 64 MB: 1 channel 2.4-4.3 GB/s, 4 channels 8.3-10.7, 8 channels 12.5-15.9; NCCL 7.5-11). */
 #define BT_GPU_NET_NCHANNELS 8
 
-void bt_cuda_hostconn_geometry(struct bt_comm *comm, struct bt_cuda_comm *cc)
+void bt_cuda_hostconn_geometry(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc)
 {
-    int nch = comm->tune.min_nchannels > BT_GPU_NET_NCHANNELS ? comm->tune.min_nchannels
-                                                              : BT_GPU_NET_NCHANNELS;
-    if (nch > BT_MAX_CHANNELS) /* link keys hold channels below it */
+    int nch = s->min_nchannels > BT_GPU_NET_NCHANNELS ? s->min_nchannels : BT_GPU_NET_NCHANNELS;
+    if (nch > BT_MAX_CHANNELS) /* the host's channel limit */
         nch = BT_MAX_CHANNELS;
     if (nch > cc->nch)
         nch = cc->nch;
     cc->nch = nch < 1 ? 1 : nch;
     cc->np2p = 1;
-    cc->slot = comm->simple_slot; /* steps are the host connectors' slots */
+    cc->slot = s->host_slot; /* steps are the host connectors' slots */
 }
 
 /* The device view of a connected host connector: its FIFO registered with CUDA. */
@@ -73,10 +73,13 @@ static bt_status_t dview(const struct bt_conn *h, struct bt_conn *d, int ch)
     return BT_OK;
 }
 
-bt_status_t bt_cuda_hostconn_connect(struct bt_comm *comm, struct bt_cuda_comm *cc,
+bt_status_t bt_cuda_hostconn_connect(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc,
                                      struct bt_channel *ch, int *order, struct bt_conn *p2p)
 {
-    int n = comm->nranks, me = comm->rank;
+    int n = cc->nranks, me = cc->rank;
+    /* Simple only through host connectors; their slots are the communicator's */
+    struct bt_fifo_sizes z = {{0}};
+    z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)s->host_slot;
     cc->hchan = calloc((size_t)cc->nch, sizeof(*cc->hchan));
     cc->hp2p = calloc(2 * (size_t)n, sizeof(*cc->hp2p));
     struct bt_conn_req *reqs = calloc(2 * (size_t)(cc->nch + n), sizeof(*reqs));
@@ -88,15 +91,15 @@ bt_status_t bt_cuda_hostconn_connect(struct bt_comm *comm, struct bt_cuda_comm *
     int nreq = 0;
 #define REQ(conn_, peer_, send_, kind_, ch_)                                                       \
     do {                                                                                           \
-        bt_conn_prepare(comm, (conn_), (peer_), (send_), (kind_), (ch_));                          \
-        reqs[nreq].comm = comm;                                                                    \
+        bt_conn_prepare((conn_), (peer_), (send_), (kind_), (ch_), &z);                            \
+        reqs[nreq].ctx = s->ctx;                                                                   \
         reqs[nreq].conn = (conn_);                                                                 \
-        reqs[nreq++].key = (int)(kind_)*BT_MAX_CHANNELS + (ch_);                                   \
+        reqs[nreq++].key = bt_link_key((kind_), (ch_));                                            \
     } while (0)
     for (int c = 0; c < cc->nch; c++) {
         struct bt_channel *h = &cc->hchan[c];
         h->id = c;
-        h->ring = comm->channels[c % comm->nchannels].ring; /* the order stays the comm's */
+        h->ring = s->rings[c % s->nrings].ring; /* the order stays the comm's */
         REQ(&h->ring_send, h->ring.next, 1, BT_LINK_GPU_RING, c);
         REQ(&h->ring_recv, h->ring.prev, 0, BT_LINK_GPU_RING, c);
     }
@@ -130,7 +133,7 @@ bt_status_t bt_cuda_hostconn_connect(struct bt_comm *comm, struct bt_cuda_comm *
         }
     }
     BT_INFO(BT_LOG_INIT, "GPU %d: %d channel(s) through host connectors (%s), %u-byte slots",
-            cc->dev, cc->nch, cc->hchan[0].ring_send.tp ? cc->hchan[0].ring_send.tp->name : "?",
+            cc->dev, cc->nch, bt_conn_via(&cc->hchan[0].ring_send),
             cc->hchan[0].ring_send.sizes.slot_bytes[BT_PROTO_SIMPLE]);
     return BT_OK;
 }
@@ -149,57 +152,32 @@ static struct bt_conn *host_of(struct bt_cuda_comm *cc, const struct bt_conn *d)
 }
 
 /* Hand the proxy the network steps of one work (one channel's). */
-static bt_status_t post_work(struct bt_comm *comm, struct bt_work w)
+static bt_status_t post_work(struct bt_cuda_comm *cc, struct bt_work w)
 {
-    struct bt_cuda_comm *cc = comm->cuda;
     /* walk the schedule over the host's channel: same peers, host connectors */
     int c = w.chan ? (int)(w.chan - cc->dchan) : -1;
     if (c >= 0)
         w.chan = &cc->hchan[c];
     if (w.p2p_conn)
         w.p2p_conn = host_of(cc, w.p2p_conn);
-    struct {
-        struct bt_conn *c;
-        uint64_t n;
-    } t[2 * BT_PRIM_MAX_PEERS];
+    struct bt_conn_steps t[BT_WORK_MAX_CONNS];
     int nt = 0;
-    for (uint64_t k = 0; k < w.nsteps; k++) {
-        struct bt_prim p;
-        bt_algo_prim(&w, k, &p);
-        struct bt_conn *cs[2 * BT_PRIM_MAX_PEERS];
-        int ncs = 0;
-        for (int j = 0; j < p.nrecv; j++)
-            cs[ncs++] = p.recv[j];
-        for (int j = 0; j < p.nsend; j++)
-            cs[ncs++] = p.send[j];
-        for (int j = 0; j < ncs; j++) {
-            if (cs[j]->tp != &bt_transport_net)
-                continue; /* shared memory: the kernels meet in the FIFO */
-            int e = 0;
-            while (e < nt && t[e].c != cs[j])
-                e++;
-            if (e == nt) {
-                if (nt == (int)(sizeof(t) / sizeof(t[0])))
-                    return BT_ERR_INTERNAL;
-                t[nt].c = cs[j];
-                t[nt++].n = 0;
-            }
-            t[e].n++;
-        }
-    }
+    /* shared memory: the kernels meet in the FIFO */
+    BT_CHECK(bt_work_conn_steps(&w, bt_conn_proxied, 0, t, BT_WORK_MAX_CONNS, &nt, NULL));
     for (int e = 0; e < nt; e++) {
         if (bt_array_grow((void **)&cc->netops, &cc->netops_cap, cc->nnetops + 1,
                           sizeof(*cc->netops)) != 0)
             return BT_ERR_SYSTEM;
-        BT_CHECK(bt_net_post(comm, t[e].c, t[e].n, NULL, &cc->netops[cc->nnetops].op));
-        cc->netops[cc->nnetops++].peer = t[e].c->peer;
+        BT_CHECK(bt_transport_post(cc->ctx, t[e].conn, t[e].nsteps, NULL,
+                                   &cc->netops[cc->nnetops].op));
+        cc->netops[cc->nnetops++].peer = t[e].conn->peer;
     }
     return BT_OK;
 }
 
-bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kargs *a)
+bt_status_t bt_cuda_hostconn_post(struct bt_cuda_comm *cc, const struct bt_cuda_kargs *a)
 {
-    if (!comm->cuda->net)
+    if (!cc->net)
         return BT_OK;
     for (int i = 0; i < a->h.nworks; i++) {
         uint32_t nchans = a->works[i].nchans > 1 ? a->works[i].nchans : 1;
@@ -207,13 +185,13 @@ bt_status_t bt_cuda_hostconn_post(struct bt_comm *comm, const struct bt_cuda_kar
             struct bt_work w = a->works[i];
             if (nchans > 1)
                 bt_work_channel(&w, c);
-            BT_CHECK(post_work(comm, w));
+            BT_CHECK(post_work(cc, w));
         }
     }
     return BT_OK;
 }
 
-bt_status_t bt_cuda_hostconn_reap(struct bt_comm *comm, struct bt_cuda_comm *cc, int wait)
+bt_status_t bt_cuda_hostconn_reap(struct bt_cuda_comm *cc, int wait)
 {
     if (!cc || !cc->net)
         return BT_OK;
@@ -223,11 +201,11 @@ bt_status_t bt_cuda_hostconn_reap(struct bt_comm *comm, struct bt_cuda_comm *cc,
     for (int i = 0; i < cc->nnetops; i++) {
         struct bt_cuda_netop *o = &cc->netops[i];
         bt_status_t s = BT_OK;
-        int done = bt_net_test(o->op, &s); /* frees the op once it is complete */
+        int done = bt_transport_op_test(o->op, &s); /* frees the op once it is complete */
         while (!done && wait && bt_time_ns() < deadline) {
             struct timespec ts = {0, 100000};
             nanosleep(&ts, NULL);
-            done = bt_net_test(o->op, &s);
+            done = bt_transport_op_test(o->op, &s);
         }
         if (!done) { /* in flight (or past TIMEOUT): the proxy still holds it */
             cc->netops[keep++] = *o;
@@ -235,7 +213,7 @@ bt_status_t bt_cuda_hostconn_reap(struct bt_comm *comm, struct bt_cuda_comm *cc,
         }
         if (s != BT_OK && st == BT_OK) {
             BT_WARN("rank %d: network transfer with rank %d for a GPU operation failed (error %d)",
-                    comm->rank, o->peer, (int)s);
+                    cc->rank, o->peer, (int)s);
             st = s;
         }
     }
@@ -253,22 +231,22 @@ static void hconn_free(struct bt_conn *h)
 }
 
 /* caller: after the comm's kernels have finished (bt_cuda_comm_free synchronizes) */
-void bt_cuda_hostconn_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
+void bt_cuda_hostconn_free(struct bt_cuda_comm *cc)
 {
     /* The proxy must be done with the FIFOs. Once the kernels are over, only the last
      * sends may still be in flight; after a kernel error nothing will move them, so the
      * proxy is told to drop them (the comm is going away), and once more after TIMEOUT. */
     if (cc->nnetops > 0 && cc->report_h && cc->report_h->error != BT_CUDA_KERR_NONE)
-        __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
-    (void)bt_cuda_hostconn_reap(comm, cc, 1);
+        __atomic_store_n(cc->ctx->abort_flag, 1, __ATOMIC_RELEASE);
+    (void)bt_cuda_hostconn_reap(cc, 1);
     if (cc->nnetops > 0) {
-        __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
-        (void)bt_cuda_hostconn_reap(comm, cc, 1);
+        __atomic_store_n(cc->ctx->abort_flag, 1, __ATOMIC_RELEASE);
+        (void)bt_cuda_hostconn_reap(cc, 1);
     }
     if (cc->nnetops > 0) {
         BT_WARN("rank %d: %d network transfers of GPU operations did not finish; their FIFOs "
                 "are left allocated",
-                comm->rank, cc->nnetops);
+                cc->rank, cc->nnetops);
         cc->hchan = NULL;
         cc->hp2p = NULL;
     }
@@ -279,7 +257,7 @@ void bt_cuda_hostconn_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
         hconn_free(&cc->hchan[c].ring_send);
         hconn_free(&cc->hchan[c].ring_recv);
     }
-    for (int i = 0; cc->hp2p && i < 2 * comm->nranks; i++)
+    for (int i = 0; cc->hp2p && i < 2 * cc->nranks; i++)
         hconn_free(&cc->hp2p[i]);
     free(cc->hchan);
     free(cc->hp2p);

@@ -1,5 +1,5 @@
 /*
- * P2P transport for GPU buffers: each rank's receive FIFOs live in its own GPU memory, in
+ * GPU connectors between the ranks' GPUs: each rank's receive FIFOs live in its own GPU memory, in
  * one allocation, and every sender maps the receiver's allocation into its address space:
  * with cudaIpcOpenMemHandle between processes (the handle names the allocation's base, the
  * FIFO is at a fixed offset from it), or the plain pointer with peer access enabled when
@@ -28,10 +28,11 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
-#include "core/comm.h"
+#include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
 #include "graph/ring_plan.h"
 #include "topo/topo.h"
+#include "transport/transport.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/shm.h"
@@ -100,7 +101,7 @@ struct stage {
 
 /*
  * What the machine's topology (topo/topo.h) says: for this rank's GPU, the NUMA CPUs for the
- * proxy's threads and the nearest network device (comm->proxy_cpus, comm->nic); for ranks
+ * proxy's threads and the nearest network device (ctx->proxy_cpus, ctx->nic); for ranks
  * that all share this host (!remote), the ring along the widest paths between their GPUs
  * and whether P2P_LEVEL keeps P2P off between two of them. Each rank works this out from its
  * own view of the machine; rank 0's ring and any rank's "P2P off" then hold for all (an
@@ -109,10 +110,10 @@ struct stage {
  * of the communicator's GPUs (LL128 needs it). Returns 1 when P2P must stay off, 0, or -1 on
  * failure.
  */
-static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int remote, int *best,
-                        int *nvl)
+static int gpu_topology(struct bt_transport_ctx *ctx, const struct p2p_info *all, int remote,
+                        int *best, int *nvl)
 {
-    int n = comm->nranks, me = comm->rank, off = 0, w = n + 2; /* a vote: off, nvl, ring */
+    int n = ctx->nranks, me = ctx->rank, off = 0, w = n + 2; /* a vote: off, nvl, ring */
     int *votes = calloc((size_t)n * (size_t)w, sizeof(int));
     if (!votes)
         return -1;
@@ -125,14 +126,14 @@ static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int re
         const char *cpus = bt_topo_numa_cpulist(t, t->nodes[t->gpu_node[mine]].numa);
         /* a list that filled its buffer may be cut inside a number: better not to pin */
         if (cpus && strlen(cpus) < sizeof(t->nodes[0].cpus) - 1)
-            snprintf(comm->proxy_cpus, sizeof(comm->proxy_cpus), "%s", cpus);
+            snprintf(ctx->proxy_cpus, sizeof(ctx->proxy_cpus), "%s", cpus);
         int nic[BT_TOPO_MAX_GPUS];
         bt_topo_nics(t, nic);
         if (nic[mine] >= 0)
-            snprintf(comm->nic, sizeof(comm->nic), "%s", t->nodes[nic[mine]].name);
+            snprintf(ctx->nic, sizeof(ctx->nic), "%s", t->nodes[nic[mine]].name);
         BT_INFO(BT_LOG_INIT, "topology: GPU %s: proxy threads on CPUs %s, nearest NIC %s",
-                all[me].bus, comm->proxy_cpus[0] ? comm->proxy_cpus : "(any)",
-                comm->nic[0] ? comm->nic : "(none)");
+                all[me].bus, ctx->proxy_cpus[0] ? ctx->proxy_cpus : "(any)",
+                ctx->nic[0] ? ctx->nic : "(none)");
     }
     known = known && !remote;
     for (int r = 0; r < n && known; r++) {
@@ -184,7 +185,7 @@ static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int re
     row[0] = off;
     row[1] = *nvl;
     memcpy(row + 2, best, sizeof(int) * (size_t)n);
-    int rc = bt_bootstrap_allgather(comm->bs, votes, sizeof(int) * (size_t)w) == BT_OK ? 0 : -1;
+    int rc = bt_bootstrap_allgather(ctx->bs, votes, sizeof(int) * (size_t)w) == BT_OK ? 0 : -1;
     for (int r = 0; r < n && rc == 0; r++) {
         off |= votes[(size_t)r * (size_t)w];
         *nvl &= votes[(size_t)r * (size_t)w + 1];
@@ -199,11 +200,11 @@ static int gpu_topology(struct bt_comm *comm, const struct p2p_info *all, int re
 
 /* GPU FIFOs in GPU memory mapped between the ranks, or in host shared memory registered
  * with CUDA (cc->shm): every rank lays out its FIFOs alike (see the top of this file). */
-static bt_status_t map_fifos(struct bt_comm *comm, struct bt_cuda_comm *cc, struct p2p_info *all,
-                             struct stage *sg)
+static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *cc,
+                             struct p2p_info *all, struct stage *sg)
 {
     bt_status_t st = BT_OK;
-    int n = comm->nranks, me = comm->rank;
+    int n = ctx->nranks, me = ctx->rank;
     struct p2p_info *mine = &all[me];
     struct bt_fifo_sizes z = fifo_sizes(cc);
     size_t fb = fifo_bytes(&z);
@@ -223,7 +224,7 @@ static bt_status_t map_fifos(struct bt_comm *comm, struct bt_cuda_comm *cc, stru
         CUDA_TRY(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the FIFO memset");
     }
     mine->base = cc->fifo_base;
-    BT_CHECK(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)));
+    BT_CHECK(bt_bootstrap_allgather(ctx->bs, all, sizeof(*all)));
 
     /* Map every peer's FIFOs. */
     for (int r = 0; r < n; r++) {
@@ -263,7 +264,7 @@ static bt_status_t map_fifos(struct bt_comm *comm, struct bt_cuda_comm *cc, stru
                                      : "P2P/direct pointer");
     }
     if (cc->shm) { /* every rank has mapped every segment: the names can go */
-        BT_CHECK(bt_bootstrap_barrier(comm->bs));
+        BT_CHECK(bt_bootstrap_barrier(ctx->bs));
         bt_shm_unlink(&cc->shm_own);
     }
 
@@ -300,10 +301,11 @@ fail:
     return st;
 }
 
-bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
+bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc)
 {
     bt_status_t st = BT_OK;
-    int n = comm->nranks, me = comm->rank;
+    struct bt_transport_ctx *ctx = s->ctx;
+    int n = ctx->nranks, me = ctx->rank;
     struct p2p_info *all = calloc((size_t)n, sizeof(*all));
     struct stage sg = {
         .ch = calloc((size_t)cc->nch, sizeof(*sg.ch)),
@@ -332,11 +334,11 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     mine->np2p = cc->np2p;
     mine->slot = cc->slot;
     mine->ll_slot = cc->ll_slot;
-    mine->host_hash = comm->peers[me].host_hash;
+    mine->host_hash = ctx->peers[me].host_hash;
     mine->want_shm = bt_param_p2p_disable() != 0;
     CUDA_TRY(cudaDeviceGetPCIBusId(mine->bus, (int)sizeof(mine->bus), cc->dev),
              "cudaDeviceGetPCIBusId");
-    BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
+    BT_CHECK_GOTO(bt_bootstrap_allgather(ctx->bs, all, sizeof(*all)), st, fail);
     int remote = 0;
     for (int r = 0; r < n; r++) {
         if (all[r].nch < cc->nch)
@@ -366,20 +368,20 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         remote |= all[r].host_hash != mine->host_hash;
     }
     /* Every rank decides alike: through host connectors (the network) when a rank is on
-     * another host, or when P2P is off and shared memory too (SHM_DISABLE=1: comm->shm_all
+     * another host, or when P2P is off and shared memory too (SHM_DISABLE=1: s->shm_all
      * is the same on every rank); else shared memory if any rank asks for it or two GPUs
      * driven by one process cannot reach each other (device numbers only mean the same
      * thing inside one process; between processes CUDA IPC itself says whether P2P works). */
     for (int r = 0; r < n; r++)
         cc->shm |= all[r].want_shm;
     int nvl = 0;
-    int off = gpu_topology(comm, all, remote, sg.best, &nvl); /* collective */
+    int off = gpu_topology(ctx, all, remote, sg.best, &nvl); /* collective */
     if (off < 0) {
         st = BT_ERR_SYSTEM;
         goto fail;
     }
     cc->shm |= off;
-    cc->net = remote || (cc->shm && !comm->shm_all);
+    cc->net = remote || (cc->shm && !s->shm_all);
     cc->shm = cc->shm && !cc->net;
     for (int r = 0; r < n && !cc->shm && !cc->net; r++) {
         for (int q = 0; q < n && !cc->shm; q++) {
@@ -403,7 +405,7 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     if (cc->shm || cc->net || !(nvl || one_gpu))
         cc->ll128_slot = 0;
     if (cc->net)
-        bt_cuda_hostconn_geometry(comm, cc);
+        bt_cuda_hostconn_geometry(s, cc);
 
     CUDA_TRY(cudaMalloc((void **)&cc->dchan, sizeof(*sg.ch) * (size_t)cc->nch), "cudaMalloc");
     CUDA_TRY(cudaMalloc((void **)&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n),
@@ -415,9 +417,9 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
         sg.ch[c].ring.order = cc->dorder + c * n;
     }
     if (cc->net)
-        st = bt_cuda_hostconn_connect(comm, cc, sg.ch, sg.order, sg.p2p);
+        st = bt_cuda_hostconn_connect(s, cc, sg.ch, sg.order, sg.p2p);
     else
-        st = map_fifos(comm, cc, all, &sg);
+        st = map_fifos(ctx, cc, all, &sg);
     if (st != BT_OK)
         goto fail;
 
@@ -446,7 +448,7 @@ bt_status_t bt_cuda_p2p_setup(struct bt_comm *comm, struct bt_cuda_comm *cc)
     goto out;
 
 fail:
-    bt_cuda_p2p_free(comm, cc);
+    bt_cuda_p2p_free(cc);
 out:
     free(all);
     free(sg.ch);
@@ -457,15 +459,15 @@ out:
     return st;
 }
 
-void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
+void bt_cuda_p2p_free(struct bt_cuda_comm *cc)
 {
     if (cc->peer_base && cc->peer_opened) {
-        for (int r = 0; r < comm->nranks; r++)
+        for (int r = 0; r < cc->nranks; r++)
             if (cc->peer_opened[r] && cc->peer_base[r])
                 cudaIpcCloseMemHandle(cc->peer_base[r]);
     }
     if (cc->shm_peer) {
-        for (int r = 0; r < comm->nranks; r++) {
+        for (int r = 0; r < cc->nranks; r++) {
             if (cc->shm_peer[r].ptr) {
                 cudaHostUnregister(cc->shm_peer[r].ptr);
                 bt_shm_close(&cc->shm_peer[r]);
@@ -478,7 +480,7 @@ void bt_cuda_p2p_free(struct bt_comm *comm, struct bt_cuda_comm *cc)
     free(cc->peer_opened);
     cc->peer_base = NULL;
     cc->peer_opened = NULL;
-    bt_cuda_hostconn_free(comm, cc);
+    bt_cuda_hostconn_free(cc);
     if (cc->shm) {
         if (cc->shm_own.ptr) {
             cudaHostUnregister(cc->shm_own.ptr);

@@ -1,0 +1,46 @@
+/*
+ * The launch: a group's operations, planned (core/plan.h) and run. Operations on host
+ * buffers run on the host executor before the call returns (core/launch.c); those of GPU
+ * communicators on device buffers become kernels on their streams (core/launch_gpu.c).
+ */
+#ifndef BT_CORE_LAUNCH_H
+#define BT_CORE_LAUNCH_H
+
+#include "coll/redop.h"
+#include "coll/work.h"
+#include "util/status.h"
+
+struct bt_comm;
+
+struct bt_op {
+    struct bt_comm *comm;
+    int coll; /* enum bt_coll */
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    int dtype;
+    struct bt_redop redop;
+    const void *scalar_ptr; /* PreMulSum with the scalar in memory: read at launch */
+    int peer;               /* root (Bcast, Reduce) or peer (Send, Recv) */
+    void *stream;           /* cudaStream_t: where a GPU operation runs */
+    /* set by the planner: a receive from this rank itself takes the matched send's input,
+     * min(both counts) elements of it, NULL otherwise (bt_plan_check); the communicator's
+     * collective number, 0 for send/recv (bt_plan_begin) */
+    const void *self_src;
+    size_t self_count;
+    uint64_t seq;
+};
+
+/* Run a set of ops now: plan, connect what they need, execute (host ops to completion, GPU
+ * ops queued on their streams). */
+bt_status_t bt_launch(struct bt_op *ops, int nops);
+
+/* The host part of a launch (core/launch.c) and the GPU part (core/launch_gpu.c), both after
+ * bt_plan_check; bt_launch runs the host ops first. */
+bt_status_t bt_launch_host(struct bt_op *ops, int nops);
+bt_status_t bt_launch_gpu(struct bt_op *ops, int nops);
+
+/* Wait for a GPU communicator's kernels, then free its CUDA state (none: nothing). */
+void bt_launch_gpu_free(struct bt_comm *comm);
+
+#endif

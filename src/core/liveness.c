@@ -1,0 +1,124 @@
+/* Liveness (liveness.h). */
+#include "core/liveness.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/arrival.h"
+#include "core/comm.h"
+#include "util/log.h"
+
+int bt_liveness_local(const struct bt_comm *comm, int peer)
+{
+    const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
+    /* a pid only names the peer on this host, inside this PID namespace */
+    return peer != comm->rank && p->host_hash == me->host_hash && p->pid_ns == me->pid_ns &&
+           me->pid_ns && p->pid > 0;
+}
+
+int bt_liveness_gone(const struct bt_comm *comm, int peer)
+{
+    return bt_liveness_local(comm, peer) && kill(comm->peers[peer].pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Why a rank failed, given the cause it recorded: the rank that died, as a rule; but a
+ * connection that broke or timed out with a rank that still runs records that rank too. */
+static void cause_text(const struct bt_comm *comm, int cause, char *buf, size_t len)
+{
+    if (cause < 0 || cause >= comm->nranks)
+        snprintf(buf, len, "(cause unknown)");
+    else if (cause == comm->rank)
+        snprintf(buf, len, "because its connection with this rank broke or timed out");
+    else if (bt_liveness_local(comm, cause) && !bt_liveness_gone(comm, cause))
+        snprintf(buf, len, "because its connection with rank %d broke or timed out (rank %d runs)",
+                 cause, cause);
+    else /* across hosts the cause came in a message that said so */
+        snprintf(buf, len, "because rank %d is gone (exited or killed)", cause);
+}
+
+int bt_liveness_down(const struct bt_comm *comm, int peer)
+{
+    return bt_liveness_gone(comm, peer) || bt_arrival_board_cause(comm, peer) >= 0;
+}
+
+int bt_liveness_report_down(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
+                            int wait_ms)
+{
+    int gone;
+    for (int waited = 0; !(gone = bt_liveness_gone(comm, peer)) && bt_arrival_board_cause(comm, peer) < 0;
+         waited += 10) {
+        if (waited >= wait_ms || !bt_liveness_local(comm, peer))
+            return 0;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    char op[96];
+    if (seq > 0)
+        snprintf(op, sizeof(op), "%s #%llu", what, (unsigned long long)seq);
+    else
+        snprintf(op, sizeof(op), "%s", what);
+    int cause = gone ? bt_arrival_cause(comm, peer, 0) : bt_arrival_board_cause(comm, peer);
+    char why[96];
+    cause_text(comm, cause, why, sizeof(why));
+    if (!gone) {
+        BT_WARN("%s: rank %d (pid %d) failed %s, and will not take part again; this rank (%d) "
+                "waited for rank %d",
+                op, peer, comm->peers[peer].pid, why, comm->rank, peer);
+    } else if (cause >= 0 && cause != peer) {
+        BT_WARN("%s: rank %d (pid %d on this host) left after failing %s; this rank (%d) waited "
+                "for rank %d",
+                op, peer, comm->peers[peer].pid, why, comm->rank, peer);
+    } else {
+        cause = peer;
+        BT_WARN("%s: rank %d (pid %d on this host) is gone: exited or killed while this rank (%d) "
+                "waited for it",
+                op, peer, comm->peers[peer].pid, comm->rank);
+    }
+    bt_arrival_failed(comm, cause);
+    return 1;
+}
+
+
+void bt_liveness_report_net(struct bt_comm *comm, int peer)
+{
+    /* aborted here (ncclCommAbort: the launch reports it), or the peer is down (named now;
+     * it may still be dying: its sockets close before its process is gone) */
+    if (comm->abort_flag ||
+        bt_liveness_report_down(comm, peer, "network transfer", comm->ncolls, BT_PEER_DYING_MS))
+        return;
+    int cause = bt_arrival_cause(comm, peer, 300);
+    if (cause >= 0 && cause != peer) {
+        BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed first, "
+                "because rank %d is gone (exited or killed)",
+                comm->rank, peer, peer, cause);
+    } else {
+        cause = peer;
+        BT_WARN("rank %d: the network connection with rank %d failed (closed or reset by the "
+                "peer, or timed out: is rank %d still running?)",
+                comm->rank, peer, peer);
+    }
+    bt_arrival_failed(comm, cause);
+}
+
+/* The tests as the lower layers take them: a context argument and a rank. */
+static int peer_down(void *comm, int peer)
+{
+    return bt_liveness_down(comm, peer);
+}
+
+static int report_down(void *comm, int peer, const char *what, int wait_ms)
+{
+    return bt_liveness_report_down(comm, peer, what, 0, wait_ms);
+}
+
+void bt_liveness_attach(struct bt_comm *comm)
+{
+    comm->tctx.peer_down = peer_down;
+    comm->tctx.report_down = report_down;
+    comm->tctx.live_arg = comm;
+    /* from now on a bootstrap wait on a rank ends when its process does, or once it failed */
+    bt_bootstrap_set_peer_check(comm->bs, peer_down, comm);
+}

@@ -1,0 +1,45 @@
+/*
+ * Liveness: whether a rank is still with us, the one place that decides it. A rank is *down*
+ * when its process is gone (a rank on this host, in this PID namespace: kill(pid, 0)) or when
+ * its arrival-board line names a cause: it failed because another rank died and will not
+ * take part again, even if its process stays with its sockets and mappings open. Every wait
+ * on one rank asks: the executor's stall check (core/launch.c), and, through tests this module
+ * installs at init (bt_liveness_attach), the bootstrap's point-to-point send and recv, the
+ * connection setup and the network transport's connects, accepts and proxied ops.
+ * Cheap (a kill(pid, 0) and a load), any thread.
+ */
+#ifndef BT_CORE_LIVENESS_H
+#define BT_CORE_LIVENESS_H
+
+#include <stdint.h>
+
+struct bt_comm;
+
+/* 1 if rank `peer`'s pid means something here: this host, this PID namespace. */
+int bt_liveness_local(const struct bt_comm *comm, int peer);
+/* 1 if rank `peer` is local and its process no longer exists. 0 when it lives or cannot be
+ * told from here (another host: its sockets report that). */
+int bt_liveness_gone(const struct bt_comm *comm, int peer);
+/* Whether rank `peer` is down (gone, or failed and staying out). */
+int bt_liveness_down(const struct bt_comm *comm, int peer);
+
+/*
+ * If rank `peer` is down: WARN, naming the rank whose death started the chain (the peer, or
+ * the cause it recorded), record that cause as this rank's (bt_arrival_failed) and return 1;
+ * else 0. `what` and `seq` say what waited ("collective", #seq; 0: no number). The caller then
+ * fails: once per failure is enough. wait_ms: how long to keep looking when it is not down
+ * yet, for a failure path where a connection with it broke (BT_PEER_DYING_MS).
+ */
+int bt_liveness_report_down(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
+                            int wait_ms);
+
+/* A network transfer with `peer` failed: name the peer, and the rank whose death started it
+ * when the peer said so before it left (the board on one host; across hosts a bootstrap
+ * message, waited for a moment: a rank that died sends none); then pass the cause on. */
+void bt_liveness_report_net(struct bt_comm *comm, int peer);
+
+/* Install the tests in the comm's bootstrap (waits on one rank) and transport context
+ * (connects, accepts, proxied ops). At init, once peers are known. */
+void bt_liveness_attach(struct bt_comm *comm);
+
+#endif

@@ -1,0 +1,307 @@
+/* The planning stage (plan.h). */
+#include "core/plan.h"
+
+#include <string.h>
+
+#include "coll/algo.h"
+#include "coll/dtype.h"
+#include "core/arrival.h"
+#include "core/comm.h"
+#include "device/device.h"
+#include "util/param.h"
+
+size_t bt_plan_bytes(const struct bt_op *op, int nranks)
+{
+    size_t b = op->count * bt_dtype_size(op->dtype);
+    if (op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_REDUCESCATTER)
+        b *= (size_t)nranks;
+    return b;
+}
+
+static int is_p2p(const struct bt_op *op)
+{
+    return op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV;
+}
+
+static int is_self(const struct bt_op *op)
+{
+    return is_p2p(op) && op->peer == op->comm->rank && op->count != 0;
+}
+
+/* The communicator can run operations: its init finished and nothing failed since. */
+static bt_status_t gate(struct bt_comm *comm)
+{
+    if (!comm->init_done || comm->init_status != BT_OK) {
+        BT_WARN("rank %d: communicator %p did not finish its initialization (error %d)",
+                comm->rank, (void *)comm, (int)comm->init_status);
+        return comm->init_status != BT_OK ? comm->init_status : BT_ERR_INVALID_USAGE;
+    }
+    bt_status_t async = bt_comm_async_error(comm); /* a GPU kernel's report included */
+    if (async != BT_OK) {
+        BT_WARN("rank %d: communicator %p has failed earlier (error %d); destroy or abort it",
+                comm->rank, (void *)comm, (int)async);
+        return async;
+    }
+    return BT_OK;
+}
+
+/* Each communicator's k-th send to itself pairs with its k-th receive from itself, whatever
+ * their order in the group (a send to self never waits, so there is no order to keep). */
+static bt_status_t match_self(struct bt_op *ops, int nops)
+{
+    for (int i = 0; i < nops; i++)
+        ops[i].self_src = NULL;
+    for (int i = 0; i < nops; i++) {
+        struct bt_op *s = &ops[i];
+        if (s->coll != BT_COLL_SEND || !is_self(s))
+            continue;
+        struct bt_op *r = NULL;
+        for (int j = 0; j < nops && !r; j++)
+            if (ops[j].coll == BT_COLL_RECV && ops[j].comm == s->comm && is_self(&ops[j]) &&
+                !ops[j].self_src)
+                r = &ops[j];
+        if (!r) {
+            BT_WARN("rank %d: ncclSend to itself (%zu elements) has no matching ncclRecv from "
+                    "itself in the same group",
+                    s->comm->rank, s->count);
+            return BT_ERR_INVALID_USAGE;
+        }
+        r->self_src = s->sendbuf;
+        r->self_count = bt_min_sz(s->count, r->count);
+    }
+    for (int j = 0; j < nops; j++) {
+        struct bt_op *r = &ops[j];
+        if (r->coll == BT_COLL_RECV && is_self(r) && !r->self_src) {
+            BT_WARN("rank %d: ncclRecv from itself (%zu elements) has no matching ncclSend to "
+                    "itself in the same group",
+                    r->comm->rank, r->count);
+            return BT_ERR_INVALID_USAGE;
+        }
+    }
+    return BT_OK;
+}
+
+bt_status_t bt_plan_check(struct bt_op *ops, int nops)
+{
+    for (int i = 0; i < nops; i++)
+        if (i == 0 || ops[i].comm != ops[i - 1].comm)
+            BT_CHECK(gate(ops[i].comm));
+    return match_self(ops, nops);
+}
+
+void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
+{
+    switch (op->dtype) {
+    case BT_INT8:
+        op->scalar_i = *(const int8_t *)v;
+        break;
+    case BT_UINT8:
+        op->scalar_i = *(const uint8_t *)v;
+        break;
+    case BT_INT32:
+        op->scalar_i = *(const int32_t *)v;
+        break;
+    case BT_UINT32:
+        op->scalar_i = *(const uint32_t *)v;
+        break;
+    case BT_INT64:
+    case BT_UINT64:
+        memcpy(&op->scalar_i, v, 8);
+        break;
+    case BT_FLOAT16:
+        op->scalar_f = bt_half_to_float(*(const uint16_t *)v);
+        break;
+    case BT_BFLOAT16:
+        op->scalar_f = bt_bf16_to_float(*(const uint16_t *)v);
+        break;
+    case BT_FP8E4M3:
+        op->scalar_f = bt_e4m3_to_float(*(const uint8_t *)v);
+        break;
+    case BT_FP8E5M2:
+        op->scalar_f = bt_e5m2_to_float(*(const uint8_t *)v);
+        break;
+    case BT_FLOAT32:
+        op->scalar_f = *(const float *)v;
+        break;
+    case BT_FLOAT64:
+        op->scalar_f = *(const double *)v;
+        break;
+    }
+}
+
+bt_status_t bt_plan_begin(struct bt_op *op)
+{
+    struct bt_comm *comm = op->comm;
+    bt_log_set_rank(comm->rank);
+    op->seq = 0; /* send/recv sequences differ between ranks: no number */
+    if (!is_p2p(op))
+        bt_arrival_start(comm, op->seq = ++comm->ncolls); /* this rank has called it */
+    if (!op->scalar_ptr)
+        return BT_OK;
+    unsigned char v[8] = {0};
+    size_t es = bt_dtype_size(op->dtype);
+    if (bt_device_ptr_is_device(op->scalar_ptr))
+        BT_CHECK(bt_device_read_after(v, op->scalar_ptr, es, op->stream));
+    else
+        memcpy(v, op->scalar_ptr, es);
+    bt_redop_scalar_from_bytes(&op->redop, v);
+    return BT_OK;
+}
+
+int bt_plan_single(const struct bt_op *op)
+{
+    int reduces = op->coll == BT_COLL_ALLREDUCE || op->coll == BT_COLL_REDUCE ||
+                  op->coll == BT_COLL_REDUCESCATTER;
+    if (reduces && (op->redop.pre_mul || op->redop.post_div))
+        return 2;
+    return op->recvbuf != op->sendbuf ? 1 : 0;
+}
+
+/* Whether the op's input and output do not overlap: then a NET connector may send from
+ * the one and land data in the other directly (bt_work.zero_copy). */
+static int bufs_disjoint(const struct bt_op *op, int nranks)
+{
+    size_t es = bt_dtype_size(op->dtype), in = op->count * es, out = in;
+    if (op->coll == BT_COLL_ALLGATHER)
+        out *= (size_t)nranks;
+    else if (op->coll == BT_COLL_REDUCESCATTER)
+        in *= (size_t)nranks;
+    uintptr_t s = (uintptr_t)op->sendbuf, r = (uintptr_t)op->recvbuf;
+    return !op->sendbuf || !op->recvbuf || s + in <= r || r + out <= s;
+}
+
+/* The fields every work of an op shares. */
+static void work_common(struct bt_work *w, const struct bt_plan_target *tg, const struct bt_op *op)
+{
+    memset(w, 0, sizeof(*w));
+    w->coll = (uint8_t)op->coll;
+    w->algo = BT_ALGO_RING;
+    w->proto = BT_PROTO_SIMPLE;
+    w->redop = op->redop;
+    w->sendbuf = op->sendbuf;
+    w->recvbuf = op->recvbuf;
+    w->esize = bt_dtype_size(op->dtype);
+    w->count = op->count;
+    w->root = op->peer;
+    w->nranks = tg->nranks;
+    w->rank = tg->rank;
+    w->abort_flag = tg->abort_flag;
+    w->owner = tg->owner;
+    w->seq = op->seq;
+}
+
+void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
+                  struct bt_work *w)
+{
+    size_t es = bt_dtype_size(op->dtype);
+    struct bt_tune_in in = {
+        .set = tg->set,
+        .def = tg->def,
+        .coll = op->coll,
+        .nranks = tg->nranks,
+        .bytes = bt_plan_bytes(op, tg->nranks),
+        .esize = es,
+        .max_channels = tg->max_channels,
+        .simple_slot = tg->simple_slot,
+        .ll_payload = tg->ll_payload,
+        .ll128_payload = tg->ll128_payload,
+        .direct_slot = tg->direct_slot,
+        .direct_ok = tg->direct_ok,
+        .direct_max_channels = tg->direct_max_channels,
+        .tree_ok = tg->tree_ok,
+        .shm_all = tg->shm_all,
+    };
+    bt_tune_coll(&in, t);
+    BT_TRACE(BT_LOG_TUNING, "coll %d count %zu bytes %zu: algo %d proto %d nch %d chunk %zu",
+             op->coll, op->count, in.bytes, t->algo, t->proto, t->nchannels, t->chunk);
+
+    /* Channel c takes elements [c * share, (c + 1) * share): shares start on `align`-byte
+     * boundaries; the channels that get elements are the same on every rank. */
+    size_t align = tg->align > es ? tg->align / es : 1;
+    size_t share = bt_div_up(bt_div_up(op->count, (size_t)t->nchannels), align) * align;
+    work_common(w, tg, op);
+    w->algo = (uint8_t)t->algo;
+    w->proto = (uint8_t)t->proto;
+    w->nchans = (uint32_t)bt_min_sz((size_t)t->nchannels, bt_div_up(op->count, share));
+    w->chan_off = 0;
+    w->chan_count = bt_min_sz(share, op->count);
+    w->chunk = t->chunk;
+    w->chan = tg->chan;
+    if (tg->host_chan && tg->host_chan[0].ring.split)
+        w->split_max = tg->host_chan[0].ring.split_max;
+    /* Not for trees: their halves share the output between two lanes. */
+    w->zero_copy = tg->zero_copy && t->algo != BT_ALGO_TREE && bt_param_net_zero_copy() &&
+                   bufs_disjoint(op, tg->nranks);
+    if (t->algo == BT_ALGO_DIRECT) {
+        w->peer_send = tg->peer_send;
+        w->peer_recv = tg->peer_recv;
+        w->scratch = tg->scratch;
+        w->scratch_stride = tg->scratch_stride;
+    }
+    w->nsteps = bt_algo_nsteps(w); /* channel 0's: each channel counts its own */
+}
+
+int bt_plan_channel(const struct bt_work *t, uint32_t c, struct bt_work *w, struct bt_work *down)
+{
+    *w = *t;
+    bt_work_channel(w, c);
+    /* a ring split by link speed has its own blocks (host channels only: a GPU's rings keep
+     * equal blocks) */
+    const struct bt_ring *ring = &w->chan->ring;
+    if (w->split_max != (ring->split ? ring->split_max : 0)) {
+        w->split_max = ring->split ? ring->split_max : 0;
+        w->nsteps = bt_algo_nsteps(w);
+    }
+    if (w->algo != BT_ALGO_TREE || w->chan->tree.up < 0)
+        return 0;
+    *down = *w;
+    down->algo = BT_ALGO_TREE_DOWN;
+    return 1;
+}
+
+int bt_plan_p2p(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_work *works)
+{
+    size_t bytes = op->count * bt_dtype_size(op->dtype);
+    size_t align = tg->align ? tg->align : 1;
+    /* Cut by size alone, so sender and receiver cut alike; MIN_NCHANNELS asks for more parts,
+     * as many as fit. */
+    size_t want = bt_div_up(bytes, tg->p2p_min_part ? tg->p2p_min_part : bytes);
+    if (want < (size_t)tg->set->min_nchannels)
+        want = bt_min_sz((size_t)tg->set->min_nchannels, bt_div_up(bytes, align));
+    int parts = (int)bt_min_sz((size_t)(tg->p2p_parts > 0 ? tg->p2p_parts : 1), want);
+    /* Small messages in LL lines (no fence, no tail) unless PROTO says otherwise; both ends
+     * decide from the size and rank 0's settings. */
+    const struct bt_tune_settings *ts = tg->set;
+    int ll = tg->p2p_ll_max > 0 && ts->ll_ok && (!ts->simple_ok || bytes <= tg->p2p_ll_max);
+    size_t share = bt_div_up(bt_div_up(bytes, (size_t)parts), align) * align;
+    int n = 0;
+    for (int k = 0; k < parts; k++) {
+        size_t off = (size_t)k * share;
+        if (off >= bytes)
+            break;
+        struct bt_work *w = &works[n++];
+        work_common(w, tg, op);
+        /* a byte copy: the uint8 kernel on a GPU, whatever the dtype */
+        w->redop.dtype = BT_UINT8;
+        w->esize = 1;
+        w->count = bytes;
+        w->chan_off = off;
+        w->chan_count = bt_min_sz(share, bytes - off);
+        w->chunk = tg->p2p_slot;
+        if (ll) {
+            w->proto = BT_PROTO_LL;
+            w->chunk = tg->ll_payload;
+        }
+        w->zero_copy = tg->zero_copy && bt_param_net_zero_copy(); /* one buffer: in or out */
+        w->nsteps = bt_algo_nsteps(w);
+    }
+    return n;
+}
+
+void bt_plan_fail(struct bt_op *ops, int nops, bt_status_t st)
+{
+    if (st != BT_ERR_REMOTE && st != BT_ERR_SYSTEM && st != BT_ERR_INTERNAL && st != BT_ERR_CUDA)
+        return;
+    for (int i = 0; i < nops; i++)
+        bt_comm_set_async_error(ops[i].comm, st);
+}

@@ -1,0 +1,108 @@
+/*
+ * The planning stage: a group's operations become works, the same way for both executors.
+ * Written once; the host launch (core/launch.c), the GPU launch (core/launch_gpu.c) and
+ * unit/test_schedule use it.
+ *
+ *   bt_plan_check   before anything runs: every communicator can run (init done, no earlier
+ *                   failure) and sends to self pair with receives from self; nothing has
+ *                   run when it fails
+ *   bt_plan_begin   an op starts: its numbers (collectives: the arrival board) and its
+ *                   PreMulSum scalar, read now
+ *   bt_plan_coll    a collective -> the tuner's choice and one work standing for each channel
+ *                   it uses (bt_work_channel makes channel i's; on host channels
+ *                   bt_plan_channel, with a tree's down halves)
+ *   bt_plan_p2p     a send or a receive -> a work per part
+ *   bt_plan_fail    what a failed launch does to its communicators
+ * An executor describes itself in a struct bt_plan_target; the planner knows nothing else of
+ * it, and places no work: the host launch puts works on lanes, the GPU launch in a kernel's
+ * parameters.
+ */
+#ifndef BT_CORE_PLAN_H
+#define BT_CORE_PLAN_H
+
+#include "core/launch.h"
+#include "tune/tuner.h"
+
+/* The executor a plan is for, and what it offers: its tuner defaults, its channels and
+ * connectors, what one step of each protocol carries. Addresses may be device memory: the
+ * planner only stores them in works. */
+struct bt_plan_target {
+    int rank, nranks;
+    const struct bt_tune_settings *set; /* rank 0's settings, the same on every rank */
+    const struct bt_tune_defaults *def; /* the executor's measured defaults */
+    volatile int *abort_flag;           /* where works watch for an abort (host executor) */
+    void *owner;                        /* the communicator, for reports */
+    int max_channels;
+    size_t simple_slot, ll_payload; /* bytes a Simple step, an LL step carries */
+    size_t ll128_payload;           /* 0: no LL128 */
+    size_t direct_slot;             /* bytes a one-shot Simple step carries */
+    int direct_ok, direct_max_channels, tree_ok, shm_all;
+    size_t align;                  /* bytes: channel shares and send/recv parts start at
+                                      multiples of this (0: elements) */
+    int zero_copy;                 /* works may send from / land in user buffers (NET) */
+    struct bt_channel *chan;       /* channel 0; channel i is chan + i */
+    const struct bt_channel *host_chan; /* the same when it is host memory (ring splits are
+                                           read from it), else NULL: equal blocks */
+    struct bt_conn **peer_send, **peer_recv; /* one-shot: [nranks] per channel, to each rank */
+    char *scratch;                           /* one-shot partial results, per channel */
+    size_t scratch_stride;
+    /* send/recv: a message is cut into at most p2p_parts parts of at least p2p_min_part bytes
+     * (both ends cut alike, by size alone); LL lines up to p2p_ll_max bytes (0: never) */
+    int p2p_parts;
+    size_t p2p_min_part, p2p_ll_max;
+    size_t p2p_slot; /* bytes a Simple step of a send/recv connector carries */
+};
+
+/* The size nccl-tests reports for a collective: the per-rank buffer it moves. */
+size_t bt_plan_bytes(const struct bt_op *op, int nranks);
+
+/*
+ * Check a launch before anything of it runs: every op's communicator finished its init and
+ * has not failed (else that error), and each communicator's sends to itself pair with its
+ * receives from itself, the k-th with the k-th in any order (ops[].self_src is set on each
+ * receive; an unmatched send or receive is BT_ERR_INVALID_USAGE). Returns BT_OK or the first
+ * failure, logged; nothing is changed but self_src and self_count.
+ */
+bt_status_t bt_plan_check(struct bt_op *ops, int nops);
+
+/* A PreMulSum scalar's value, stored as op->dtype at v, into op (at enqueue for host-immediate
+ * scalars, by bt_plan_begin for scalars read from memory). */
+void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
+
+/* An op starts (in launch order, on its executor): the comm's op count, and for a collective
+ * its number (the same sequence on every rank) on the arrival board; a PreMulSum scalar in
+ * memory is read now (device memory after the op's stream's earlier work). */
+bt_status_t bt_plan_begin(struct bt_op *op);
+
+/* A one-rank collective: the output is the input, pre-multiplied and divided as the op says.
+ * 0: nothing to do; 1: a plain copy; 2: a reduction of one source (scaling). */
+int bt_plan_single(const struct bt_op *op);
+
+/*
+ * A collective of nranks > 1 with count > 0: the tuner's choice (*t) and the work of channel
+ * 0 (*w), which stands for every channel the collective uses (w->nchans, 1 or more; channel
+ * i's work is bt_work_channel(copy, i), with its own steps). Every rank decides the same.
+ */
+void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
+                  struct bt_work *w);
+
+/*
+ * Channel c (< t->nchans, or 0) of a planned collective t, for an executor whose channels are
+ * host memory: *w is t made channel c's (bt_work_channel); for a tree where this rank has a
+ * parent on that channel, *down gets the work's down half and 1 is returned (the root runs
+ * its channel's whole work as the up half), else 0.
+ */
+int bt_plan_channel(const struct bt_work *t, uint32_t c, struct bt_work *w, struct bt_work *down);
+
+/*
+ * A send or a receive (to another rank, count > 0): its parts, each a byte copy on its own
+ * connector pair: works[k] for part k = 0..n-1 (returned n, at most tg->p2p_parts), every
+ * field set but p2p_conn, which the executor fills for (op->peer, direction, part k).
+ */
+int bt_plan_p2p(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_work *works);
+
+/* A launch failed with `st`: a peer that failed or a resource that broke poisons the
+ * communicators involved (their async error); a usage error of this call does not. */
+void bt_plan_fail(struct bt_op *ops, int nops, bt_status_t st);
+
+#endif

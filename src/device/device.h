@@ -1,0 +1,45 @@
+/*
+ * The CUDA runtime as the library uses it outside the CUDA executor: which devices there
+ * are, which one is current, their PCI bus ids, whether a pointer is device memory, device
+ * memory for ncclMemAlloc, and the few stream-ordered copies a launch makes itself (a
+ * send/recv to oneself, a one-rank collective, reading a PreMulSum scalar). Topology,
+ * the API and the launch call these; only the executor (exec/cuda) calls CUDA directly.
+ * A build without nvcc links device/none.c: no devices, nothing is device memory.
+ */
+#ifndef BT_DEVICE_DEVICE_H
+#define BT_DEVICE_DEVICE_H
+
+#include <stddef.h>
+
+#include "util/status.h"
+
+/* Devices this process can use (0 without CUDA or a driver); the current one or -1. */
+int bt_device_count(void);
+int bt_device_current(void);
+/* The current device without counting devices first (the launch path, where one exists). */
+int bt_device_get(void);
+
+/* Make `dev` current (BT_ERR_CUDA, logged, when it cannot be). */
+bt_status_t bt_device_set(int dev);
+
+/* The PCI bus id of device `dev` ("0000:3b:00.0"). */
+bt_status_t bt_device_bus_id(int dev, char *buf, int len);
+
+/* Whether `p` is device (or managed) memory; NULL is not. */
+int bt_device_ptr_is_device(const void *p);
+
+/* Device memory on the current device (ncclMemAlloc in CUDA mode); free what it gave. */
+bt_status_t bt_device_mem_alloc(void **ptr_p, size_t bytes);
+bt_status_t bt_device_mem_free(void *ptr);
+
+/* Queue a copy of `bytes` on `stream` (cudaStream_t); either side may be device memory. */
+bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream);
+
+/* Copy `bytes` of device memory to the host once `stream`'s work so far is done (a value
+ * the stream's earlier kernels may write). */
+bt_status_t bt_device_read_after(void *dst, const void *src, size_t bytes, void *stream);
+
+/* Whether `stream` is being captured into a CUDA graph. */
+int bt_device_stream_capturing(void *stream);
+
+#endif

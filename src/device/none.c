@@ -1,0 +1,75 @@
+/* device.h in a build without CUDA: no devices, so every communicator works on host memory;
+ * the calls that need a device are unreachable and fail if reached. */
+#include "device/device.h"
+
+int bt_device_count(void)
+{
+    return 0;
+}
+
+int bt_device_current(void)
+{
+    return -1;
+}
+
+int bt_device_get(void)
+{
+    return -1;
+}
+
+bt_status_t bt_device_set(int dev)
+{
+    (void)dev;
+    return BT_ERR_INTERNAL;
+}
+
+bt_status_t bt_device_bus_id(int dev, char *buf, int len)
+{
+    (void)dev;
+    (void)buf;
+    (void)len;
+    return BT_ERR_INTERNAL;
+}
+
+int bt_device_ptr_is_device(const void *p)
+{
+    (void)p;
+    return 0;
+}
+
+bt_status_t bt_device_mem_alloc(void **ptr_p, size_t bytes)
+{
+    (void)ptr_p;
+    (void)bytes;
+    return BT_ERR_INTERNAL;
+}
+
+bt_status_t bt_device_mem_free(void *ptr)
+{
+    (void)ptr;
+    return BT_ERR_INTERNAL;
+}
+
+bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream)
+{
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    (void)stream;
+    return BT_ERR_INTERNAL;
+}
+
+bt_status_t bt_device_read_after(void *dst, const void *src, size_t bytes, void *stream)
+{
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    (void)stream;
+    return BT_ERR_INTERNAL;
+}
+
+int bt_device_stream_capturing(void *stream)
+{
+    (void)stream;
+    return 0;
+}
