@@ -84,7 +84,14 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
 
 #define DEF(v, d) ((v) == NCCL_CONFIG_UNDEF_INT ? (d) : (v))
     memset(out, 0, sizeof(*out));
-    out->blocking = DEF(c.blocking, 1);
+    /* Non-blocking communicators (blocking = 0, NCCL_COMM_BLOCKING=0) are not implemented yet:
+     * the value is checked above, and every init and operation completes before it returns,
+     * which a caller that polls ncclCommGetAsyncError after ncclInProgress also accepts. */
+    if (c.blocking == 0)
+        BT_INFO(BT_LOG_INIT,
+                "%s: config->blocking = 0: Baton's communicators are blocking (each "
+                "call completes before it returns)",
+                fn);
     out->cga_cluster_size = DEF(c.cgaClusterSize, 4);
     out->min_ctas = DEF(c.minCTAs, 1);
     out->max_ctas = DEF(c.maxCTAs, 64);
@@ -99,8 +106,5 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
 #undef DEF
     if (c.commName)
         snprintf(out->name, sizeof(out->name), "%s", c.commName);
-    int64_t env_blocking = bt_param_comm_blocking();
-    if (env_blocking == 0 || env_blocking == 1)
-        out->blocking = (int)env_blocking;
     return BT_OK;
 }

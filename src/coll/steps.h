@@ -32,7 +32,6 @@ struct bt_conn_steps {
  * failure (more connectors than max, out of memory) the zc arrays made so far are freed.
  */
 bt_status_t bt_work_conn_steps(const struct bt_work *w, int (*want)(const struct bt_conn *c),
-                               int zc, struct bt_conn_steps *t, int max, int *nt_p,
-                               int *other_p);
+                               int zc, struct bt_conn_steps *t, int max, int *nt_p, int *other_p);
 
 #endif

@@ -41,7 +41,6 @@ struct bt_custom_op {
 };
 
 struct bt_comm_config {
-    int blocking;
     int cga_cluster_size;
     int min_ctas, max_ctas;
     int split_share;

@@ -100,8 +100,7 @@ static bt_status_t push(struct bt_lane *ln, struct bt_work *w)
     for (int i = 0; i < ls.nlanes && !known; i++)
         known = ls.lanes[i] == ln;
     if (!known) {
-        if (bt_array_grow((void **)&ls.lanes, &ls.lanes_cap, ls.nlanes + 1, sizeof(*ls.lanes)) !=
-            0)
+        if (bt_array_grow((void **)&ls.lanes, &ls.lanes_cap, ls.nlanes + 1, sizeof(*ls.lanes)) != 0)
             return BT_ERR_SYSTEM;
         ls.lanes[ls.nlanes++] = ln;
     }
@@ -432,9 +431,9 @@ bt_status_t bt_launch_host(struct bt_op *ops, int nops)
     int drive = bt_param_proxy_drive() != 0;
     for (int i = 0; i < ls.nworks; i++) {
         struct bt_comm *comm = ls.works[i].owner;
-        BT_CHECK_GOTO(bt_host_proxied_post(&ls.px, &ls.works[i], comm->shm_all ? NULL : &comm->tctx,
-                                           drive),
-                      st, fail);
+        BT_CHECK_GOTO(
+            bt_host_proxied_post(&ls.px, &ls.works[i], comm->shm_all ? NULL : &comm->tctx, drive),
+            st, fail);
     }
     if (ls.nlanes > 0) {
         struct bt_work *failed = NULL;

@@ -30,7 +30,7 @@ static void gpu_target(struct bt_comm *comm, struct bt_plan_target *tg)
 {
     const struct bt_cuda_comm *cc = comm->cuda;
     int direct_max = cc->np2p < cc->nch ? cc->np2p : cc->nch; /* its connector parts */
-    if (direct_max > BT_CUDA_ONEPASS_MAX_WORKS)                /* what a launch carries */
+    if (direct_max > BT_CUDA_ONEPASS_MAX_WORKS)               /* what a launch carries */
         direct_max = BT_CUDA_ONEPASS_MAX_WORKS;
     *tg = (struct bt_plan_target){
         .rank = comm->rank,
@@ -117,7 +117,7 @@ static bt_status_t setup_comms(struct bt_op *ops, int nops)
         if (i > 0 && ops[i].comm == ops[i - 1].comm)
             continue;
         bt_watch_setup_done(ops[i].comm); /* again, for a setup that never ran */
-        if (!ops[i].comm->cuda) /* it failed: the collective did not start after all */
+        if (!ops[i].comm->cuda)           /* it failed: the collective did not start after all */
             bt_arrival_start(ops[i].comm, ops[i].comm->ncolls);
     }
     return st;

@@ -48,7 +48,8 @@ int bt_liveness_report_down(struct bt_comm *comm, int peer, const char *what, ui
                             int wait_ms)
 {
     int gone;
-    for (int waited = 0; !(gone = bt_liveness_gone(comm, peer)) && bt_arrival_board_cause(comm, peer) < 0;
+    for (int waited = 0;
+         !(gone = bt_liveness_gone(comm, peer)) && bt_arrival_board_cause(comm, peer) < 0;
          waited += 10) {
         if (waited >= wait_ms || !bt_liveness_local(comm, peer))
             return 0;
@@ -80,7 +81,6 @@ int bt_liveness_report_down(struct bt_comm *comm, int peer, const char *what, ui
     bt_arrival_failed(comm, cause);
     return 1;
 }
-
 
 void bt_liveness_report_net(struct bt_comm *comm, int peer)
 {

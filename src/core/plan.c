@@ -32,8 +32,8 @@ static int is_self(const struct bt_op *op)
 static bt_status_t gate(struct bt_comm *comm)
 {
     if (!comm->init_done || comm->init_status != BT_OK) {
-        BT_WARN("rank %d: communicator %p did not finish its initialization (error %d)",
-                comm->rank, (void *)comm, (int)comm->init_status);
+        BT_WARN("rank %d: communicator %p did not finish its initialization (error %d)", comm->rank,
+                (void *)comm, (int)comm->init_status);
         return comm->init_status != BT_OK ? comm->init_status : BT_ERR_INVALID_USAGE;
     }
     bt_status_t async = bt_comm_async_error(comm); /* a GPU kernel's report included */

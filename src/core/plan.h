@@ -37,12 +37,12 @@ struct bt_plan_target {
     size_t ll128_payload;           /* 0: no LL128 */
     size_t direct_slot;             /* bytes a one-shot Simple step carries */
     int direct_ok, direct_max_channels, tree_ok, shm_all;
-    size_t align;                  /* bytes: channel shares and send/recv parts start at
-                                      multiples of this (0: elements) */
-    int zero_copy;                 /* works may send from / land in user buffers (NET) */
-    struct bt_channel *chan;       /* channel 0; channel i is chan + i */
-    const struct bt_channel *host_chan; /* the same when it is host memory (ring splits are
-                                           read from it), else NULL: equal blocks */
+    size_t align;                            /* bytes: channel shares and send/recv parts start at
+                                                multiples of this (0: elements) */
+    int zero_copy;                           /* works may send from / land in user buffers (NET) */
+    struct bt_channel *chan;                 /* channel 0; channel i is chan + i */
+    const struct bt_channel *host_chan;      /* the same when it is host memory (ring splits are
+                                                read from it), else NULL: equal blocks */
     struct bt_conn **peer_send, **peer_recv; /* one-shot: [nranks] per channel, to each rank */
     char *scratch;                           /* one-shot partial results, per channel */
     size_t scratch_stride;

@@ -32,7 +32,7 @@ static inline int bt_link_key(enum bt_link_kind kind, int channel)
 struct bt_conn_req {
     struct bt_transport_ctx *ctx;
     struct bt_conn *conn;
-    int key; /* bt_link_key */
+    int key;                                                /* bt_link_key */
     _Alignas(16) unsigned char info[BT_CONNECT_INFO_BYTES]; /* transports cast it to their struct */
 };
 

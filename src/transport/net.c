@@ -40,8 +40,8 @@ _Static_assert(sizeof(struct net_info) <= BT_CONNECT_INFO_BYTES, "net connect in
 struct net_conn {
     const struct bt_net_ops *net;
     struct bt_conn *conn;
-    struct bt_transport_ctx *ctx; /* a connect or accept stops when the peer is down */
-    char via[32];                 /* "NET/<backend>/<device>", for logs */
+    struct bt_transport_ctx *ctx;              /* a connect or accept stops when the peer is down */
+    char via[32];                              /* "NET/<backend>/<device>", for logs */
     unsigned char handle[BT_NET_HANDLE_BYTES]; /* connect() is keyed by this buffer */
     void *listen_comm, *send_comm, *recv_comm;
     void *fifo;

@@ -62,7 +62,8 @@ static bt_status_t shm_setup(struct bt_transport_ctx *ctx, struct bt_conn *conn,
     return BT_OK;
 }
 
-static bt_status_t shm_connect(struct bt_transport_ctx *ctx, struct bt_conn *conn, const void *peer_info)
+static bt_status_t shm_connect(struct bt_transport_ctx *ctx, struct bt_conn *conn,
+                               const void *peer_info)
 {
     const struct shm_info *info = peer_info;
     if (!conn->is_send)

@@ -27,8 +27,6 @@ BT_PARAM_INT(bootstrap_timeout, "BOOTSTRAP_TIMEOUT", 120,
 
 /* communicator */
 BT_PARAM_STR(device, "DEVICE", NULL, "'cpu' makes every communicator a host-memory communicator")
-BT_PARAM_INT(comm_blocking, "COMM_BLOCKING", -1,
-             "override config.blocking: 0 nonblocking, 1 blocking, -1 keep")
 BT_PARAM_INT(check_pointers, "CHECK_POINTERS", 0, "validate buffer pointers before each collective")
 BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
              "name Baton's threads (baton Progress, baton Service, ...)")

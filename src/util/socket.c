@@ -489,54 +489,6 @@ bt_status_t bt_socket_connect(const union bt_sockaddr *addr, const struct bt_soc
     }
 }
 
-bt_status_t bt_socket_accept(int listen_fd, const struct bt_socket_wait *w, int *fd_p,
-                             union bt_sockaddr *peer_p)
-{
-    char s[BT_SOCKADDR_STRLEN];
-    for (;;) {
-        if (bt_socket_wait_aborted(w)) {
-            BT_INFO(BT_LOG_INIT | BT_LOG_NET, "accept on fd %d aborted", listen_fd);
-            return BT_ERR_REMOTE;
-        }
-        union bt_sockaddr peer;
-        socklen_t plen = sizeof(peer);
-        memset(&peer, 0, sizeof(peer));
-        int fd = accept4(listen_fd, &peer.sa, &plen, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd >= 0) {
-            set_nodelay(fd);
-            if (peer_p)
-                *peer_p = peer;
-            *fd_p = fd;
-            return BT_OK;
-        }
-        int err = errno;
-        if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR && err != ECONNABORTED) {
-            union bt_sockaddr me;
-            socklen_t mlen = sizeof(me);
-            memset(&me, 0, sizeof(me));
-            getsockname(listen_fd, &me.sa, &mlen);
-            BT_WARN("accept on %s failed: %s", bt_socket_addr_to_str(&me, s, sizeof(s)),
-                    strerror(err));
-            return BT_ERR_SYSTEM;
-        }
-        int ms = wait_slice_ms(w);
-        if (ms < 0) {
-            union bt_sockaddr me;
-            socklen_t mlen = sizeof(me);
-            memset(&me, 0, sizeof(me));
-            getsockname(listen_fd, &me.sa, &mlen);
-            BT_WARN("accept on %s timed out: %s", bt_socket_addr_to_str(&me, s, sizeof(s)),
-                    strerror(ETIMEDOUT));
-            return BT_ERR_REMOTE;
-        }
-        struct pollfd pfd = {.fd = listen_fd, .events = POLLIN};
-        if (poll(&pfd, 1, ms) < 0 && errno != EINTR) {
-            BT_WARN("poll on listening fd %d failed: %s", listen_fd, strerror(errno));
-            return BT_ERR_SYSTEM;
-        }
-    }
-}
-
 bt_status_t bt_socket_recv_some(int fd, void *buf, size_t len, size_t *got_p)
 {
     char s[BT_SOCKADDR_STRLEN];

@@ -88,10 +88,6 @@ bt_status_t bt_socket_listen(const union bt_sockaddr *addr, int *fd_p, union bt_
 bt_status_t bt_socket_connect(const union bt_sockaddr *addr, const struct bt_socket_wait *w,
                               int *fd_p);
 
-/* Accept one connection (TCP_NODELAY set); peer_p may be NULL. Timeout/abort: BT_ERR_REMOTE. */
-bt_status_t bt_socket_accept(int listen_fd, const struct bt_socket_wait *w, int *fd_p,
-                             union bt_sockaddr *peer_p);
-
 /* Send / receive exactly `len` bytes. Peer closed, timeout or abort: BT_ERR_REMOTE. */
 bt_status_t bt_socket_send_all(int fd, const void *buf, size_t len, const struct bt_socket_wait *w);
 bt_status_t bt_socket_recv_all(int fd, void *buf, size_t len, const struct bt_socket_wait *w);

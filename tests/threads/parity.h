@@ -28,7 +28,7 @@
 #include "harness.h"
 #include "nccl.h"
 
-#define PARITY_N 4099     /* elements: several LL lines and an odd tail */
+#define PARITY_N 4099      /* elements: several LL lines and an odd tail */
 #define PARITY_TIMEOUT "2" /* BATON_TIMEOUT for case 6 */
 
 struct parity_backend {
@@ -99,18 +99,17 @@ static void parity_allreduce_ok(const char *after)
     }
     BT_TEST_OK(ncclGroupStart());
     for (int r = 0; r < 2; r++)
-        BT_TEST_OK(ncclAllReduce(in[r], out[r], PARITY_N, ncclFloat32, ncclSum, pc[r],
-                                 pb->stream(r)));
-    BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "[%s] AllReduce after %s failed", pb->name,
-                  after);
+        BT_TEST_OK(
+            ncclAllReduce(in[r], out[r], PARITY_N, ncclFloat32, ncclSum, pc[r], pb->stream(r)));
+    BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "[%s] AllReduce after %s failed", pb->name, after);
     float *h = malloc(PARITY_N * sizeof(float));
     for (int r = 0; r < 2; r++) {
         pb->sync(r);
         pb->get(h, out[r], PARITY_N * sizeof(float));
         for (size_t i = 0; i < PARITY_N; i++)
             BT_TEST_CHECK(h[i] == parity_value(0, 0, i) + parity_value(1, 0, i),
-                          "[%s] AllReduce after %s: rank %d element %zu is %g", pb->name, after,
-                          r, i, (double)h[i]);
+                          "[%s] AllReduce after %s: rank %d element %zu is %g", pb->name, after, r,
+                          i, (double)h[i]);
         pb->release(in[r]);
         pb->release(out[r]);
     }
@@ -158,18 +157,15 @@ static void parity_run(const struct parity_backend *backend)
     float *recvs[2] = {r0, r1};
     ncclResult_t rc = parity_self("s", recvs);
     BT_TEST_CHECK(rc == ncclInvalidUsage, "[%s] unmatched send to self: %d", pb->name, (int)rc);
-    BT_TEST_CHECK(async_error(0) == ncclSuccess, "[%s] unmatched send poisoned the comm",
-                  pb->name);
+    BT_TEST_CHECK(async_error(0) == ncclSuccess, "[%s] unmatched send poisoned the comm", pb->name);
     parity_allreduce_ok("an unmatched send to self");
     rc = parity_self("r", recvs);
     BT_TEST_CHECK(rc == ncclInvalidUsage, "[%s] unmatched recv from self: %d", pb->name, (int)rc);
-    BT_TEST_CHECK(async_error(0) == ncclSuccess, "[%s] unmatched recv poisoned the comm",
-                  pb->name);
+    BT_TEST_CHECK(async_error(0) == ncclSuccess, "[%s] unmatched recv poisoned the comm", pb->name);
     parity_allreduce_ok("an unmatched receive from self");
 
     /* 3: receive first */
-    BT_TEST_CHECK(parity_self("rs", recvs) == ncclSuccess, "[%s] recv-then-send to self",
-                  pb->name);
+    BT_TEST_CHECK(parity_self("rs", recvs) == ncclSuccess, "[%s] recv-then-send to self", pb->name);
     BT_TEST_CHECK(parity_holds(r0, 0, 1, "recv-then-send to self"), "[%s]", pb->name);
 
     /* 4: k-th with k-th, any order */
@@ -184,8 +180,7 @@ static void parity_run(const struct parity_backend *backend)
     float *x = parity_buf(0, 0, 0);
     rc = ncclAllReduce(x, x, PARITY_N, (ncclDataType_t)99, ncclSum, pc[0], pb->stream(0));
     BT_TEST_CHECK(rc == ncclInvalidArgument, "[%s] bad datatype: %d", pb->name, (int)rc);
-    BT_TEST_CHECK(async_error(0) == ncclSuccess, "[%s] a bad argument poisoned the comm",
-                  pb->name);
+    BT_TEST_CHECK(async_error(0) == ncclSuccess, "[%s] a bad argument poisoned the comm", pb->name);
     parity_allreduce_ok("an invalid argument");
 
     /* 6: rank 0 alone: its peer never comes, TIMEOUT ends it; then the comm is failed (told by
@@ -199,13 +194,12 @@ static void parity_run(const struct parity_backend *backend)
     double again = bt_test_now_s() - t0;
     ncclResult_t e = async_error(0);
     BT_TEST_CHECK((first == ncclRemoteError || first == ncclSuccess) && e == ncclRemoteError,
-                  "[%s] a collective whose peer never came: returned %d, async error %d",
-                  pb->name, (int)first, (int)e);
-    BT_TEST_CHECK(rc == ncclRemoteError, "[%s] an operation on a failed comm returned %d",
-                  pb->name, (int)rc);
+                  "[%s] a collective whose peer never came: returned %d, async error %d", pb->name,
+                  (int)first, (int)e);
+    BT_TEST_CHECK(rc == ncclRemoteError, "[%s] an operation on a failed comm returned %d", pb->name,
+                  (int)rc);
     BT_TEST_CHECK(again < 0.5, "[%s] an operation on a failed comm took %.2f s", pb->name, again);
-    BT_TEST_CHECK(async_error(1) == ncclSuccess, "[%s] the other rank's comm failed too",
-                  pb->name);
+    BT_TEST_CHECK(async_error(1) == ncclSuccess, "[%s] the other rank's comm failed too", pb->name);
     pb->release(x);
     printf("[%s] ok: unmatched self send/recv refused, recv-before-send and k-th pairing exact, "
            "no poisoning by usage errors; a failed comm failed after %.2f s and refused its next "

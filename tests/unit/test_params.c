@@ -90,7 +90,6 @@ int main(void)
     check_int("BUFFSIZE unset", bt_param_buffsize(), 1 << 20);
     check_int("LL_BUFFSIZE unset", bt_param_ll_buffsize(), 1 << 17);
     check_int("CHECK_POINTERS unset", bt_param_check_pointers(), 0);
-    check_int("COMM_BLOCKING unset", bt_param_comm_blocking(), -1);
     check_int("SET_THREAD_NAME unset", bt_param_set_thread_name(), 1);
 
     /* Integer syntax: strtoll base 0 (hex, negative). */

@@ -4,8 +4,8 @@
  * peers' through FIFOs in ordinary memory (small slots, so that many steps and loops
  * happen), its works made by the planner itself (core/plan.h: bt_plan_coll, bt_plan_channel,
  * bt_plan_p2p, as the host launch calls them, with settings that force the case's algorithm
- * and protocol), and one bt_host_exec over the lanes of all ranks together. A schedule whose two ends disagree
- * deadlocks (BATON_TIMEOUT is set to 5 s, so that fails in 5 s) or moves wrong data.
+ * and protocol), and one bt_host_exec over the lanes of all ranks together. A schedule whose two
+ * ends disagree deadlocks (BATON_TIMEOUT is set to 5 s, so that fails in 5 s) or moves wrong data.
  *
  * Covered: ring AllReduce, tree AllReduce (up work + down work on two lanes per channel, the
  * root only the up work), ring AllGather, ReduceScatter, Broadcast and Reduce (roots 0, n/2,
@@ -446,8 +446,8 @@ static void plan_coll(int r, const struct op *o, const char *sendbuf, char *recv
         if (w->chan != &W.ch[r][c] || w->chan_off != off ||
             w->chan_count != bt_min_sz(share, o->count - off) ||
             w->split_max != (W.ch[r][c].ring.split ? W.ch[r][c].ring.split_max : 0))
-            fail("channel %u's work: channel %p off %zu count %zu split_max %u", c,
-                 (void *)w->chan, w->chan_off, w->chan_count, w->split_max);
+            fail("channel %u's work: channel %p off %zu count %zu split_max %u", c, (void *)w->chan,
+                 w->chan_off, w->chan_count, w->split_max);
         lane_push(&W.ch[r][c].lane, w);
         if (has_down) {
             struct bt_work *d = new_work(r);

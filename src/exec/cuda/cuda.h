@@ -22,10 +22,10 @@ struct bt_transport_ctx;
 /* What a GPU communicator's setup is given: the communicator as its connectors see it, and
  * what the host side has decided already. */
 struct bt_cuda_setup {
-    struct bt_transport_ctx *ctx; /* ranks, bootstrap, abort flag; the setup sets the proxy's
-                                     CPUs and the NIC from the topology */
-    int dev;                      /* the CUDA device (current while the setup runs) */
-    int shm_all;                  /* every peer reachable through host shared memory */
+    struct bt_transport_ctx *ctx;   /* ranks, bootstrap, abort flag; the setup sets the proxy's
+                                       CPUs and the NIC from the topology */
+    int dev;                        /* the CUDA device (current while the setup runs) */
+    int shm_all;                    /* every peer reachable through host shared memory */
     const struct bt_channel *rings; /* the communicator's host channels: their ring order */
     int nrings;
     int min_nchannels; /* MIN_NCHANNELS, rank 0's */

@@ -25,10 +25,10 @@ struct bt_cuda_comm {
     int dev;
     int rank, nranks;
     struct bt_transport_ctx *ctx; /* the communicator's: bootstrap, proxy, liveness */
-    int nch;           /* channels (blocks) collectives may use */
-    int np2p;          /* connector pairs (blocks) per peer for send/recv */
-    size_t slot;       /* bytes of each Simple slot */
-    size_t ll_slot;    /* bytes of each LL slot (lines: half of it is payload) */
+    int nch;                      /* channels (blocks) collectives may use */
+    int np2p;                     /* connector pairs (blocks) per peer for send/recv */
+    size_t slot;                  /* bytes of each Simple slot */
+    size_t ll_slot;               /* bytes of each LL slot (lines: half of it is payload) */
     size_t ll128_slot; /* bytes of each LL128 slot (120 of each 128 are payload); 0 unless
                           every pair of the communicator's GPUs is NVLink (exec/cuda/p2p.c) */
 

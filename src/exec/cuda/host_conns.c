@@ -168,8 +168,8 @@ static bt_status_t post_work(struct bt_cuda_comm *cc, struct bt_work w)
         if (bt_array_grow((void **)&cc->netops, &cc->netops_cap, cc->nnetops + 1,
                           sizeof(*cc->netops)) != 0)
             return BT_ERR_SYSTEM;
-        BT_CHECK(bt_transport_post(cc->ctx, t[e].conn, t[e].nsteps, NULL,
-                                   &cc->netops[cc->nnetops].op));
+        BT_CHECK(
+            bt_transport_post(cc->ctx, t[e].conn, t[e].nsteps, NULL, &cc->netops[cc->nnetops].op));
         cc->netops[cc->nnetops++].peer = t[e].conn->peer;
     }
     return BT_OK;

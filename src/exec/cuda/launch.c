@@ -242,4 +242,3 @@ bt_status_t bt_cuda_kargs_launch(struct bt_cuda_comm *cc, const struct bt_cuda_k
     BT_CHECK(order_streams_after(cc, stream, id));
     return bt_cuda_hostconn_post(cc, a);
 }
-

@@ -85,7 +85,8 @@ int bt_host_proxied_block(void *arg)
     if (!s->all_proxied)
         return 0;
     for (int i = 0; i < s->ndrive; i++) {
-        int k = bt_proxy_drive_pollfds(s->drive[i], fds + n, (int)(sizeof(fds) / sizeof(fds[0])) - n);
+        int k =
+            bt_proxy_drive_pollfds(s->drive[i], fds + n, (int)(sizeof(fds) / sizeof(fds[0])) - n);
         if (k < 0)
             return 0;
         n += k;

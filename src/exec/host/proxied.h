@@ -18,7 +18,7 @@ struct bt_host_proxied {
         struct bt_transport_op *op;
         void *owner; /* the work's communicator */
         int peer;
-    } *ops;
+    } * ops;
     int nops, ops_cap;
     struct bt_proxy **drive; /* proxies this thread drives while it waits (distinct) */
     int ndrive, drive_cap;
