@@ -131,7 +131,7 @@ static bt_status_t need_conn(struct bt_comm *comm, struct bt_conn *conn, int pee
     if (conn->connected || conn->pending)
         return BT_OK;
     struct bt_fifo_sizes z = host_sizes(comm, kind);
-    bt_conn_prepare(conn, peer, is_send, kind, channel, &z);
+    bt_connect_prepare(conn, peer, is_send, kind, channel, &z);
     if (is_send && comm->link_caps && comm->link_caps[peer].bytes_per_ns > 0)
         conn->cap = &comm->link_caps[peer];
     if (bt_array_grow((void **)&ls.reqs, &ls.reqs_cap, ls.nreqs + 1, sizeof(*ls.reqs)) != 0)

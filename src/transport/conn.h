@@ -138,4 +138,15 @@ static inline BT_HD char *bt_conn_slot(const struct bt_conn *c, int proto, uint6
     return c->buf[proto] + (size_t)(step % BT_NSTEPS) * c->sizes.slot_bytes[proto];
 }
 
+#ifndef __CUDACC__
+/* What a connector's transport (transport.h) makes of it; host code only (transport.c). */
+/* Whether a connected connector is moved by a proxy: its steps must be posted (the
+ * transport has `post`). */
+int bt_conn_proxied(const struct bt_conn *c);
+/* The connector's transport as logs name it ("SHM", "NET/Socket/0"). */
+const char *bt_conn_via(const struct bt_conn *c);
+/* Release a connector's transport resources and mark it unconnected. Accepts NULL. */
+void bt_conn_free(struct bt_conn *conn);
+#endif
+
 #endif

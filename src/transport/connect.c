@@ -40,8 +40,8 @@ static const char *kind_name(enum bt_link_kind k)
     }
 }
 
-void bt_conn_prepare(struct bt_conn *conn, int peer, int is_send, enum bt_link_kind kind,
-                     int channel, const struct bt_fifo_sizes *sizes)
+void bt_connect_prepare(struct bt_conn *conn, int peer, int is_send, enum bt_link_kind kind,
+                        int channel, const struct bt_fifo_sizes *sizes)
 {
     if (conn->connected)
         return;

@@ -39,8 +39,8 @@ struct bt_conn_req {
 /* Make an unconnected `conn` a connector of link (kind, channel) with `peer`, its FIFO of
  * `sizes` (the receiver's travel in its blob; the sender adopts them). A connected one is
  * left as it is. */
-void bt_conn_prepare(struct bt_conn *conn, int peer, int is_send, enum bt_link_kind kind,
-                     int channel, const struct bt_fifo_sizes *sizes);
+void bt_connect_prepare(struct bt_conn *conn, int peer, int is_send, enum bt_link_kind kind,
+                        int channel, const struct bt_fifo_sizes *sizes);
 
 /* Connect every request; on failure the connectors already set up are freed, and a peer
  * found down is named (the ctx's report_down). */

@@ -25,6 +25,16 @@ const struct bt_transport_ops *bt_transport_select(const struct bt_transport_ctx
     return NULL;
 }
 
+int bt_conn_proxied(const struct bt_conn *c)
+{
+    return c->tp && c->tp->post;
+}
+
+const char *bt_conn_via(const struct bt_conn *c)
+{
+    return !c->tp ? "?" : c->tp->via ? c->tp->via(c) : c->tp->name;
+}
+
 void bt_conn_free(struct bt_conn *conn)
 {
     if (!conn)

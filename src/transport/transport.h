@@ -109,18 +109,6 @@ extern const struct bt_transport_ops bt_transport_net;
 /* The transport for a connector to `peer`, or NULL (logged) when none can connect. */
 const struct bt_transport_ops *bt_transport_select(const struct bt_transport_ctx *ctx, int peer);
 
-/* Whether a connected connector is moved by a proxy (its steps must be posted). */
-static inline int bt_conn_proxied(const struct bt_conn *c)
-{
-    return c->tp && c->tp->post;
-}
-
-/* The connector's transport as logs name it. */
-static inline const char *bt_conn_via(const struct bt_conn *c)
-{
-    return !c->tp ? "?" : c->tp->via ? c->tp->via(c) : c->tp->name;
-}
-
 /* Post `nsteps` steps of a proxied connector (bt_conn_proxied; see `post` above). */
 static inline bt_status_t bt_transport_post(struct bt_transport_ctx *ctx, struct bt_conn *conn,
                                             uint64_t nsteps, struct bt_zc_step *zc,
@@ -147,8 +135,5 @@ int bt_transport_op_failed(const struct bt_transport_op *op);
 /* Give up an op (its launch fails): it completes with BT_ERR_REMOTE at the proxy's next
  * round; still bt_transport_op_wait for it, which frees it. */
 void bt_transport_op_cancel(struct bt_transport_op *op);
-
-/* Release a connector's transport resources and mark it unconnected. Accepts NULL. */
-void bt_conn_free(struct bt_conn *conn);
 
 #endif

@@ -91,7 +91,7 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_cuda_setup *s, struct bt_cu
     int nreq = 0;
 #define REQ(conn_, peer_, send_, kind_, ch_)                                                       \
     do {                                                                                           \
-        bt_conn_prepare((conn_), (peer_), (send_), (kind_), (ch_), &z);                            \
+        bt_connect_prepare((conn_), (peer_), (send_), (kind_), (ch_), &z);                         \
         reqs[nreq].ctx = s->ctx;                                                                   \
         reqs[nreq].conn = (conn_);                                                                 \
         reqs[nreq++].key = bt_link_key((kind_), (ch_));                                            \
