@@ -31,16 +31,6 @@ static void no_sync(int rank)
     (void)rank;
 }
 
-static void host_init(ncclComm_t comms[2])
-{
-    ncclUniqueId id;
-    BT_TEST_OK(ncclGetUniqueId(&id));
-    BT_TEST_OK(ncclGroupStart());
-    for (int r = 0; r < 2; r++)
-        BT_TEST_OK(ncclCommInitRank(&comms[r], 2, id, r));
-    BT_TEST_OK(ncclGroupEnd());
-}
-
 static const struct parity_backend host = {
     .name = "host",
     .alloc = host_alloc,
@@ -49,7 +39,6 @@ static const struct parity_backend host = {
     .get = host_copy,
     .stream = no_stream,
     .sync = no_sync,
-    .init = host_init,
 };
 
 int main(void)
