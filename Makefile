@@ -28,7 +28,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu
 
 asan:
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="$(CMAKE_FLAGS) -DBATON_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DBATON_CUDA=OFF $(CMAKE_FLAGS) -DBATON_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 
 # ThreadSanitizer cannot follow a fork after threads started, so it runs the tests whose
 # ranks are threads (labels threads and tsan).

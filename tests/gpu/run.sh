@@ -76,7 +76,8 @@ fi
 
 if [ "$what" = onegpu ]; then
     # a one-GPU machine: two ranks of one process share GPU 0 (TEST_SAME_GPU): gpu_test_gpu_colls
-    # (ONEGPU_VARIANTS="A=1;B=2", default the tuner's choices), the one-GPU fault cases, then
+    # (ONEGPU_VARIANTS="A=1;B=2", default the tuner's choices), the parity and random tests,
+    # the one-GPU fault cases, then
     # the kernels of this build and of build-libs/* side by side (compare_libs.sh SAME_GPU=1)
     IFS=';' read -r -a variants <<<"${ONEGPU_VARIANTS:-BATON_X=1}"
     for v in "${variants[@]}"; do
@@ -87,6 +88,13 @@ if [ "$what" = onegpu ]; then
             >"$log" 2>&1
         echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$log" | tr '\n' ' ')"
     done
+    for t in gpu_test_gpu_parity gpu_test_gpu_random; do
+        log="$OUT/onegpu-$t.log"
+        echo "== $t, one GPU"
+        start=$SECONDS
+        BATON_TEST_SAME_GPU=1 timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/$t" >"$log" 2>&1
+        echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$log" | tr '\n' ' ')"
+    done
     log="$OUT/onegpu-fault.log"
     echo "== gpu_test_gpu_fault, one GPU"
     start=$SECONDS
@@ -94,6 +102,10 @@ if [ "$what" = onegpu ]; then
         absent_one_gpu_noboard >"$log" 2>&1
     echo "rc=$? in $((SECONDS - start)) s: $(grep -E '^(absent|same|test_gpu)|check failed' "$log" | tr '\n' ' ')"
     SAME_GPU=1 BUILD="$BUILD" OUT="$OUT" tests/gpu/compare_libs.sh
+    # this build against build-libs/* over 8 B..64 MB (tests/gpu/sweep_libs.sh), when asked
+    if [ -n "${SWEEP:-}" ]; then
+        BUILD="$BUILD" OUT="$OUT" tests/gpu/sweep_libs.sh build-libs/*/ "$BUILD/lib"
+    fi
 fi
 
 if [ "$what" = sanitize ] || [ "$what" = all ]; then

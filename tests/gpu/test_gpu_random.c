@@ -9,6 +9,7 @@
  * and bfloat16 fold in float and round once), so the result must equal the reference
  * rounded once from the exact sum: bit for bit. Integers wrap and are exact.
  * BT_RANDOM_CASES overrides the count (default 10000), BT_RANDOM_SEED the seed.
+ * BATON_TEST_SAME_GPU=1: both ranks in one process on GPU 0 (a one-GPU machine).
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -259,70 +260,143 @@ static void reference(const struct rcase *c, const void *a, const void *b, void 
     }
 }
 
+/* One rank's side of the test: its communicator, stream, buffers and tally. */
+struct rank_state {
+    int rank;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    char *dsend, *drecv, *hin, *hpeer, *hout, *want;
+    size_t wrong, bytes_total;
+};
+
+static const size_t cap = (size_t)MAX_COUNT * 8 + 4096;
+
+static void rank_open(struct rank_state *st, int rank)
+{
+    memset(st, 0, sizeof(*st));
+    st->rank = rank;
+    CU(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    CU(cudaMalloc((void **)&st->dsend, cap));
+    CU(cudaMalloc((void **)&st->drecv, cap));
+    st->hin = malloc(cap);
+    st->hpeer = malloc(cap);
+    st->hout = malloc(cap);
+    st->want = malloc(8);
+    BT_TEST_CHECK(st->hin && st->hpeer && st->hout && st->want, "out of memory");
+}
+
+/* Case k's inputs into place; returns the send and receive pointers. */
+static void case_stage(struct rank_state *st, const struct rcase *c, char **send, char **recv)
+{
+    size_t es = esize(c->t), n = c->count;
+    for (size_t i = 0; i < n; i++) {
+        input(c, st->rank, i, st->hin + i * es);
+        input(c, 1 - st->rank, i, st->hpeer + i * es);
+    }
+    *recv = st->drecv + c->off * es;
+    *send = c->inplace ? *recv : st->dsend + c->off * es;
+    CU(cudaMemcpy(*send, st->hin, n * es, cudaMemcpyHostToDevice));
+    if (!c->inplace)
+        CU(cudaMemset(*recv, 0xEE, n * es));
+    CU(cudaDeviceSynchronize()); /* the legacy stream's copy before the collective's */
+}
+
+/* After case k's AllReduce: every element against the reference. */
+static void case_check(struct rank_state *st, const struct rcase *c, const char *recv, long k)
+{
+    size_t es = esize(c->t), n = c->count, bad = 0;
+    CU(cudaStreamSynchronize(st->stream));
+    CU(cudaMemcpy(st->hout, recv, n * es, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) {
+        /* rank order: rank 0's input first */
+        const char *a = st->rank == 0 ? st->hin + i * es : st->hpeer + i * es;
+        const char *b = st->rank == 0 ? st->hpeer + i * es : st->hin + i * es;
+        reference(c, a, b, st->want);
+        if (memcmp(st->want, st->hout + i * es, es) != 0 && bad++ < 2)
+            fprintf(
+                stderr, "rank %d case %ld: dtype %d op %d count %zu off %zu%s: element %zu wrong\n",
+                st->rank, k, (int)c->t, (int)c->op, n, c->off, c->inplace ? " in place" : "", i);
+    }
+    st->wrong += bad;
+    st->bytes_total += n * es;
+}
+
+static int rank_close(struct rank_state *st, long ncases)
+{
+    ncclResult_t async;
+    BT_TEST_OK(ncclCommGetAsyncError(st->comm, &async));
+    BT_TEST_CHECK(async == ncclSuccess, "async error %d", (int)async);
+    BT_TEST_OK(ncclCommDestroy(st->comm));
+    CU(cudaFree(st->dsend));
+    CU(cudaFree(st->drecv));
+    CU(cudaStreamDestroy(st->stream));
+    free(st->hin);
+    free(st->hpeer);
+    free(st->hout);
+    free(st->want);
+    BT_TEST_CHECK(st->wrong == 0, "rank %d: %zu wrong elements over %ld AllReduces", st->rank,
+                  st->wrong, ncases);
+    printf("rank %d: %ld random AllReduces (%zu bytes), every element exact\n", st->rank, ncases,
+           st->bytes_total);
+    return 0;
+}
+
+static long cases_asked(uint64_t *seed)
+{
+    const char *e = getenv("BT_RANDOM_CASES"), *sd = getenv("BT_RANDOM_SEED");
+    *seed = sd ? strtoull(sd, NULL, 0) : 0x5eedBA70u;
+    return e ? atol(e) : 10000;
+}
+
 static int rank_main(int rank, int nranks, void *arg)
 {
     const ncclUniqueId *id = arg;
     CU(cudaSetDevice(rank));
-    ncclComm_t comm;
-    BT_TEST_OK(ncclCommInitRank(&comm, nranks, *id, rank));
-    cudaStream_t stream;
-    CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    const char *e = getenv("BT_RANDOM_CASES"), *sd = getenv("BT_RANDOM_SEED");
-    long ncases = e ? atol(e) : 10000;
-    uint64_t seed = sd ? strtoull(sd, NULL, 0) : 0x5eedBA70u;
-    size_t cap = (size_t)MAX_COUNT * 8 + 4096;
-    char *dsend, *drecv;
-    CU(cudaMalloc((void **)&dsend, cap));
-    CU(cudaMalloc((void **)&drecv, cap));
-    char *hin = malloc(cap), *hpeer = malloc(cap), *hout = malloc(cap), *want = malloc(8);
-    BT_TEST_CHECK(hin && hpeer && hout, "out of memory");
-    size_t wrong = 0, bytes_total = 0;
-    uint64_t s = seed;
+    struct rank_state st;
+    rank_open(&st, rank);
+    BT_TEST_OK(ncclCommInitRank(&st.comm, nranks, *id, rank));
+    uint64_t s;
+    long ncases = cases_asked(&s);
     for (long k = 0; k < ncases; k++) {
         struct rcase c = pick(&s);
-        size_t es = esize(c.t), n = c.count;
-        for (size_t i = 0; i < n; i++) {
-            input(&c, rank, i, hin + i * es);
-            input(&c, 1 - rank, i, hpeer + i * es);
-        }
-        char *recv = drecv + c.off * es;
-        char *send = c.inplace ? recv : dsend + c.off * es;
-        CU(cudaMemcpy(send, hin, n * es, cudaMemcpyHostToDevice));
-        if (!c.inplace)
-            CU(cudaMemset(recv, 0xEE, n * es));
-        CU(cudaDeviceSynchronize()); /* the legacy stream's copy before the collective's */
-        BT_TEST_OK(ncclAllReduce(send, recv, n, c.t, c.op, comm, stream));
-        CU(cudaStreamSynchronize(stream));
-        CU(cudaMemcpy(hout, recv, n * es, cudaMemcpyDeviceToHost));
-        size_t bad = 0;
-        for (size_t i = 0; i < n; i++) {
-            /* rank order: rank 0's input first */
-            const char *a = rank == 0 ? hin + i * es : hpeer + i * es;
-            const char *b = rank == 0 ? hpeer + i * es : hin + i * es;
-            reference(&c, a, b, want);
-            if (memcmp(want, hout + i * es, es) != 0 && bad++ < 2)
-                fprintf(stderr,
-                        "rank %d case %ld: dtype %d op %d count %zu off %zu%s: element %zu wrong\n",
-                        rank, k, (int)c.t, (int)c.op, n, c.off, c.inplace ? " in place" : "", i);
-        }
-        wrong += bad;
-        bytes_total += n * es;
+        char *send, *recv;
+        case_stage(&st, &c, &send, &recv);
+        BT_TEST_OK(ncclAllReduce(send, recv, c.count, c.t, c.op, st.comm, st.stream));
+        case_check(&st, &c, recv, k);
     }
-    ncclResult_t async;
-    BT_TEST_OK(ncclCommGetAsyncError(comm, &async));
-    BT_TEST_CHECK(async == ncclSuccess, "async error %d", (int)async);
-    BT_TEST_OK(ncclCommDestroy(comm));
-    CU(cudaFree(dsend));
-    CU(cudaFree(drecv));
-    CU(cudaStreamDestroy(stream));
-    free(hin);
-    free(hpeer);
-    free(hout);
-    free(want);
-    BT_TEST_CHECK(wrong == 0, "rank %d: %zu wrong elements over %ld AllReduces", rank, wrong,
-                  ncases);
-    printf("rank %d: %ld random AllReduces (%zu bytes), every element exact\n", rank, ncases,
-           bytes_total);
+    return rank_close(&st, ncases);
+}
+
+/* BATON_TEST_SAME_GPU=1 (a one-GPU machine): both ranks in this process on GPU 0, one thread,
+ * each case's two AllReduces in one group (two processes on one GPU would wait on each other
+ * forever: their kernels time-slice). */
+static int same_gpu_main(const ncclUniqueId *id)
+{
+    struct rank_state st[NR];
+    CU(cudaSetDevice(0));
+    for (int r = 0; r < NR; r++)
+        rank_open(&st[r], r);
+    BT_TEST_OK(ncclGroupStart());
+    for (int r = 0; r < NR; r++)
+        BT_TEST_OK(ncclCommInitRank(&st[r].comm, NR, *id, r));
+    BT_TEST_OK(ncclGroupEnd());
+    uint64_t s;
+    long ncases = cases_asked(&s);
+    for (long k = 0; k < ncases; k++) {
+        struct rcase c = pick(&s);
+        char *send[NR], *recv[NR];
+        for (int r = 0; r < NR; r++)
+            case_stage(&st[r], &c, &send[r], &recv[r]);
+        BT_TEST_OK(ncclGroupStart());
+        for (int r = 0; r < NR; r++)
+            BT_TEST_OK(
+                ncclAllReduce(send[r], recv[r], c.count, c.t, c.op, st[r].comm, st[r].stream));
+        BT_TEST_OK(ncclGroupEnd());
+        for (int r = 0; r < NR; r++)
+            case_check(&st[r], &c, recv[r], k);
+    }
+    for (int r = 0; r < NR; r++)
+        rank_close(&st[r], ncases);
     return 0;
 }
 
@@ -330,7 +404,11 @@ int main(void)
 {
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
-    BT_TEST_OK(bt_test_run_ranks(NR, rank_main, &id, 850));
+    const char *same = getenv("BATON_TEST_SAME_GPU");
+    if (same && atoi(same) == 1)
+        BT_TEST_OK(same_gpu_main(&id));
+    else
+        BT_TEST_OK(bt_test_run_ranks(NR, rank_main, &id, 850));
     printf("test_gpu_random: ok\n");
     return 0;
 }

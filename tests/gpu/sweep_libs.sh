@@ -1,0 +1,58 @@
+#!/bin/bash
+# Builds of the library side by side on one GPU, over a whole size range: baton-one-process
+# --same-gpu (two ranks of one process on GPU 0: the kernels' own work, and the host's
+# enqueue) for each collective, each build in turn, ROUNDS rounds alternating. The first
+# library is the reference: the summary gives, per size, each build's median time over the
+# rounds and its ratio of the reference's speed (reference time / its time: >= 1 is as fast).
+# From the repository root, with the builds' lib folders as arguments:
+#   OUT=$OUT tests/gpu/sweep_libs.sh REF_LIB_DIR LIB_DIR...   (binaries: $BUILD/bin, default build-gpu)
+# COLLS (default "allreduce allgather"), MIN (8) and MAX (64M) bytes, ITERS (20), ROUNDS (3).
+set -uo pipefail
+OUT=${OUT:-/tmp/baton-sweep}
+mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+cd "$(dirname "$0")/../.."
+B=$(realpath "${BUILD:-build-gpu}")
+export NCCL_NVLS_ENABLE=0 BATON_TEST_SAME_GPU=1
+libs=()
+for l in "$@"; do libs+=("$(realpath "$l")"); done
+[ ${#libs[@]} -ge 1 ] || { echo "usage: sweep_libs.sh REF_LIB_DIR LIB_DIR..."; exit 2; }
+MIN=$(numfmt --from=iec "${MIN:-8}")
+MAX=$(numfmt --from=iec "${MAX:-64M}")
+for r in $(seq "${ROUNDS:-3}"); do
+    for i in "${!libs[@]}"; do
+        for c in ${COLLS:-allreduce allgather}; do
+            f="$OUT/sweep-$c-lib$i-round$r.txt"
+            LD_LIBRARY_PATH="${libs[$i]}" timeout 300 "$B/bin/baton-one-process" --same-gpu \
+                "$c" "$MIN" "$MAX" "${ITERS:-20}" 3 >"$f" 2>&1
+            echo "round $r lib$i (${libs[$i]}) $c: rc=$? $(grep -c '^ ' "$f") sizes, $(grep '^# wrong' "$f")"
+        done
+    done
+done
+# per collective and size: each library's median (over rounds) out-of-place time, and the
+# reference's time over it
+for c in ${COLLS:-allreduce allgather}; do
+    echo "== $c: median out-of-place us over ${ROUNDS:-3} rounds (ratio: lib0's time / this one's)"
+    for i in "${!libs[@]}"; do echo "lib$i = ${libs[$i]}"; done
+    for i in "${!libs[@]}"; do
+        cat "$OUT"/sweep-"$c"-lib"$i"-round*.txt | awk -v l="$i" '/^ +[0-9]/ {print l, $1, $2}'
+    done | sort -k2,2n -k1,1n -k3,3g | awk '
+        { key = $2 " " $1; t[key] = t[key] " " $3; size[$2] = 1; lib[$1] = 1 }
+        function median(list,    a, n) { n = split(list, a, " "); asort_n(a, n); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        function asort_n(a, n,    i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x } }
+        END {
+            printf "%12s", "bytes"
+            for (l = 0; l in lib; l++) printf " %10s %7s", "lib" l " us", "ratio"
+            printf "\n"
+            n = 0
+            for (s in size) sizes[++n] = s + 0
+            asort_n(sizes, n)
+            for (k = 1; k <= n; k++) {
+                s = sizes[k]
+                printf "%12d", s
+                ref = median(t[s " 0"])
+                for (l = 0; l in lib; l++) { m = median(t[s " " l]); printf " %10.2f %7.3f", m, (m > 0 ? ref / m : 0) }
+                printf "\n"
+            }
+        }'
+done | tee "$OUT/sweep-summary.txt"
