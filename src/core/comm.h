@@ -12,6 +12,7 @@
 #include "bootstrap/bootstrap.h"
 #include "coll/redop.h"
 #include "coll/work.h"
+#include "core/plan.h"
 #include "graph/channel.h"
 #include "transport/conn.h"
 #include "transport/transport.h"
@@ -99,6 +100,11 @@ struct bt_comm {
     pthread_mutex_t ops_lock; /* custom ops table */
     struct bt_custom_op *custom_ops;
     int ncustom_ops;
+
+    /* the planner's view of each executor (core/launch.c, core/launch_gpu.c: made at the first
+     * operation on it) and the tuner's last choice for it */
+    struct bt_plan_target host_tg, gpu_tg;
+    struct bt_tune_memo host_memo, gpu_memo;
 
     struct bt_fence *last_fence;     /* the launch in progress: its latest collective's fence */
     uint64_t ncolls;                 /* collectives issued: the same sequence on every rank */

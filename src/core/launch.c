@@ -224,13 +224,22 @@ static void host_target(struct bt_comm *comm, struct bt_plan_target *tg)
     };
 }
 
+/* The comm's host target, made at its first host operation (what it describes is fixed once
+ * init is done: TOPO_PROBE re-plans the channels in place). */
+static struct bt_plan_target *target_of(struct bt_comm *comm)
+{
+    if (!comm->host_tg.owner) {
+        host_target(comm, &comm->host_tg);
+        comm->host_tg.memo = &comm->host_memo;
+    }
+    return &comm->host_tg;
+}
+
 /* A send or receive to another rank: one work on the (peer, direction) lane. */
 static bt_status_t place_p2p(struct bt_comm *comm, const struct bt_op *op)
 {
-    struct bt_plan_target tg;
-    host_target(comm, &tg);
     struct bt_work *w = new_work();
-    if (bt_plan_p2p(&tg, op, w) != 1)
+    if (bt_plan_p2p(target_of(comm), op, w) != 1)
         return BT_ERR_INTERNAL;
     struct bt_p2p_peer *pp = &comm->p2p[op->peer];
     int is_send = op->coll == BT_COLL_SEND;
@@ -273,25 +282,30 @@ static bt_status_t coll_conns(struct bt_comm *comm, int algo, int c)
  * collective of the launch (a fence) and count down their own. */
 static bt_status_t place_coll(struct bt_comm *comm, const struct bt_op *op)
 {
-    struct bt_plan_target tg;
-    host_target(comm, &tg);
-    if (op->coll == BT_COLL_ALLREDUCE && !(tg.scratch = arena_take(direct_scratch(comm))))
+    struct bt_plan_target *tg = target_of(comm);
+    tg->scratch = NULL;
+    if (op->coll == BT_COLL_ALLREDUCE && !(tg->scratch = arena_take(direct_scratch(comm))))
         return BT_ERR_SYSTEM;
     struct bt_tune_out t;
-    struct bt_work tw;
-    bt_plan_coll(&tg, op, &t, &tw);
+    struct bt_work *w0 = new_work(); /* the planned work, then channel 0's */
+    bt_plan_coll(tg, op, &t, w0);
 
     struct bt_fence *fence = &ls.fences[ls.nfences++];
     fence->remaining = 0;
-    const struct bt_fence *after = comm->last_fence;
+    w0->fence = fence;
+    w0->after = comm->last_fence;
     comm->last_fence = fence;
-    tw.fence = fence;
-    tw.after = after;
-    uint32_t nchans = tw.nchans > 1 ? tw.nchans : 1;
+    uint32_t nchans = w0->nchans > 1 ? w0->nchans : 1;
+    struct bt_work tw; /* the planned work, kept for the other channels */
+    if (nchans > 1)
+        tw = *w0;
     for (uint32_t c = 0; c < nchans; c++) {
+        struct bt_work *w = c == 0 ? w0 : new_work();
+        if (c > 0)
+            *w = tw;
         /* d: the next slot (works_needed counts two a channel), taken if a down half is made */
-        struct bt_work *w = new_work(), *d = &ls.works[ls.nworks];
-        int down = bt_plan_channel(&tw, c, w, d);
+        struct bt_work *d = &ls.works[ls.nworks];
+        int down = bt_plan_channel(w, c, d);
         fence->remaining += 1 + down;
         BT_CHECK(push(&comm->channels[c].lane, w));
         BT_CHECK(coll_conns(comm, t.algo, (int)c));

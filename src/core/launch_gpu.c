@@ -222,15 +222,18 @@ static bt_status_t launch_single(struct bt_op *op)
 static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)
 {
     struct bt_comm *comm = ops[i0].comm;
-    struct bt_plan_target tg;
-    gpu_target(comm, &tg);
+    if (!comm->gpu_tg.owner) { /* the first launch after the setup: fixed from here on */
+        gpu_target(comm, &comm->gpu_tg);
+        comm->gpu_tg.memo = &comm->gpu_memo;
+    }
+    const struct bt_plan_target *tg = &comm->gpu_tg;
     for (int i = i0; i < i1;) {
         struct bt_op *op = &ops[i];
         if (op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV) {
             int j = i;
             while (j < i1 && (ops[j].coll == BT_COLL_SEND || ops[j].coll == BT_COLL_RECV))
                 j++;
-            BT_CHECK(launch_p2p(&tg, ops, i, j));
+            BT_CHECK(launch_p2p(tg, ops, i, j));
             i = j;
             continue;
         }
@@ -240,7 +243,7 @@ static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)
         else if (comm->nranks == 1)
             BT_CHECK(launch_single(op));
         else
-            BT_CHECK(launch_coll(&tg, op));
+            BT_CHECK(launch_coll(tg, op));
         i++;
     }
     return BT_OK;

@@ -211,7 +211,14 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
         .tree_ok = tg->tree_ok,
         .shm_all = tg->shm_all,
     };
-    bt_tune_coll(&in, t);
+    struct bt_tune_memo *m = tg->memo;
+    if (m && m->valid && m->coll == op->coll && m->bytes == in.bytes && m->esize == es) {
+        *t = m->out;
+    } else {
+        bt_tune_coll(&in, t);
+        if (m)
+            *m = (struct bt_tune_memo){1, op->coll, in.bytes, es, *t};
+    }
     BT_TRACE(BT_LOG_TUNING, "coll %d count %zu bytes %zu: algo %d proto %d nch %d chunk %zu",
              op->coll, op->count, in.bytes, t->algo, t->proto, t->nchannels, t->chunk);
 
@@ -241,10 +248,12 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
     w->nsteps = bt_algo_nsteps(w); /* channel 0's: each channel counts its own */
 }
 
-int bt_plan_channel(const struct bt_work *t, uint32_t c, struct bt_work *w, struct bt_work *down)
+int bt_plan_channel(struct bt_work *w, uint32_t c, struct bt_work *down)
 {
-    *w = *t;
-    bt_work_channel(w, c);
+    if (c > 0)
+        bt_work_channel(w, c);
+    else
+        w->nchans = 1; /* channel 0's fields are the planned work's */
     /* a ring split by link speed has its own blocks (host channels only: a GPU's rings keep
      * equal blocks) */
     const struct bt_ring *ring = &w->chan->ring;

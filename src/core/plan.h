@@ -23,6 +23,15 @@
 #include "core/launch.h"
 #include "tune/tuner.h"
 
+/* The tuner's last choice for a target: the tuner is a pure function of the collective, its
+ * size and what the target offers (fixed for a communicator's executor), so a repeated call
+ * (the common case: the same collective and size again and again) takes it from here. */
+struct bt_tune_memo {
+    int valid, coll;
+    size_t bytes, esize;
+    struct bt_tune_out out;
+};
+
 /* The executor a plan is for, and what it offers: its tuner defaults, its channels and
  * connectors, what one step of each protocol carries. Addresses may be device memory: the
  * planner only stores them in works. */
@@ -50,7 +59,8 @@ struct bt_plan_target {
      * (both ends cut alike, by size alone); LL lines up to p2p_ll_max bytes (0: never) */
     int p2p_parts;
     size_t p2p_min_part, p2p_ll_max;
-    size_t p2p_slot; /* bytes a Simple step of a send/recv connector carries */
+    size_t p2p_slot;           /* bytes a Simple step of a send/recv connector carries */
+    struct bt_tune_memo *memo; /* the target's last tuner choice, or NULL: ask every time */
 };
 
 /* The size nccl-tests reports for a collective: the per-rank buffer it moves. */
@@ -87,12 +97,13 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
                   struct bt_work *w);
 
 /*
- * Channel c (< t->nchans, or 0) of a planned collective t, for an executor whose channels are
- * host memory: *w is t made channel c's (bt_work_channel); for a tree where this rank has a
+ * Channel c (< the planned work's nchans, or 0) of a planned collective, for an executor whose
+ * channels are host memory: *w holds a copy of bt_plan_coll's work (for c = 0 it may be that
+ * work itself) and is made channel c's (bt_work_channel); for a tree where this rank has a
  * parent on that channel, *down gets the work's down half and 1 is returned (the root runs
  * its channel's whole work as the up half), else 0.
  */
-int bt_plan_channel(const struct bt_work *t, uint32_t c, struct bt_work *w, struct bt_work *down);
+int bt_plan_channel(struct bt_work *w, uint32_t c, struct bt_work *down);
 
 /*
  * A send or a receive (to another rank, count > 0): its parts, each a byte copy on its own

@@ -441,7 +441,8 @@ static void plan_coll(int r, const struct op *o, const char *sendbuf, char *recv
     size_t share = tw.chan_count;
     for (uint32_t c = 0; c < nchans; c++) {
         struct bt_work *w = new_work(r), down;
-        int has_down = bt_plan_channel(&tw, c, w, &down);
+        *w = tw;
+        int has_down = bt_plan_channel(w, c, &down);
         size_t off = (size_t)c * share;
         if (w->chan != &W.ch[r][c] || w->chan_off != off ||
             w->chan_count != bt_min_sz(share, o->count - off) ||

@@ -43,12 +43,12 @@ struct bt_cuda_comm {
     char *dscratch;
     size_t scratch_bytes; /* per channel: the larger slot */
 
-    /* transport/cuda/p2p.c: this rank's FIFOs and the peers' it mapped */
+    /* exec/cuda/p2p.c: this rank's FIFOs and the peers' it mapped */
     void *fifo_base;  /* one allocation: ring FIFOs, then one per peer (device address) */
     void **peer_base; /* [nranks]: the peer's allocation, mapped here (or NULL) */
     int *peer_opened; /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
     int shm;          /* FIFOs in host shared memory (P2P_DISABLE=1, or no peer access) */
-    int net;          /* through host connectors (transport/cuda/host_conns.c): another host, or P2P
+    int net;          /* through host connectors (exec/cuda/host_conns.c): another host, or P2P
                          and shared memory both disabled */
     struct bt_shm_seg shm_own;   /* shm: our segment, registered with cudaHostRegister */
     struct bt_shm_seg *shm_peer; /* shm: [nranks] the peers' segments, mapped and registered */
@@ -96,7 +96,7 @@ struct bt_fifo_sizes;
 void bt_cuda_dconn_init(struct bt_conn *c, char *fifo, const struct bt_fifo_sizes *z, int peer,
                         int is_send, int ch);
 
-/* GPU connectors through host connectors (transport/cuda/host_conns.c). geometry: the
+/* GPU connectors through host connectors (exec/cuda/host_conns.c). geometry: the
  * channels and parts this mode uses (every rank alike); connect: connect them (collective),
  * register their FIFOs with CUDA and fill the staging channels (ring orders included) and
  * send/recv connectors with device views; post: the proxy ops for a launch's works (NET
