@@ -5,9 +5,8 @@
  * launch size class, and launch_typed (the size class for a launch). A kernel unit
  * (kernel_*.cu) includes this header and instantiates its dtypes with BT_CUDA_KERNEL_DTYPE;
  * kernel.cu's bt_cuda_kernel_launch calls the launcher of the works' dtype (kernel.h).
- * Several units, so that the build compiles dtypes in parallel: the kernels of one dtype are
- * about 1/12 of the work of nvcc, those of the 1-byte types far more (their packs hold 16
- * elements).
+ * Several units, so that the build compiles dtypes in parallel: a 1-byte type's kernels cost
+ * as much to compile as four or six of the wider types' (their packs hold 16 elements).
  */
 #ifndef BT_EXEC_CUDA_DEVICE_KERNELS_CUH
 #define BT_EXEC_CUDA_DEVICE_KERNELS_CUH
