@@ -1,7 +1,7 @@
 /*
  * What one kernel launch of the CUDA executor carries, by value in the kernel's parameter
  * space (up to 32 KB on Volta and later with CUDA 12.1+): the works to run and where to
- * report. Shared by the host side (launch.c, C) and the kernel (kernel.cu, C++).
+ * report. Shared by the host side (launch.c, C) and the kernels (device/kernels.cuh, C++).
  */
 #ifndef BT_EXEC_CUDA_KARGS_H
 #define BT_EXEC_CUDA_KARGS_H
@@ -14,8 +14,8 @@
 #define BT_CUDA_THREADS 512   /* per block: one block per channel (or per p2p lane) */
 
 /* The one-shot AllReduce with LL or LL128 lines runs each chunk in one pass, in a kernel of
- * its own (kernel.cu: bt_cuda_direct_kernel), up to this many ranks and channels; LL128 runs
- * only there. */
+ * its own (device/kernels.cuh: bt_cuda_direct_kernel), up to this many ranks and channels; LL128
+ * runs only there. */
 #define BT_CUDA_ONEPASS_MAX_RANKS 16
 #define BT_CUDA_ONEPASS_MAX_WORKS 32
 static inline BT_HD int bt_cuda_onepass(const struct bt_work *w)
@@ -39,7 +39,7 @@ struct bt_cuda_where {
     int32_t coll, peer, work, is_send; /* is_send 1: waiting for credit to send to the peer */
 };
 
-/* Host-mapped, one per communicator: what its kernels report to the host (exec/cuda/watch.c
+/* Host-mapped, one per communicator: what its kernels report to the host (core/watch.c
  * prints it, ncclCommGetAsyncError returns the error). Plain stores, details before the word
  * that announces them. */
 struct bt_cuda_report {

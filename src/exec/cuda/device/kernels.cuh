@@ -1,0 +1,192 @@
+/*
+ * The kernels and their launch, as templates over the element type: KArgs<W> (what a launch
+ * carries), block_work (which works this block runs), bt_cuda_kernel (the schedules' steps)
+ * and bt_cuda_direct_kernel (the one-pass one-shot AllReduce), one of each per dtype and
+ * launch size class, and launch_typed (the size class for a launch). A kernel unit
+ * (kernel_*.cu) includes this header and instantiates its dtypes with BT_CUDA_KERNEL_DTYPE;
+ * kernel.cu's bt_cuda_kernel_launch calls the launcher of the works' dtype (kernel.h).
+ * Several units, so that the build compiles dtypes in parallel: a 1-byte type's kernels cost
+ * as much to compile as four or six of the wider types' (their packs hold 16 elements).
+ */
+#ifndef BT_EXEC_CUDA_DEVICE_KERNELS_CUH
+#define BT_EXEC_CUDA_DEVICE_KERNELS_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "coll/algo.h"
+#include "exec/cuda/device/arith.cuh"
+#include "exec/cuda/device/direct.cuh"
+#include "exec/cuda/device/ll.cuh"
+#include "exec/cuda/device/simple.cuh"
+#include "exec/cuda/device/sync.cuh"
+#include "exec/cuda/kargs.h"
+#include "exec/cuda/kernel.h"
+
+/* What one launch carries: the header, then which block runs each work, then the works. W
+ * is the capacity: small launches pass a small struct (parameters are copied per launch). */
+template <int W> struct KArgs {
+    struct bt_cuda_khdr h;
+    uint16_t block[W];
+    struct bt_work works[W];
+};
+
+/* Sets the block's collective for reports; the work's barriers order it before they read. */
+static __device__ __forceinline__ void set_current(const struct bt_work *w)
+{
+    if (threadIdx.x == 0) {
+        cur_seq = w->seq;
+        cur_count = w->count;
+        cur_coll = w->coll;
+    }
+}
+
+/* Whether this block runs work wi, and if so its own work in shared memory *ws: a copy,
+ * made channel i's when the work stands for several (bt_work_channel; the block is then the
+ * work's block + i). *idx: the work's number in reports (the channel's, as if each had its
+ * own work). Every thread of the block takes the same branch. */
+template <int W>
+static __device__ bool block_work(const KArgs<W> &args, int wi, struct bt_work *ws, int *idx)
+{
+    uint32_t nchans = args.works[wi].nchans > 1 ? args.works[wi].nchans : 1;
+    uint32_t i = blockIdx.x - args.block[wi];
+    if (blockIdx.x < args.block[wi] || i >= nchans)
+        return false;
+    __syncthreads(); /* the block's previous work is done with *ws */
+    const uint32_t *src = (const uint32_t *)&args.works[wi];
+    for (int k = threadIdx.x; k < (int)(sizeof(*ws) / sizeof(uint32_t)); k += blockDim.x)
+        ((uint32_t *)ws)[k] = src[k];
+    __syncthreads();
+    if (nchans > 1) {
+        if (threadIdx.x == 0)
+            bt_work_channel(ws, i);
+        __syncthreads();
+    }
+    *idx = wi + (int)i;
+    return true;
+}
+
+/* One kernel per dtype (and launch size): each gets the registers its own arithmetic
+ * needs (the 16-element packs of 1-byte types need many more than float's 4). Every work
+ * of a launch has T's dtype; send/recv works are byte copies (uint8). Works step through
+ * their schedules (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. */
+template <typename T, int W>
+__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
+    bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
+{
+    __shared__ struct bt_work ws;
+    for (int wj = 0; wj < args.h.nworks; wj++) {
+        int wi;
+        if (!block_work(args, wj, &ws, &wi))
+            continue;
+        const struct bt_work *w = &ws;
+        const bool ll = w->proto == BT_PROTO_LL;
+        set_current(w);
+        for (uint64_t k = 0; k < w->nsteps; k++) {
+            struct bt_prim p;
+            bt_algo_prim(w, k, &p);
+            int err = threadIdx.x == 0 ? step_wait(p, ll, args.h, wi) : 0;
+            if (__syncthreads_or(err))
+                return;
+            if (ll) {
+                err = run_step_ll<T>(p, w, args.h, wi);
+            } else {
+                StepIO io;
+                simple_io(p, w, &io);
+                if (io.nsrc > 0 && io.ndst > 0 && io.nelem > 0)
+                    run_step_typed<T>(io, w->redop);
+            }
+            if (__syncthreads_or(err))
+                return;
+            if (threadIdx.x == 0)
+                step_post(p, ll, p.nelem * sizeof(T));
+            /* the next step's barrier orders thread 0's step updates before the reads */
+        }
+    }
+}
+
+/* The one-pass one-shot AllReduce (LL and LL128 lines; launches whose works are all
+ * bt_cuda_onepass). A kernel of its own: inside the general one, its batches raised the
+ * whole kernel's register spills, the Simple ring's loops included, from 24/60 bytes to
+ * 176/176 (ptxas, float), also as noinline calls. */
+template <typename T, int W>
+__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
+    bt_cuda_direct_kernel(const __grid_constant__ KArgs<W> args)
+{
+    __shared__ DirectChunk d;
+    __shared__ struct bt_work ws;
+    for (int wj = 0; wj < args.h.nworks; wj++) {
+        int wi;
+        if (!block_work(args, wj, &ws, &wi))
+            continue;
+        const struct bt_work *w = &ws;
+        set_current(w);
+        direct_open(w, w->proto, &d);
+        /* set_current before the credit waits' stall checks (threads r < n, r != rank) */
+        __syncthreads();
+        int err = w->proto == BT_PROTO_LL ? run_direct_ll<T>(w, args.h, wi, d)
+                                          : run_direct_ll128<T>(w, args.h, wi, d);
+        direct_close(w, &d);
+        if (err)
+            return;
+    }
+}
+
+/* The full-size launch passes the host's struct as it is (same layout); a small one
+ * copies its few works into a small struct. */
+static_assert(sizeof(KArgs<BT_CUDA_MAX_WORKS>) == sizeof(struct bt_cuda_kargs),
+              "KArgs<BT_CUDA_MAX_WORKS> must match struct bt_cuda_kargs");
+
+/* A launch of n works passes them in the smallest size class that holds them: parameters
+ * are copied at every launch (measured on H200: a launch carrying 128 works' 29 KB took
+ * about 5 us longer than one carrying 4). A collective is one work whatever its channel
+ * count (bt_work_channel); send/recv groups have a work per peer and part. */
+template <typename T, int W>
+static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_t stream,
+                         bool onepass)
+{
+    KArgs<W> k;
+    int n = a->h.nworks;
+    k.h = a->h;
+    memcpy(k.block, a->block, sizeof(k.block[0]) * (size_t)n);
+    memcpy(k.works, a->works, sizeof(k.works[0]) * (size_t)n);
+    if constexpr (W <= BT_CUDA_ONEPASS_MAX_WORKS) {
+        if (onepass) {
+            bt_cuda_direct_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
+            return;
+        }
+    }
+    bt_cuda_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
+}
+
+template <typename T>
+static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream_v)
+{
+    cudaStream_t stream = (cudaStream_t)stream_v;
+    int n = a->h.nworks;
+    bool onepass = n > 0 && n <= BT_CUDA_ONEPASS_MAX_WORKS;
+    for (int i = 0; i < n && onepass; i++)
+        onepass = bt_cuda_onepass(&a->works[i]);
+    if (n <= 4)
+        launch_sized<T, 4>(a, nblocks, stream, onepass);
+    else if (n <= 16)
+        launch_sized<T, 16>(a, nblocks, stream, onepass);
+    else if (n <= 32)
+        launch_sized<T, 32>(a, nblocks, stream, onepass);
+    else if (n <= 64)
+        launch_sized<T, 64>(a, nblocks, stream, onepass);
+    else /* the host's struct as it is (same layout) */
+        bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>
+            <<<nblocks, BT_CUDA_THREADS, 0, stream>>>(*(const KArgs<BT_CUDA_MAX_WORKS> *)a);
+    return (int)cudaGetLastError();
+}
+
+/* Defines bt_cuda_kernel_launch_NAME (kernel.h), the launcher of dtype T's kernels: the one
+ * instantiation of T's kernels, in the unit that expands it. */
+#define BT_CUDA_KERNEL_DTYPE(NAME, T)                                                              \
+    int bt_cuda_kernel_launch_##NAME(const struct bt_cuda_kargs *args, int nblocks, void *stream)  \
+    {                                                                                              \
+        return launch_typed<T>(args, nblocks, stream);                                             \
+    }
+
+#endif

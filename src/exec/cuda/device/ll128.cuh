@@ -1,0 +1,258 @@
+/*
+ * LL128 lines for the one-pass one-shot AllReduce (direct.cuh runs it): the warp-wide line
+ * stores and loads, and a chunk's lines in batches of rounds, sent to every peer and received
+ * and folded in rank order.
+ */
+#ifndef BT_EXEC_CUDA_DEVICE_LL128_CUH
+#define BT_EXEC_CUDA_DEVICE_LL128_CUH
+
+#include <stdint.h>
+
+#include "coll/work.h"
+#include "exec/cuda/device/arith.cuh"
+#include "exec/cuda/device/direct_conn.cuh"
+#include "exec/cuda/device/ll.cuh"
+#include "exec/cuda/device/sync.cuh"
+#include "transport/conn.h"
+
+/* LL128: line rounds a warp loads before it stores or checks the first (2 and 8 measured a
+ * third slower on one H200, bench/results/gpu-1xh200-ll128-2026-12-01.md) */
+#define DIRECT_LL128_BATCH 4
+
+/* LL128 lines (transport/conn.h): lane j = 0..7 of each 8-lane group of a warp holds bytes
+ * [16 j, 16 j + 16) of one line, lane 7's second word being the flag; a warp moves 4 lines
+ * per instruction, and its lanes stay converged (the line loops are warp-uniform). */
+static __device__ __forceinline__ void ll128_store(char *line, int j, uint64_t v0, uint64_t v1)
+{
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(line + 16 * j), "l"(v0), "l"(v1)
+                 : "memory");
+}
+
+/* This lane's 16 bytes of a line as they are now (the caller checks the flag). */
+static __device__ __forceinline__ void ll128_peek(const char *p, uint64_t *a, uint64_t *b)
+{
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                 : "=l"(*a), "=l"(*b)
+                 : "l"(p)
+                 : "memory");
+}
+
+/* Warp-collective: read this lane's 16 bytes of `line` (when `valid`) until the flag lane of
+ * every group of the warp sees `flag`: then the whole line it read with it is the sender's.
+ * Returns 0 or an enum bt_cuda_kerr, the same in every lane. */
+static __device__ __forceinline__ int ll128_load(const char *line, int j, bool valid, uint64_t flag,
+                                                 uint64_t *v0, uint64_t *v1,
+                                                 const struct bt_cuda_khdr &h, int peer, int widx)
+{
+    uint64_t start = 0, a = 0, b = 0;
+    for (uint32_t spins = 1;; spins++) {
+        if (valid)
+            ll128_peek(line + 16 * j, &a, &b);
+        if (!__any_sync(0xffffffffu, valid && j == 7 && b != flag)) {
+            *v0 = a;
+            *v1 = b;
+            return 0;
+        }
+        if ((spins & 1023) == 0) {
+            int err = (threadIdx.x & 31) == 0 ? stall_check(h, &start, peer, widx, 0) : 0;
+            err = __shfl_sync(0xffffffffu, err, 0);
+            if (err)
+                return err;
+        }
+    }
+}
+
+/* One chunk of an LL128 one-shot as this block sees it. Lines are taken in rounds of 4 per
+ * warp (one per 8-lane group); a batch is DIRECT_LL128_BATCH rounds. `nwhole` lines carry a
+ * full payload; with `aligned` (the user's buffers 8-byte aligned) a batch of whole lines
+ * moves words with plain 8-byte accesses, which the compiler issues back to back: the
+ * byte-exact path (ld_bytes, st_bytes) branches around each access, and a batch on it waits
+ * for its loads one by one (a third slower on H200). */
+struct LL128Chunk {
+    const char *src;
+    char *dst;
+    size_t nbytes, nlines, nrounds, nwhole;
+    bool aligned;
+};
+
+template <typename T>
+static __device__ __forceinline__ LL128Chunk ll128_chunk(const struct bt_work *w, uint64_t l)
+{
+    LL128Chunk c;
+    size_t off;
+    direct_chunk<T>(w, l, &off, &c.nbytes);
+    c.nlines = c.nbytes ? bt_div_up(c.nbytes, BT_LL128_PAYLOAD) : 1;
+    c.nrounds = bt_div_up(c.nlines, (size_t)(blockDim.x >> 5) * 4);
+    c.nwhole = c.nbytes / BT_LL128_PAYLOAD;
+    c.src = w->sendbuf + off * sizeof(T);
+    c.dst = w->recvbuf + off * sizeof(T);
+    c.aligned = (((uintptr_t)c.src | (uintptr_t)c.dst) & 7) == 0;
+    return c;
+}
+
+/* Round q's line for this lane's group. */
+static __device__ __forceinline__ size_t ll128_line(size_t q, int g)
+{
+    return (q * (size_t)(blockDim.x >> 5) + (size_t)(threadIdx.x >> 5)) * 4 + (size_t)g;
+}
+
+/* Whether the batch from round q0 on is whole lines of aligned buffers (block-uniform). */
+static __device__ __forceinline__ bool ll128_batch_whole(const LL128Chunk &c, size_t q0)
+{
+    return c.aligned && (q0 + DIRECT_LL128_BATCH) * (size_t)(blockDim.x >> 5) * 4 <= c.nwhole;
+}
+
+/* This lane's 16 bytes of `line` of the user's input (8 in lane 7, the flag's lane),
+ * pre-multiplied; WHOLE: a whole line of aligned buffers. */
+template <typename T, bool WHOLE>
+static __device__ __forceinline__ void ll128_own(const struct bt_work *w, const LL128Chunk &c,
+                                                 size_t line, int j, uint64_t *a, uint64_t *b)
+{
+    size_t o = line * BT_LL128_PAYLOAD + 16 * j;
+    if (WHOLE) {
+        *a = *(const uint64_t *)(c.src + o);
+        *b = j < 7 ? *(const uint64_t *)(c.src + o + 8) : 0;
+    } else {
+        *a = ld_bytes(c.src + o, word_bytes(c.nbytes, o));
+        *b = j < 7 ? ld_bytes(c.src + o + 8, word_bytes(c.nbytes, o + 8)) : 0;
+    }
+    if (w->redop.pre_mul) {
+        *a = word_scale<T, false>(*a, w->redop);
+        *b = word_scale<T, false>(*b, w->redop);
+    }
+}
+
+template <bool WHOLE>
+static __device__ __forceinline__ void ll128_out(const LL128Chunk &c, size_t line, int j,
+                                                 uint64_t a, uint64_t b)
+{
+    size_t o = line * BT_LL128_PAYLOAD + 16 * j;
+    if (WHOLE) {
+        *(uint64_t *)(c.dst + o) = a;
+        if (j < 7)
+            *(uint64_t *)(c.dst + o + 8) = b;
+    } else {
+        st_bytes(c.dst + o, a, word_bytes(c.nbytes, o));
+        if (j < 7)
+            st_bytes(c.dst + o + 8, b, word_bytes(c.nbytes, o + 8));
+    }
+}
+
+/* A batch of a chunk's lines to every peer: all its loads, then its stores (which wait for
+ * nothing). */
+template <typename T, bool WHOLE>
+static __device__ __forceinline__ void
+ll128_send_batch(const struct bt_work *w, const DirectChunk &d, const LL128Chunk &c, size_t q0)
+{
+    const int n = w->nranks, me = w->rank, j = threadIdx.x & 7, g = (threadIdx.x & 31) >> 3;
+    uint64_t a[DIRECT_LL128_BATCH], b[DIRECT_LL128_BATCH];
+#pragma unroll
+    for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+        size_t line = ll128_line(q0 + k, g);
+        if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
+            ll128_own<T, WHOLE>(w, c, line, j, &a[k], &b[k]);
+    }
+    for (int r = 0; r < n; r++) {
+        if (r == me)
+            continue;
+#pragma unroll
+        for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+            size_t line = ll128_line(q0 + k, g);
+            if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
+                ll128_store(d.send[r] + line * BT_LL128_LINE, j, a[k], j == 7 ? d.sflag[r] : b[k]);
+        }
+    }
+}
+
+/* A batch received: this rank's own words and a peer's lines loaded for the whole batch
+ * before the first flag check (a line not there yet is waited for), the n contributions
+ * folded in rank order. Returns 0 or an enum bt_cuda_kerr (the same in every lane). */
+template <typename T, bool WHOLE>
+static __device__ __forceinline__ int
+ll128_recv_batch(const struct bt_work *w, const DirectChunk &d, const LL128Chunk &c, size_t q0,
+                 const struct bt_cuda_khdr &h, int widx)
+{
+    const int n = w->nranks, me = w->rank, j = threadIdx.x & 7, g = (threadIdx.x & 31) >> 3;
+    uint64_t own0[DIRECT_LL128_BATCH], own1[DIRECT_LL128_BATCH];
+    uint64_t acc0[DIRECT_LL128_BATCH], acc1[DIRECT_LL128_BATCH];
+    int err = 0;
+#pragma unroll
+    for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+        size_t line = ll128_line(q0 + k, g);
+        own0[k] = own1[k] = 0;
+        if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
+            ll128_own<T, WHOLE>(w, c, line, j, &own0[k], &own1[k]);
+    }
+    for (int r = 0; r < n && !err; r++) {
+        if (r == me) {
+#pragma unroll
+            for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+                acc0[k] = r == 0 ? own0[k] : word_fold<T>(acc0[k], own0[k], w->redop.op);
+                acc1[k] = r == 0 ? own1[k] : word_fold<T>(acc1[k], own1[k], w->redop.op);
+            }
+            continue;
+        }
+        uint64_t v0[DIRECT_LL128_BATCH], v1[DIRECT_LL128_BATCH];
+#pragma unroll
+        for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+            size_t line = ll128_line(q0 + k, g);
+            v0[k] = v1[k] = 0;
+            if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
+                ll128_peek(d.recv[r] + line * BT_LL128_LINE + 16 * j, &v0[k], &v1[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+            if (err || (!WHOLE && q0 + k >= c.nrounds)) /* warp-uniform */
+                break;
+            size_t line = ll128_line(q0 + k, g);
+            bool valid = WHOLE || line < c.nlines;
+            if (__any_sync(0xffffffffu, valid && j == 7 && v1[k] != d.rflag[r]))
+                err = ll128_load(d.recv[r] + line * BT_LL128_LINE, j, valid, d.rflag[r], &v0[k],
+                                 &v1[k], h, r, widx);
+            acc0[k] = r == 0 ? v0[k] : word_fold<T>(acc0[k], v0[k], w->redop.op);
+            acc1[k] = r == 0 ? v1[k] : word_fold<T>(acc1[k], v1[k], w->redop.op);
+        }
+    }
+    if (err)
+        return err;
+#pragma unroll
+    for (int k = 0; k < DIRECT_LL128_BATCH; k++) {
+        size_t line = ll128_line(q0 + k, g);
+        if (!WHOLE && (q0 + k >= c.nrounds || line >= c.nlines))
+            continue;
+        if (w->redop.post_div) {
+            acc0[k] = word_scale<T, true>(acc0[k], w->redop);
+            acc1[k] = word_scale<T, true>(acc1[k], w->redop);
+        }
+        ll128_out<WHOLE>(c, line, j, acc0[k], acc1[k]);
+    }
+    return 0;
+}
+
+template <typename T>
+static __device__ __forceinline__ void ll128_send_chunk(const struct bt_work *w,
+                                                        const DirectChunk &d, uint64_t l)
+{
+    const LL128Chunk c = ll128_chunk<T>(w, l);
+    for (size_t q0 = 0; q0 < c.nrounds; q0 += DIRECT_LL128_BATCH) {
+        if (ll128_batch_whole(c, q0))
+            ll128_send_batch<T, true>(w, d, c, q0);
+        else
+            ll128_send_batch<T, false>(w, d, c, q0);
+    }
+}
+
+template <typename T>
+static __device__ __forceinline__ int ll128_recv_chunk(const struct bt_work *w,
+                                                       const DirectChunk &d, uint64_t l,
+                                                       const struct bt_cuda_khdr &h, int widx)
+{
+    const LL128Chunk c = ll128_chunk<T>(w, l);
+    int err = 0;
+    for (size_t q0 = 0; q0 < c.nrounds && !err; q0 += DIRECT_LL128_BATCH)
+        err = ll128_batch_whole(c, q0) ? ll128_recv_batch<T, true>(w, d, c, q0, h, widx)
+                                       : ll128_recv_batch<T, false>(w, d, c, q0, h, widx);
+    return err;
+}
+
+#endif
