@@ -212,12 +212,20 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
         .shm_all = tg->shm_all,
     };
     struct bt_tune_memo *m = tg->memo;
-    if (m && m->valid && m->coll == op->coll && m->bytes == in.bytes && m->esize == es) {
-        *t = m->out;
-    } else {
+    int hit = 0;
+    for (int k = 0; m && k < BT_TUNE_MEMO && !hit; k++) {
+        const struct bt_tune_memo_entry *e = &m->e[k];
+        if (e->bytes == in.bytes && e->coll == op->coll && e->esize == es) {
+            *t = e->out;
+            hit = 1;
+        }
+    }
+    if (!hit) {
         bt_tune_coll(&in, t);
-        if (m)
-            *m = (struct bt_tune_memo){1, op->coll, in.bytes, es, *t};
+        if (m) {
+            m->e[m->next] = (struct bt_tune_memo_entry){op->coll, in.bytes, es, *t};
+            m->next = (m->next + 1) % BT_TUNE_MEMO;
+        }
     }
     BT_TRACE(BT_LOG_TUNING, "coll %d count %zu bytes %zu: algo %d proto %d nch %d chunk %zu",
              op->coll, op->count, in.bytes, t->algo, t->proto, t->nchannels, t->chunk);

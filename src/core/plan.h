@@ -23,13 +23,18 @@
 #include "core/launch.h"
 #include "tune/tuner.h"
 
-/* The tuner's last choice for a target: the tuner is a pure function of the collective, its
+/* The tuner's last choices for a target: the tuner is a pure function of the collective, its
  * size and what the target offers (fixed for a communicator's executor), so a repeated call
- * (the common case: the same collective and size again and again) takes it from here. */
+ * (the common case: a few collectives and sizes again and again, such as a step's buckets and
+ * a barrier between them) takes its choice from here. Replaced round robin. */
+#define BT_TUNE_MEMO 4
 struct bt_tune_memo {
-    int valid, coll;
-    size_t bytes, esize;
-    struct bt_tune_out out;
+    struct bt_tune_memo_entry {
+        int coll;
+        size_t bytes, esize; /* esize 0: empty */
+        struct bt_tune_out out;
+    } e[BT_TUNE_MEMO];
+    int next;
 };
 
 /* The executor a plan is for, and what it offers: its tuner defaults, its channels and
@@ -60,7 +65,7 @@ struct bt_plan_target {
     int p2p_parts;
     size_t p2p_min_part, p2p_ll_max;
     size_t p2p_slot;           /* bytes a Simple step of a send/recv connector carries */
-    struct bt_tune_memo *memo; /* the target's last tuner choice, or NULL: ask every time */
+    struct bt_tune_memo *memo; /* the target's last tuner choices, or NULL: ask every time */
 };
 
 /* The size nccl-tests reports for a collective: the per-rank buffer it moves. */
