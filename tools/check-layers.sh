@@ -10,9 +10,11 @@ layers="$src/LAYERS"
 find "$src" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort |
     while read -r f; do
         rel=${f#"$src"/}
-        grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
-            sed 's/^\([0-9]*\):.*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1 \2/' |
-            while read -r line inc; do echo "$rel $line $inc"; done
+        # "x/y.h" as QUOTE x/y.h, <x/y.h> as ANGLE x/y.h (only src's own folders count then)
+        grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]' "$f" |
+            sed -e 's/^\([0-9]*\):.*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1 QUOTE \2/' \
+                -e 's/^\([0-9]*\):.*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/\1 ANGLE \2/' |
+            while read -r line kind inc; do echo "$rel $line $kind $inc"; done
     done | awk -v layers="$layers" '
 # the longest folder of LAYERS that `path` is in; "" when none
 function module(path,    d, best) {
@@ -44,7 +46,10 @@ BEGIN {
 {
     file = $1
     line = $2
-    inc = $3
+    inc = $4
+    if ($3 == "ANGLE" && module(inc) == "")
+        next # a system header
+    gsub(/(^|\/)\.\//, "", inc) # ./ parts; a .. part leaves the tree: its folder is unknown
     from = module(file)
     if (from == "") {
         printf "%s: its folder is not in %s\n", file, layers

@@ -84,7 +84,7 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
 
 #define DEF(v, d) ((v) == NCCL_CONFIG_UNDEF_INT ? (d) : (v))
     memset(out, 0, sizeof(*out));
-    /* Non-blocking communicators (blocking = 0, NCCL_COMM_BLOCKING=0) are not implemented yet:
+    /* Non-blocking communicators (blocking = 0; NCCL_COMM_BLOCKING is not read) are not yet:
      * the value is checked above, and every init and operation completes before it returns,
      * which a caller that polls ncclCommGetAsyncError after ncclInProgress also accepts. */
     if (c.blocking == 0)

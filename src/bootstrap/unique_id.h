@@ -24,7 +24,7 @@
 #include "util/socket.h"
 
 #define BT_UNIQUE_ID_TAG 0x44495442u
-#define BT_UNIQUE_ID_VERSION 1
+#define BT_UNIQUE_ID_VERSION 2 /* 2: the checksum is FNV-1a 64 folded to 32 bits */
 
 /* Write the id of {magic, addr} into id_p (BT_UNIQUE_ID_BYTES). addr must be IPv4/IPv6. */
 bt_status_t bt_bootstrap_id_pack(uint64_t magic, const union bt_sockaddr *addr, void *id_p);

@@ -39,6 +39,12 @@ enum bt_coll {
     BT_NUM_COLLS,
 };
 
+/* Send and Recv are the point-to-point ops: no common numbering, no fence. */
+static inline BT_HD int bt_coll_is_p2p(int coll)
+{
+    return coll == BT_COLL_SEND || coll == BT_COLL_RECV;
+}
+
 /* The collective's name, for messages. */
 static inline const char *bt_coll_name(int coll)
 {

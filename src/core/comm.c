@@ -251,7 +251,7 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     comm->oversubscribed = comm->local_ranks > online_cpus();
     comm->shm_all = 1;
     for (int r = 0; r < comm->nranks; r++)
-        if (r != comm->rank && !bt_transport_shm.can_connect(tc, r))
+        if (r != comm->rank && !bt_transport_direct(tc, r))
             comm->shm_all = 0;
     comm->nchannels = nch;
     /* Every rank reaches the same shm_all (shared memory joins ranks of one host and IPC
@@ -304,8 +304,9 @@ bt_status_t bt_comm_start(struct bt_comm *comm, const void *unique_id)
 bt_status_t bt_comm_async_error(struct bt_comm *comm)
 {
     bt_status_t st = (bt_status_t)atomic_load_explicit(&comm->async_error, memory_order_acquire);
-    if (st == BT_OK && comm->cuda) {
-        st = bt_cuda_comm_error(comm->cuda); /* a kernel that met an abort or timeout */
+    struct bt_cuda_comm *cc = __atomic_load_n(&comm->cuda, __ATOMIC_ACQUIRE); /* any thread */
+    if (st == BT_OK && cc) {
+        st = bt_cuda_comm_error(cc); /* a kernel that met an abort or timeout */
         if (st != BT_OK)
             bt_comm_set_async_error(comm, st);
     }
@@ -318,7 +319,8 @@ void bt_comm_abort_signal(struct bt_comm *comm)
     pthread_mutex_lock(&registry_lock);
     __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&registry_lock);
-    bt_cuda_comm_abort(comm->cuda); /* kernels waiting on peers end with an error */
+    /* kernels waiting on peers end with an error */
+    bt_cuda_comm_abort(__atomic_load_n(&comm->cuda, __ATOMIC_ACQUIRE));
     if (comm->bs)
         bt_bootstrap_abort(comm->bs);
     /* A collective stuck in another thread sees the flag within a few ms and returns;

@@ -2,8 +2,8 @@
  * The launch: a group's ops are checked and planned once (core/plan.h), then run by their
  * executor. This file holds bt_launch and the host part; the GPU part is core/launch_gpu.c.
  *
- *   bt_launch:  every comm in use -> CHECK_COLL -> host ops first, GPU ops last ->
- *               bt_plan_check -> host part -> GPU part -> failure policy
+ *   bt_launch:  every comm in use -> CHECK_COLL -> bt_plan_check -> host ops first, GPU ops
+ *               last -> host part -> GPU part -> failure policy
  *   host part:  per op: bt_plan_begin -> works (bt_plan_coll: one per channel and, for a
  *               tree, a down half; bt_plan_p2p) put on lanes -> connectors the works need
  *               that are not connected yet
@@ -190,9 +190,7 @@ static int works_needed(const struct bt_op *ops, int nops)
 {
     int n = 0;
     for (int i = 0; i < nops; i++)
-        n += ops[i].coll == BT_COLL_SEND || ops[i].coll == BT_COLL_RECV
-                 ? 1
-                 : 2 * ops[i].comm->nchannels;
+        n += bt_coll_is_p2p(ops[i].coll) ? 1 : 2 * ops[i].comm->nchannels;
     return n;
 }
 
@@ -225,7 +223,8 @@ static void host_target(struct bt_comm *comm, struct bt_plan_target *tg)
 }
 
 /* The comm's host target, made at its first host operation (what it describes is fixed once
- * init is done: TOPO_PROBE re-plans the channels in place). */
+ * init is done: TOPO_PROBE re-plans the channels in place), but for the one-shot's scratch,
+ * which place_coll points at this launch's arena for each op. */
 static struct bt_plan_target *target_of(struct bt_comm *comm)
 {
     if (!comm->host_tg.owner) {
@@ -300,17 +299,18 @@ static bt_status_t place_coll(struct bt_comm *comm, const struct bt_op *op)
     if (nchans > 1)
         tw = *w0;
     for (uint32_t c = 0; c < nchans; c++) {
-        struct bt_work *w = c == 0 ? w0 : new_work();
+        struct bt_work *w = c == 0 ? w0 : new_work(), down;
         if (c > 0)
             *w = tw;
-        /* d: the next slot (works_needed counts two a channel), taken if a down half is made */
-        struct bt_work *d = &ls.works[ls.nworks];
-        int down = bt_plan_channel(w, c, d);
-        fence->remaining += 1 + down;
+        int has_down = bt_plan_channel(w, c, &down);
+        fence->remaining += 1 + has_down;
         BT_CHECK(push(&comm->channels[c].lane, w));
         BT_CHECK(coll_conns(comm, t.algo, (int)c));
-        if (down)
-            BT_CHECK(push(&comm->tree_down_lanes[c], new_work()));
+        if (has_down) {
+            struct bt_work *d = new_work();
+            *d = down;
+            BT_CHECK(push(&comm->tree_down_lanes[c], d));
+        }
     }
     return BT_OK;
 }
@@ -377,8 +377,8 @@ static void report_proxied(const struct bt_proxied_op *po)
  * launch fails now instead of at TIMEOUT. */
 static int peer_gone(const struct bt_work *w, int peer)
 {
-    int p2p = w->coll == BT_COLL_SEND || w->coll == BT_COLL_RECV;
-    if (bt_liveness_report_down(w->owner, peer, p2p ? "send/recv" : "collective", w->seq, 0))
+    const char *what = bt_coll_is_p2p(w->coll) ? "send/recv" : "collective";
+    if (bt_liveness_report_down(w->owner, peer, what, w->seq, 0))
         return 1;
     const struct bt_proxied_op *po = bt_host_proxied_failed(&ls.px, w->owner);
     if (po)
@@ -420,9 +420,9 @@ bt_status_t bt_launch_host(struct bt_op *ops, int nops)
         struct bt_op *op = &ops[i];
         struct bt_comm *comm = op->comm;
         BT_CHECK_GOTO(bt_plan_begin(op), st, fail);
-        if (op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV) {
+        if (bt_coll_is_p2p(op->coll)) {
             if (op->self_src && op->recvbuf != op->self_src) /* paired by bt_plan_check */
-                memmove(op->recvbuf, op->self_src, op->self_count * bt_dtype_size(op->dtype));
+                memmove(op->recvbuf, op->self_src, op->self_bytes);
             if (op->count == 0 || op->peer == comm->rank)
                 continue;
             BT_CHECK_GOTO(place_p2p(comm, op), st, fail);
@@ -553,19 +553,24 @@ bt_status_t bt_launch(struct bt_op *ops, int nops)
             return BT_ERR_INVALID_USAGE;
         }
     }
+    /* Nothing has run while these fail: the communicators stay as they are. */
     bt_status_t st = bt_check_colls(ops, nops);
+    if (st == BT_OK)
+        st = bt_plan_check(ops, nops, op_is_gpu); /* the group's order: self pairs */
     int ngpu = st == BT_OK ? gpu_ops_last(ops, nops) : 0;
     if (ngpu < 0)
         st = BT_ERR_SYSTEM;
-    if (st == BT_OK)
-        st = bt_plan_check(ops, nops);
-    if (st == BT_OK && nops > ngpu)
-        st = bt_launch_host(ops, nops - ngpu);
     if (st == BT_OK && ngpu > 0)
-        st = bt_launch_gpu(ops + nops - ngpu, ngpu);
-    if (st != BT_OK)
-        bt_plan_fail(ops, nops, st);
+        st = bt_launch_gpu_check(ops + nops - ngpu, ngpu);
+    /* From here ops run: a failure may leave the ranks apart (bt_plan_fail). */
+    bt_status_t run = BT_OK;
+    if (st == BT_OK && nops > ngpu)
+        run = bt_launch_host(ops, nops - ngpu);
+    if (st == BT_OK && run == BT_OK && ngpu > 0)
+        run = bt_launch_gpu(ops + nops - ngpu, ngpu);
+    if (run != BT_OK)
+        bt_plan_fail(ops, nops, run);
     for (int i = 0; i < nops; i++)
         bt_comm_release(ops[i].comm);
-    return st;
+    return st != BT_OK ? st : run;
 }

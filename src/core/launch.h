@@ -24,10 +24,10 @@ struct bt_op {
     int peer;               /* root (Bcast, Reduce) or peer (Send, Recv) */
     void *stream;           /* cudaStream_t: where a GPU operation runs */
     /* set by the planner: a receive from this rank itself takes the matched send's input,
-     * min(both counts) elements of it, NULL otherwise (bt_plan_check); the communicator's
+     * the smaller of their byte counts, NULL otherwise (bt_plan_check); the communicator's
      * collective number, 0 for send/recv (bt_plan_begin) */
     const void *self_src;
-    size_t self_count;
+    size_t self_bytes;
     uint64_t seq;
 };
 
@@ -39,6 +39,11 @@ bt_status_t bt_launch(struct bt_op *ops, int nops);
  * bt_plan_check; bt_launch runs the host ops first. */
 bt_status_t bt_launch_host(struct bt_op *ops, int nops);
 bt_status_t bt_launch_gpu(struct bt_op *ops, int nops);
+
+/* What the GPU part can tell before anything of the launch runs: ncclInvalidUsage (logged)
+ * for what the CUDA executor cannot do (a capture through the network, on a communicator set
+ * up already; a one-rank PreMulSum with a host-immediate scalar other than 1). */
+bt_status_t bt_launch_gpu_check(const struct bt_op *ops, int nops);
 
 /* Wait for a GPU communicator's kernels, then free its CUDA state (none: nothing). */
 void bt_launch_gpu_free(struct bt_comm *comm);

@@ -81,9 +81,12 @@ static bt_status_t setup_one(struct bt_comm *comm, void *unused)
         .min_nchannels = comm->tune.min_nchannels,
         .host_slot = comm->simple_slot,
     };
+    struct bt_cuda_comm *cc = NULL;
     bt_status_t st = bt_device_set(comm->cuda_dev);
     if (st == BT_OK)
-        st = bt_cuda_comm_create(&s, &comm->cuda);
+        st = bt_cuda_comm_create(&s, &cc);
+    /* published whole: ncclCommGetAsyncError reads it from another thread */
+    __atomic_store_n(&comm->cuda, cc, __ATOMIC_RELEASE);
     bt_watch_setup_done(comm); /* now: another comm of the group may still wait */
     return st;
 }
@@ -101,7 +104,7 @@ static void watch_setups(const struct bt_op *ops, int nops)
         struct bt_comm *comm = ops[i].comm;
         uint64_t seq = 0;
         for (int j = i; j < nops && ops[j].comm == comm && !seq; j++)
-            if (ops[j].coll != BT_COLL_SEND && ops[j].coll != BT_COLL_RECV)
+            if (!bt_coll_is_p2p(ops[j].coll))
                 seq = comm->ncolls + 1;
         if (seq)
             bt_arrival_start(comm, seq);
@@ -137,19 +140,37 @@ void bt_launch_gpu_free(struct bt_comm *comm)
 
 /* Through the network the launch hands the proxy each kernel's steps as it queues the
  * kernel; a graph would replay kernels without them. */
-static bt_status_t check_capture(const struct bt_op *ops, int i0, int nops)
+static bt_status_t check_capture(const struct bt_op *op)
 {
-    struct bt_comm *comm = ops[i0].comm;
-    if (!bt_cuda_comm_net(comm->cuda))
+    struct bt_comm *comm = op->comm;
+    if (!comm->cuda || !comm->cuda->net || !bt_device_stream_capturing(op->stream))
         return BT_OK;
-    for (int i = i0; i < nops && ops[i].comm == comm; i++) {
-        if (bt_device_stream_capturing(ops[i].stream)) {
-            BT_WARN("rank %d: CUDA graph capture of GPU operations through the network (a rank "
-                    "on another host, or P2P_DISABLE=1 with SHM_DISABLE=1) is not supported yet; "
-                    "run them outside the capture",
-                    comm->rank);
-            return BT_ERR_INVALID_USAGE;
-        }
+    BT_WARN("rank %d: CUDA graph capture of GPU operations through the network (a rank on "
+            "another host, or P2P_DISABLE=1 with SHM_DISABLE=1) is not supported yet; run them "
+            "outside the capture",
+            comm->rank);
+    return BT_ERR_INVALID_USAGE;
+}
+
+/* What the CUDA executor cannot do yet: a one-rank collective that multiplies by a scalar
+ * other than 1 (PreMulSum; the host does it). A scalar in memory is only known at launch. */
+static bt_status_t check_single(const struct bt_op *op)
+{
+    const struct bt_redop *r = &op->redop;
+    if (op->comm->nranks != 1 || op->count == 0 || bt_plan_single(op) != 2 || !r->pre_mul ||
+        r->scalar_f == 1.0 || r->scalar_i == 1)
+        return BT_OK;
+    BT_WARN("PreMulSum with a scalar other than 1 on a one-rank GPU communicator is not "
+            "supported yet");
+    return BT_ERR_INVALID_USAGE;
+}
+
+bt_status_t bt_launch_gpu_check(const struct bt_op *ops, int nops)
+{
+    for (int i = 0; i < nops; i++) {
+        BT_CHECK(check_capture(&ops[i])); /* a comm not set up yet: checked after its setup */
+        if (!ops[i].scalar_ptr)
+            BT_CHECK(check_single(&ops[i]));
     }
     return BT_OK;
 }
@@ -174,15 +195,14 @@ static bt_status_t launch_p2p(const struct bt_plan_target *tg, struct bt_op *ops
     struct bt_cuda_comm *cc = comm->cuda;
     bt_cuda_kargs_init(&a, cc);
     void *stream = ops[i0].stream;
-    struct bt_work parts[BT_CUDA_MAX_WORKS];
+    struct bt_work parts[BT_CUDA_P2P_PARTS]; /* bt_plan_p2p gives at most cc->np2p */
     for (int i = i0; i < i1; i++) {
         struct bt_op *op = &ops[i];
         BT_CHECK(bt_plan_begin(op));
         if (op->self_src) {
             if (op->recvbuf != op->self_src)
-                BT_CHECK(bt_device_copy_async(op->recvbuf, op->self_src,
-                                              op->self_count * bt_dtype_size(op->dtype),
-                                              op->stream));
+                BT_CHECK(
+                    bt_device_copy_async(op->recvbuf, op->self_src, op->self_bytes, op->stream));
             continue;
         }
         if (op->count == 0 || op->peer == comm->rank)
@@ -207,31 +227,32 @@ static bt_status_t launch_p2p(const struct bt_plan_target *tg, struct bt_op *ops
 /* A one-rank collective: the output is the input (AllReduce, Broadcast, ...). */
 static bt_status_t launch_single(struct bt_op *op)
 {
-    int kind = bt_plan_single(op);
-    if (kind == 2 && op->redop.pre_mul && op->redop.scalar_f != 1.0 && op->redop.scalar_i != 1) {
-        BT_WARN("PreMulSum with a scalar other than 1 on a one-rank GPU communicator is not "
-                "supported yet");
-        return BT_ERR_INVALID_USAGE;
-    }
+    BT_CHECK(check_single(op)); /* a scalar read from memory just now */
     if (op->sendbuf == op->recvbuf || op->count == 0)
         return BT_OK;
     return bt_device_copy_async(op->recvbuf, op->sendbuf, op->count * bt_dtype_size(op->dtype),
                                 op->stream);
 }
 
-static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)
+/* The comm's GPU target, made at its first launch after the setup: fixed from then on. */
+static const struct bt_plan_target *target_of(struct bt_comm *comm)
 {
-    struct bt_comm *comm = ops[i0].comm;
-    if (!comm->gpu_tg.owner) { /* the first launch after the setup: fixed from here on */
+    if (!comm->gpu_tg.owner) {
         gpu_target(comm, &comm->gpu_tg);
         comm->gpu_tg.memo = &comm->gpu_memo;
     }
-    const struct bt_plan_target *tg = &comm->gpu_tg;
+    return &comm->gpu_tg;
+}
+
+static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)
+{
+    struct bt_comm *comm = ops[i0].comm;
+    const struct bt_plan_target *tg = target_of(comm);
     for (int i = i0; i < i1;) {
         struct bt_op *op = &ops[i];
-        if (op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV) {
+        if (bt_coll_is_p2p(op->coll)) {
             int j = i;
-            while (j < i1 && (ops[j].coll == BT_COLL_SEND || ops[j].coll == BT_COLL_RECV))
+            while (j < i1 && bt_coll_is_p2p(ops[j].coll))
                 j++;
             BT_CHECK(launch_p2p(tg, ops, i, j));
             i = j;
@@ -255,10 +276,10 @@ bt_status_t bt_launch_gpu(struct bt_op *ops, int nops)
     for (int i = 0; i < nops; i++)
         setup |= needs_setup(&ops[i]);
     bt_status_t st = setup ? setup_comms(ops, nops) : BT_OK;
-    /* a refused capture leaves the communicators as they are: nothing was queued */
-    for (int i = 0; i < nops && st == BT_OK; i++)
-        if (i == 0 || ops[i].comm != ops[i - 1].comm)
-            st = check_capture(ops, i, nops);
+    /* communicators set up just now: a refused capture still queues nothing (the host part of
+     * the launch has run, though: bt_launch_gpu_check refuses it before that when it can) */
+    for (int i = 0; i < nops && st == BT_OK && setup; i++)
+        st = check_capture(&ops[i]);
     if (st != BT_OK) {
         if (prev >= 0)
             (void)bt_device_set(prev);

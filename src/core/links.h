@@ -1,9 +1,10 @@
 /*
  * What a communicator knows about the links between its ranks, and what it does with it:
- *   - TOPO_PROBE=1: once init is done (bt_comm_start), each directed pair's throughput is measured
- * through the real transport (a send/recv of a few MB per pair, one pair at a time), gathered on
- * every rank, and the channels' rings follow the widest ring with AllReduce blocks in proportion to
- * its links (graph/ring_plan.h; RING_SPLIT=0 keeps blocks equal);
+ *   - TOPO_PROBE=1: once init is done (bt_comm_start), each directed pair's throughput is
+ *     measured through the real transport (a send/recv of a few MB per pair, one pair at a
+ *     time), gathered on every rank, and the channels' rings follow the widest ring with
+ *     AllReduce blocks in proportion to its links (graph/ring_plan.h; RING_SPLIT=0 keeps
+ *     blocks equal);
  *   - INJECT_LINK_BW (testing, benchmarks): caps chosen links' send rate, so a slow link
  *     can be made on one machine ("*>*:2000,0>1:1000": every link 2000 MB/s, 0 to 1 half).
  * Host-memory communicators only (the CUDA executor builds its own rings).

@@ -18,14 +18,9 @@ size_t bt_plan_bytes(const struct bt_op *op, int nranks)
     return b;
 }
 
-static int is_p2p(const struct bt_op *op)
-{
-    return op->coll == BT_COLL_SEND || op->coll == BT_COLL_RECV;
-}
-
 static int is_self(const struct bt_op *op)
 {
-    return is_p2p(op) && op->peer == op->comm->rank && op->count != 0;
+    return bt_coll_is_p2p(op->coll) && op->peer == op->comm->rank && op->count != 0;
 }
 
 /* The communicator can run operations: its init finished and nothing failed since. */
@@ -46,8 +41,9 @@ static bt_status_t gate(struct bt_comm *comm)
 }
 
 /* Each communicator's k-th send to itself pairs with its k-th receive from itself, whatever
- * their order in the group (a send to self never waits, so there is no order to keep). */
-static bt_status_t match_self(struct bt_op *ops, int nops)
+ * their order in the group (a send to self never waits, so there is no order to keep); the
+ * pair's copy is made by the executor both run on, so both must run on one. */
+static bt_status_t match_self(struct bt_op *ops, int nops, int (*on_gpu)(const struct bt_op *))
 {
     for (int i = 0; i < nops; i++)
         ops[i].self_src = NULL;
@@ -66,8 +62,16 @@ static bt_status_t match_self(struct bt_op *ops, int nops)
                     s->comm->rank, s->count);
             return BT_ERR_INVALID_USAGE;
         }
+        if (on_gpu && on_gpu(s) != on_gpu(r)) {
+            BT_WARN("rank %d: ncclSend to itself from %s memory pairs with an ncclRecv from itself "
+                    "into %s memory: both buffers of a send/recv to oneself must be device "
+                    "memory, or both host memory",
+                    s->comm->rank, on_gpu(s) ? "device" : "host", on_gpu(r) ? "device" : "host");
+            return BT_ERR_INVALID_USAGE;
+        }
         r->self_src = s->sendbuf;
-        r->self_count = bt_min_sz(s->count, r->count);
+        r->self_bytes =
+            bt_min_sz(s->count * bt_dtype_size(s->dtype), r->count * bt_dtype_size(r->dtype));
     }
     for (int j = 0; j < nops; j++) {
         struct bt_op *r = &ops[j];
@@ -81,12 +85,12 @@ static bt_status_t match_self(struct bt_op *ops, int nops)
     return BT_OK;
 }
 
-bt_status_t bt_plan_check(struct bt_op *ops, int nops)
+bt_status_t bt_plan_check(struct bt_op *ops, int nops, int (*on_gpu)(const struct bt_op *))
 {
     for (int i = 0; i < nops; i++)
         if (i == 0 || ops[i].comm != ops[i - 1].comm)
             BT_CHECK(gate(ops[i].comm));
-    return match_self(ops, nops);
+    return match_self(ops, nops, on_gpu);
 }
 
 void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
@@ -134,13 +138,13 @@ bt_status_t bt_plan_begin(struct bt_op *op)
     struct bt_comm *comm = op->comm;
     bt_log_set_rank(comm->rank);
     op->seq = 0; /* send/recv sequences differ between ranks: no number */
-    if (!is_p2p(op))
+    if (!bt_coll_is_p2p(op->coll))
         bt_arrival_start(comm, op->seq = ++comm->ncolls); /* this rank has called it */
     if (!op->scalar_ptr)
         return BT_OK;
     unsigned char v[8] = {0};
     size_t es = bt_dtype_size(op->dtype);
-    if (bt_device_ptr_is_device(op->scalar_ptr))
+    if (comm->cuda_dev >= 0 && bt_device_ptr_is_device(op->scalar_ptr)) /* no CUDA on host comms */
         BT_CHECK(bt_device_read_after(v, op->scalar_ptr, es, op->stream));
     else
         memcpy(v, op->scalar_ptr, es);

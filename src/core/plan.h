@@ -72,21 +72,23 @@ struct bt_plan_target {
 size_t bt_plan_bytes(const struct bt_op *op, int nranks);
 
 /*
- * Check a launch before anything of it runs: every op's communicator finished its init and
- * has not failed (else that error), and each communicator's sends to itself pair with its
- * receives from itself, the k-th with the k-th in any order (ops[].self_src is set on each
- * receive; an unmatched send or receive is BT_ERR_INVALID_USAGE). Returns BT_OK or the first
- * failure, logged; nothing is changed but self_src and self_count.
+ * Check a launch before anything of it runs, in the group's order: every op's communicator
+ * finished its init and has not failed (else that error), and each communicator's sends to
+ * itself pair with its receives from itself, the k-th with the k-th in any order (ops[]'s
+ * self_src and self_bytes are set on each receive). An unmatched send or receive, or a pair
+ * whose ops would run on different executors (on_gpu(op): the op runs on the GPU; NULL: none
+ * does), is BT_ERR_INVALID_USAGE. Returns BT_OK or the first failure, logged. A kernel error
+ * found here becomes its communicator's async error; nothing else changes.
  */
-bt_status_t bt_plan_check(struct bt_op *ops, int nops);
+bt_status_t bt_plan_check(struct bt_op *ops, int nops, int (*on_gpu)(const struct bt_op *));
 
 /* A PreMulSum scalar's value, stored as op->dtype at v, into op (at enqueue for host-immediate
  * scalars, by bt_plan_begin for scalars read from memory). */
 void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
 
-/* An op starts (in launch order, on its executor): the comm's op count, and for a collective
- * its number (the same sequence on every rank) on the arrival board; a PreMulSum scalar in
- * memory is read now (device memory after the op's stream's earlier work). */
+/* An op starts (in launch order, on its executor): a collective gets its number (op->seq,
+ * the same sequence on every rank) on the arrival board; a PreMulSum scalar in memory is read
+ * now (device memory, on a GPU communicator, after the op's stream's earlier work). */
 bt_status_t bt_plan_begin(struct bt_op *op);
 
 /* A one-rank collective: the output is the input, pre-multiplied and divided as the op says.
@@ -117,8 +119,9 @@ int bt_plan_channel(struct bt_work *w, uint32_t c, struct bt_work *down);
  */
 int bt_plan_p2p(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_work *works);
 
-/* A launch failed with `st`: a peer that failed or a resource that broke poisons the
- * communicators involved (their async error); a usage error of this call does not. */
+/* A launch failed with `st` while its ops ran (after bt_plan_check): a peer that failed or a
+ * resource that broke poisons the communicators involved (their async error); a usage error
+ * of this call does not. */
 void bt_plan_fail(struct bt_op *ops, int nops, bt_status_t st);
 
 #endif

@@ -46,6 +46,7 @@ static struct {
         uint64_t setup_since;       /* bt_time_ns */
         uint64_t ask_seq;           /* no board: ask the other ranks about this collective */
         int busy;                   /* the thread uses the comm's bootstrap outside w.lock */
+        int error_told;             /* the kernels' report's error was printed */
     } * comms;
     int n, cap;
 } w = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
@@ -140,8 +141,8 @@ static void look(struct watched *e)
         r->stalled = 0;
     }
     int err = __atomic_load_n(&r->error, __ATOMIC_ACQUIRE);
-    if (err != BT_CUDA_KERR_NONE && !cc->error_told) {
-        cc->error_told = 1;
+    if (err != BT_CUDA_KERR_NONE && !e->error_told) {
+        e->error_told = 1;
         bt_log_set_rank(comm->rank);
         describe(what, sizeof(what), &r->error_at);
         if (err == BT_CUDA_KERR_ABORT) {

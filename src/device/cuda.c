@@ -3,12 +3,18 @@
 
 #include <cuda_runtime_api.h>
 
-static bt_status_t cuda_status(cudaError_t e, const char *what)
+bt_status_t bt_device_error(int err, const char *what)
 {
+    cudaError_t e = (cudaError_t)err;
     if (e == cudaSuccess)
         return BT_OK;
     BT_WARN("%s failed: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
     return BT_ERR_CUDA;
+}
+
+static bt_status_t cuda_status(cudaError_t e, const char *what)
+{
+    return bt_device_error((int)e, what);
 }
 
 int bt_device_count(void)

@@ -13,6 +13,10 @@
 
 #include "util/status.h"
 
+/* A CUDA runtime call's result (cudaError_t): BT_OK for success, else a WARN naming `what`
+ * and CUDA's name and text for the error, and BT_ERR_CUDA. */
+bt_status_t bt_device_error(int err, const char *what);
+
 /* Devices this process can use (0 without CUDA or a driver); the current one or -1. */
 int bt_device_count(void);
 int bt_device_current(void);

@@ -109,6 +109,10 @@ extern const struct bt_transport_ops bt_transport_net;
 /* The transport for a connector to `peer`, or NULL (logged) when none can connect. */
 const struct bt_transport_ops *bt_transport_select(const struct bt_transport_ctx *ctx, int peer);
 
+/* Whether connectors to `peer` would be moved by the executors alone, through memory both
+ * ends map (the transport selected has no `post`); 0 when none can connect. Not logged. */
+int bt_transport_direct(const struct bt_transport_ctx *ctx, int peer);
+
 /* Post `nsteps` steps of a proxied connector (bt_conn_proxied; see `post` above). */
 static inline bt_status_t bt_transport_post(struct bt_transport_ctx *ctx, struct bt_conn *conn,
                                             uint64_t nsteps, struct bt_zc_step *zc,

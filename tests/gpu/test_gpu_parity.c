@@ -54,6 +54,13 @@ static void dev_init(void)
         CUDA_OK(cudaStreamCreate(&streams[r]));
 }
 
+static void *host_alloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    BT_TEST_CHECK(p != NULL, "out of memory");
+    return p;
+}
+
 static const struct parity_backend gpu = {
     .name = "gpu",
     .alloc = dev_alloc,
@@ -63,6 +70,8 @@ static const struct parity_backend gpu = {
     .stream = dev_stream,
     .sync = dev_sync,
     .init = dev_init,
+    .other_alloc = host_alloc,
+    .other_release = free,
 };
 
 int main(void)

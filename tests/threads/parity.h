@@ -12,6 +12,9 @@
  *   3. a receive from oneself before the send in the group: it gets the send's data;
  *   4. two of each in any order: the k-th receive gets the k-th send's data;
  *   5. an invalid argument (a bad datatype) fails that call only: the comm stays usable;
+ *   7. (GPU) a send to oneself from device memory with the receive into host memory:
+ *      ncclInvalidUsage, nothing runs, no poisoning (the two ops would run on different
+ *      executors);
  *   6. a communicator whose collective failed (its peer never called it: TIMEOUT; on a GPU the
  *      kernel's report says so) refuses its next operation at once with ncclRemoteError (no
  *      wait, nothing run), whether or not ncclCommGetAsyncError was asked first, and reports
@@ -40,6 +43,9 @@ struct parity_backend {
     void *(*stream)(int rank);                              /* cudaStream_t, or NULL */
     void (*sync)(int rank);                                 /* wait for the rank's stream */
     void (*init)(void); /* before the communicators: the device, streams (may be NULL) */
+    /* memory of the other kind (host memory beside device buffers), or NULL: none */
+    void *(*other_alloc)(size_t bytes);
+    void (*other_release)(void *p);
 };
 
 static const struct parity_backend *pb;
@@ -189,6 +195,24 @@ static void parity_run(const struct parity_backend *backend)
     BT_TEST_CHECK(rc == ncclInvalidArgument, "[%s] bad datatype: %d", pb->name, (int)rc);
     BT_TEST_CHECK(async_error(0) == ncclSuccess, "[%s] a bad argument poisoned the comm", pb->name);
     parity_allreduce_ok("an invalid argument");
+
+    /* 7: one pair across executors */
+    if (pb->other_alloc) {
+        float *dev = parity_buf(0, 1, 0), *host = pb->other_alloc(PARITY_N * sizeof(float));
+        BT_TEST_OK(ncclGroupStart());
+        BT_TEST_OK(ncclSend(dev, PARITY_N, ncclFloat32, 0, pc[0], pb->stream(0)));
+        BT_TEST_OK(ncclRecv(host, PARITY_N, ncclFloat32, 0, pc[0], pb->stream(0)));
+        rc = ncclGroupEnd();
+        BT_TEST_CHECK(rc == ncclInvalidUsage,
+                      "[%s] send to self from device memory into host "
+                      "memory: %d",
+                      pb->name, (int)rc);
+        BT_TEST_CHECK(async_error(0) == ncclSuccess, "[%s] a cross-memory pair poisoned the comm",
+                      pb->name);
+        pb->release(dev);
+        pb->other_release(host);
+        parity_allreduce_ok("a send to self across memory kinds");
+    }
 
     /* 6: rank 0 alone: its peer never comes, TIMEOUT ends it; then the comm is failed (told by
      * the next operation, before anyone asked ncclCommGetAsyncError) */

@@ -47,10 +47,6 @@ bt_status_t bt_cuda_comm_error(const struct bt_cuda_comm *cc);
 /* Raise the kernels' abort flag: a kernel waiting on a peer ends with an error. NULL ok. */
 void bt_cuda_comm_abort(struct bt_cuda_comm *cc);
 
-/* Whether the communicator's connectors go through the host's network connectors (the
- * proxy moves them; a CUDA graph cannot replay that). */
-int bt_cuda_comm_net(const struct bt_cuda_comm *cc);
-
 /* A launch: empty, then a work for `block` (and the blocks after it, for a work standing for
  * several channels), then queued on `stream` (cudaStream_t) after the communicator's kernels
  * before it, whatever their streams. A full one (BT_CUDA_MAX_WORKS) must be launched before

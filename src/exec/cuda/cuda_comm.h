@@ -2,7 +2,8 @@
  * A GPU communicator's CUDA state (comm->cuda), built by the first GPU operation: the
  * device copies of its channels and connectors the kernels run over, and the host-mapped
  * words kernels report through. Made and changed by exec/cuda only; the launch
- * (core/launch_gpu.c) reads its geometry to plan, the watcher (core/watch.c) its report.
+ * (core/launch_gpu.c) reads its geometry to plan, the watcher (core/watch.c) reads the report
+ * and clears its `stalled` word once it has printed it (the report's protocol, kargs.h).
  */
 #ifndef BT_EXEC_CUDA_CUDA_COMM_H
 #define BT_EXEC_CUDA_CUDA_COMM_H
@@ -18,6 +19,7 @@
 #define BT_CUDA_ALIGN 512               /* bytes: channel shares and send/recv parts start here */
 #define BT_CUDA_P2P_MIN_PART (8 * 1024) /* bytes: smaller messages use fewer blocks */
 #define BT_CUDA_P2P_LL_MAX (64 * 1024)  /* send/recv up to this size in LL lines */
+#define BT_CUDA_P2P_PARTS 32            /* at most this many blocks per peer and direction */
 
 struct bt_transport_ctx;
 
@@ -74,7 +76,6 @@ struct bt_cuda_comm {
     int *abort_h;
     struct bt_cuda_report *report_h;
     void *abort_d, *report_d;
-    int error_told; /* core/watch.c: the report's error was printed */
 };
 
 /* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/device.h"
 #include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
 #include "exec/cuda/kargs.h"
@@ -23,14 +24,10 @@
 #define BT_GPU_SLOT (512 * 1024)      /* bytes per Simple slot: 4 MB FIFOs */
 #define BT_GPU_LL_SLOT (64 * 1024)    /* bytes per LL slot (32 KB of payload) */
 #define BT_GPU_LL128_SLOT (64 * 1024) /* bytes per LL128 slot (60 KB of payload) */
-#define BT_GPU_P2P_PARTS 32           /* blocks per peer and direction for send/recv */
 
 static bt_status_t cuda_status(cudaError_t e, const char *what)
 {
-    if (e == cudaSuccess)
-        return BT_OK;
-    BT_WARN("%s failed: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-    return BT_ERR_CUDA;
+    return bt_device_error((int)e, what);
 }
 
 /* ---- per-communicator state ------------------------------------------------------- */
@@ -51,8 +48,8 @@ bt_status_t bt_cuda_comm_create(const struct bt_cuda_setup *s, struct bt_cuda_co
     cc->nch = (int)(nch > BT_GPU_MAX_CHANNELS ? BT_GPU_MAX_CHANNELS : nch);
     /* send/recv parts: as many as fit a launch with every peer in both directions */
     cc->np2p = cc->nranks > 1 ? (BT_CUDA_MAX_WORKS - 8) / (2 * (cc->nranks - 1)) : 1;
-    if (cc->np2p > BT_GPU_P2P_PARTS)
-        cc->np2p = BT_GPU_P2P_PARTS;
+    if (cc->np2p > BT_CUDA_P2P_PARTS)
+        cc->np2p = BT_CUDA_P2P_PARTS;
     if (cc->np2p < 1)
         cc->np2p = 1;
     /* BUFFSIZE when the user set it (its default is the host's), else 4 MB FIFOs */
@@ -106,11 +103,6 @@ void bt_cuda_comm_abort(struct bt_cuda_comm *cc)
 {
     if (cc)
         __atomic_store_n(cc->abort_h, 1, __ATOMIC_RELEASE);
-}
-
-int bt_cuda_comm_net(const struct bt_cuda_comm *cc)
-{
-    return cc->net;
 }
 
 void bt_cuda_comm_sync(struct bt_cuda_comm *cc)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "device/device.h"
 #include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
 #include "graph/ring_plan.h"
@@ -50,15 +51,7 @@ struct p2p_info {
     char shm_name[BT_SHM_NAME_MAX];
 };
 
-#define CUDA_TRY(call, what)                                                                       \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            BT_WARN("%s failed: %s (%s)", (what), cudaGetErrorString(e_), cudaGetErrorName(e_));   \
-            st = BT_ERR_CUDA;                                                                      \
-            goto fail;                                                                             \
-        }                                                                                          \
-    } while (0)
+#define CUDA_TRY(call, what) BT_CHECK_GOTO(bt_device_error((int)(call), (what)), st, fail)
 
 static struct bt_fifo_sizes fifo_sizes(const struct bt_cuda_comm *cc)
 {

@@ -30,12 +30,6 @@ void bt_cuda_comm_abort(struct bt_cuda_comm *cc)
     (void)cc;
 }
 
-int bt_cuda_comm_net(const struct bt_cuda_comm *cc)
-{
-    (void)cc;
-    return 0;
-}
-
 void bt_cuda_kargs_init(struct bt_cuda_kargs *a, const struct bt_cuda_comm *cc)
 {
     (void)cc;
