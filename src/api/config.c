@@ -96,7 +96,7 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
     out->min_ctas = DEF(c.minCTAs, 1);
     out->max_ctas = DEF(c.maxCTAs, 64);
     out->split_share = DEF(c.splitShare, 0);
-    out->traffic_class = DEF(c.trafficClass, 0);
+    out->traffic_class = DEF(c.trafficClass, -1); /* -1: none (NCCL_NET_TRAFFIC_CLASS_UNDEF) */
     out->collnet_enable = DEF(c.collnetEnable, 0);
     out->cta_policy = DEF(c.CTAPolicy, 0);
     out->shrink_share = DEF(c.shrinkShare, 0);
@@ -106,5 +106,7 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
 #undef DEF
     if (c.commName)
         snprintf(out->name, sizeof(out->name), "%s", c.commName);
+    if (c.netName)
+        snprintf(out->net_name, sizeof(out->net_name), "%s", c.netName);
     return BT_OK;
 }

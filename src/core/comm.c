@@ -244,6 +244,9 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     tc->bs = comm->bs;
     tc->abort_flag = &comm->abort_flag;
     snprintf(tc->name, sizeof(tc->name), "comm %p rank %d", (void *)comm, comm->rank);
+    snprintf(tc->net_name, sizeof(tc->net_name), "%s", comm->config.net_name);
+    tc->comm_id = comm->comm_hash;
+    tc->traffic_class = comm->config.traffic_class;
     bt_liveness_attach(comm);
     comm->local_ranks = 0;
     for (int r = 0; r < comm->nranks; r++)
@@ -367,6 +370,7 @@ void bt_comm_free(struct bt_comm *comm)
             bt_conn_free(&comm->p2p[r].direct_recv);
         }
     free(comm->p2p);
+    bt_transport_ctx_fini(&comm->tctx); /* after every connector: closes the network */
     free(comm->link_caps);
     free(comm->direct_send);
     free(comm->direct_recv);

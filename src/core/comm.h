@@ -53,6 +53,7 @@ struct bt_comm_config {
     int nchannels_per_net_peer;
     int nvlink_centric_sched;
     char name[64];
+    char net_name[64]; /* netName: the network to use ("": NCCL_NET, else any) */
 };
 
 struct bt_arrival_line;

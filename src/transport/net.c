@@ -1,8 +1,8 @@
 /*
  * NET transport: connectors between ranks that share no memory (other hosts, or when
  * SHM_DISABLE=1). Each end keeps its FIFO in its own memory, so the executor's view is the
- * same as with shm; the communicator's CPU proxy moves the bytes with a network backend
- * (transport/net.h, the socket backend today):
+ * same as with shm; the communicator's CPU proxy moves the bytes with a network backend, an
+ * NCCL v11 net table (transport/net.h: Baton's sockets, libfabric, or an external plugin):
  *
  *   send end: executor fills slot s, publishes tail = s+1
  *             proxy: isend(slot s) once tail > s  ->  test() done  ->  head = s+1 (credit)
@@ -13,8 +13,10 @@
  * The proxy learns how many steps each connector moves from the executor (the table's
  * `post`, bt_transport_post), one op per (work, connector), so it idles between
  * collectives. Ops of one connector move its steps in order through per-connector cursors.
- * The backend is the first of net_backends[] that finds a device: a new backend is one new
- * file behind transport/net.h's table and one line there.
+ * The communicator opens its network at its first NET connector (net_open.c chooses it) and
+ * closes it at destroy (bt_transport_ctx_fini). Each connector registers its FIFO with its
+ * comm once, and the user buffers its zero-copy steps use once (a small cache per
+ * connector, deregistered when the connector is freed).
  * Only the Simple protocol crosses the network (the tuner keeps LL and one-shot for
  * shared memory): a network receive lands in arbitrary pieces, which LL's per-line flags
  * cannot tolerate.
@@ -36,19 +38,37 @@ struct net_info {
 };
 _Static_assert(sizeof(struct net_info) <= BT_CONNECT_INFO_BYTES, "net connect info too large");
 
-/* Per-connector state. The cursors and requests belong to the progress thread. */
+/* A registration of a user buffer a zero-copy step used. */
+struct net_mr {
+    char *ptr;
+    size_t bytes;
+    void *mh;
+    uint64_t used; /* for eviction: the least recently used goes */
+};
+#define NET_MR_CACHE 64
+
+/* Per-connector state. The cursors, requests and registrations belong to the progress
+ * thread (setup and close run when it does not touch the connector). */
 struct net_conn {
-    const struct bt_net_ops *net;
+    struct bt_net *net;
+    const ncclNet_v11_t *t; /* net->v11 */
     struct bt_conn *conn;
     struct bt_transport_ctx *ctx;              /* a connect or accept stops when the peer is down */
-    char via[32];                              /* "NET/<backend>/<device>", for logs */
+    char via[48];                              /* "NET/<backend>/<device>", for logs */
     unsigned char handle[BT_NET_HANDLE_BYTES]; /* connect() is keyed by this buffer */
     void *listen_comm, *send_comm, *recv_comm;
     void *fifo;
-    int dev;         /* the backend's device (NIC) this connector listens on */
+    size_t fifo_bytes;
+    void *fifo_mh;   /* the FIFO's registration with send_comm / recv_comm */
+    int dev;         /* the backend's device (NIC) this connector uses */
+    int flush;       /* the device asks for iflush after every receive (forceFlush) */
     uint64_t posted; /* next step to isend / irecv */
     uint64_t done;   /* next step whose request is not complete */
     void *req[BT_NSTEPS];
+    void *flush_req; /* the iflush of step `done` in flight, or NULL */
+    int flushing;    /* step `done` received; its flush is posted (or not needed yet) */
+    struct net_mr mr[NET_MR_CACHE];
+    uint64_t mr_clock;
 };
 
 /* One op: the steps [base, base + nsteps) of one connector for one work. */
@@ -58,23 +78,25 @@ struct net_op {
     struct bt_zc_step *zc; /* receive: per step, the user's output to land in, or NULL */
 };
 
-/* The backends, in order of preference. */
-static const struct bt_net_ops *const net_backends[] = {
-    &bt_net_socket,
-};
-
-/* The first backend that finds a device (and its device count); NULL when none does. */
-static const struct bt_net_ops *net_backend(int *ndev_p)
+/* The comm's network, opened by its first NET connector. */
+static bt_status_t net_get(struct bt_transport_ctx *ctx, struct bt_net **net_p)
 {
-    for (size_t i = 0; i < sizeof(net_backends) / sizeof(net_backends[0]); i++) {
-        int ndev = 0;
-        if (net_backends[i]->init(&ndev) == BT_OK && ndev > 0) {
-            *ndev_p = ndev;
-            return net_backends[i];
-        }
+    if (!ctx->net) {
+        struct bt_net_want want = {
+            .name = ctx->net_name[0] ? ctx->net_name : bt_param_str_net(),
+            .comm_id = ctx->comm_id,
+            .traffic_class = ctx->traffic_class,
+        };
+        BT_CHECK(bt_net_open(&want, &ctx->net));
     }
-    BT_WARN("NET: no network backend found a device");
-    return NULL;
+    *net_p = ctx->net;
+    return BT_OK;
+}
+
+void bt_transport_ctx_fini(struct bt_transport_ctx *ctx)
+{
+    bt_net_close(ctx->net);
+    ctx->net = NULL;
 }
 
 static int net_can_connect(const struct bt_transport_ctx *ctx, int peer)
@@ -96,6 +118,7 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
     }
     memset(p, 0, bytes);
     nc->fifo = p;
+    nc->fifo_bytes = bytes;
     conn->sizes = *sizes;
     conn->ctrl = p;
     for (int s = 0; s < BT_NSTEPS; s++)
@@ -112,44 +135,52 @@ static bt_status_t net_listen_rpc(void *arg);
  * nearest its GPU when the topology names one (ctx->nic, rail-optimized: GPU k of every
  * host on NIC k), and host ranks spread their channels over the devices the same way. */
 static int pick_dev(const struct bt_transport_ctx *ctx, const struct bt_conn *conn,
-                    const struct bt_net_ops *net, int ndev)
+                    const struct bt_net *net)
 {
-    if (ndev <= 1)
+    if (net->ndev <= 1)
         return 0;
-    if (bt_param_cross_nic() != 0 && ctx->nic[0] && net->dev_name)
-        for (int d = 0; d < ndev; d++)
-            if (strcmp(net->dev_name(d), ctx->nic) == 0)
+    if (bt_param_cross_nic() != 0 && ctx->nic[0])
+        for (int d = 0; d < net->ndev; d++)
+            if (net->props[d].name && strcmp(net->props[d].name, ctx->nic) == 0)
                 return d;
-    return conn->channel % ndev;
+    return conn->channel % net->ndev;
+}
+
+/* Whether this connector's steps may use user buffers directly (NET_ZERO_COPY). */
+static int zero_copy_ok(const struct bt_net *net, int dev)
+{
+    int64_t p = bt_param_net_zero_copy();
+    if (p >= 0)
+        return p != 0;
+    return net->be->zero_copy_safe && net->be->zero_copy_safe(dev);
 }
 
 static bt_status_t net_setup(struct bt_transport_ctx *ctx, struct bt_conn *conn, void *info_p)
 {
     struct net_info *info = info_p;
     memset(info, 0, sizeof(*info));
-    int ndev = 0;
-    const struct bt_net_ops *net = net_backend(&ndev);
-    if (!net)
-        return BT_ERR_SYSTEM;
+    struct bt_net *net = NULL;
+    BT_CHECK(net_get(ctx, &net));
     if (!ctx->proxy)
         BT_CHECK(bt_proxy_create(ctx->name, ctx->abort_flag, ctx->proxy_cpus, &ctx->proxy));
     struct net_conn *nc = calloc(1, sizeof(*nc));
     if (!nc)
         return BT_ERR_SYSTEM;
     nc->net = net;
+    nc->t = net->v11;
     nc->conn = conn;
     nc->ctx = ctx;
     conn->tp_priv = nc;
-    conn->zero_copy = 1;
-    snprintf(nc->via, sizeof(nc->via), "NET/%s/0", net->name);
+    nc->dev = pick_dev(ctx, conn, net);
+    nc->flush = net->props[nc->dev].forceFlush != 0;
+    conn->zero_copy = zero_copy_ok(net, nc->dev);
+    snprintf(nc->via, sizeof(nc->via), "NET/%s/%d", nc->t->name, nc->dev);
     if (conn->is_send)
         return BT_OK;                        /* the FIFO is sized by the receiver's blob */
     conn->sizes.slot_bytes[BT_PROTO_LL] = 0; /* Simple only over the network */
-    nc->dev = pick_dev(ctx, conn, net, ndev);
-    snprintf(nc->via, sizeof(nc->via), "NET/%s/%d", net->name, nc->dev);
-    BT_INFO(BT_LOG_NET | BT_LOG_INIT, "NET: %s channel %d from rank %d on device %d (%s)",
-            conn->kind, conn->channel, conn->peer, nc->dev,
-            net->dev_name ? net->dev_name(nc->dev) : "?");
+    const char *dname = net->props[nc->dev].name;
+    BT_INFO(BT_LOG_NET | BT_LOG_INIT, "NET: %s channel %d from rank %d on %s device %d (%s)",
+            conn->kind, conn->channel, conn->peer, nc->t->name, nc->dev, dname ? dname : "?");
     BT_CHECK(fifo_alloc(nc, conn, &conn->sizes));
     BT_CHECK(bt_proxy_call(ctx->proxy, net_listen_rpc, nc));
     memcpy(info->handle, nc->handle, sizeof(info->handle));
@@ -162,14 +193,15 @@ typedef bt_status_t (*net_try_fn)(struct net_conn *nc, int *done_p);
 
 static bt_status_t try_connect(struct net_conn *nc, int *done_p)
 {
-    BT_CHECK(nc->net->connect(0, nc->handle, &nc->send_comm));
+    BT_CHECK(
+        bt_net_status(nc->t->connect(nc->net->ctx, nc->dev, nc->handle, &nc->send_comm, NULL)));
     *done_p = nc->send_comm != NULL;
     return BT_OK;
 }
 
 static bt_status_t try_accept(struct net_conn *nc, int *done_p)
 {
-    BT_CHECK(nc->net->accept(nc->listen_comm, &nc->recv_comm));
+    BT_CHECK(bt_net_status(nc->t->accept(nc->listen_comm, &nc->recv_comm, NULL)));
     *done_p = nc->recv_comm != NULL;
     return BT_OK;
 }
@@ -212,26 +244,40 @@ static bt_status_t net_wait(struct net_conn *nc, net_try_fn try_once, const char
 static bt_status_t net_listen_rpc(void *arg)
 {
     struct net_conn *nc = arg;
-    return nc->net->listen(nc->dev, nc->handle, &nc->listen_comm);
+    return bt_net_status(nc->t->listen(nc->net->ctx, nc->dev, nc->handle, &nc->listen_comm));
+}
+
+/* The FIFO is registered once, with the comm that moves it. */
+static bt_status_t fifo_register(struct net_conn *nc, void *comm)
+{
+    ncclResult_t r = nc->t->regMr(comm, nc->fifo, nc->fifo_bytes, NCCL_PTR_HOST, &nc->fifo_mh);
+    if (r != ncclSuccess) {
+        BT_WARN("%s: registering the %zu-byte FIFO with rank %d failed (error %d)", nc->via,
+                nc->fifo_bytes, nc->conn->peer, (int)r);
+        return bt_net_status(r);
+    }
+    return BT_OK;
 }
 
 static bt_status_t net_connect_rpc(void *arg)
 {
     struct net_conn *nc = arg;
     bt_status_t st = net_wait(nc, try_connect, "network connect");
-    if (st != BT_OK)
-        if (nc->net->connect_cancel) /* the attempt's sockets, if it still has some */
-            nc->net->connect_cancel(0, nc->handle);
-    return st;
+    if (st != BT_OK) {
+        if (nc->net->be->connect_cancel) /* the attempt's resources, if it still has some */
+            nc->net->be->connect_cancel(nc->net->ctx, nc->dev, nc->handle);
+        return st;
+    }
+    return fifo_register(nc, nc->send_comm);
 }
 
 static bt_status_t net_accept_rpc(void *arg)
 {
     struct net_conn *nc = arg;
     BT_CHECK(net_wait(nc, try_accept, "network accept"));
-    nc->net->close_listen(nc->listen_comm);
+    nc->t->closeListen(nc->listen_comm);
     nc->listen_comm = NULL;
-    return BT_OK;
+    return fifo_register(nc, nc->recv_comm);
 }
 
 static bt_status_t net_connect(struct bt_transport_ctx *ctx, struct bt_conn *conn,
@@ -259,12 +305,18 @@ static void net_free(struct bt_conn *conn)
     struct net_conn *nc = conn->tp_priv;
     if (!nc)
         return;
+    void *comm = nc->send_comm ? nc->send_comm : nc->recv_comm;
+    for (int i = 0; i < NET_MR_CACHE; i++)
+        if (nc->mr[i].mh)
+            nc->t->deregMr(comm, nc->mr[i].mh);
+    if (nc->fifo_mh)
+        nc->t->deregMr(comm, nc->fifo_mh);
     if (nc->send_comm)
-        nc->net->close_send(nc->send_comm);
+        nc->t->closeSend(nc->send_comm);
     if (nc->recv_comm)
-        nc->net->close_recv(nc->recv_comm);
+        nc->t->closeRecv(nc->recv_comm);
     if (nc->listen_comm)
-        nc->net->close_listen(nc->listen_comm);
+        nc->t->closeListen(nc->listen_comm);
     free(nc->fifo);
     free(nc);
     conn->tp_priv = NULL;
@@ -278,8 +330,47 @@ static const char *net_via(const struct bt_conn *conn)
 
 /* ---- proxy progress ----------------------------------------------------------------- */
 
+/* The registration covering [ptr, ptr + bytes) for zero-copy steps: the FIFO's, a cached
+ * one, or a new one (the least recently used is dropped when the cache is full).
+ * caller: progress thread. */
+static bt_status_t net_mr(struct net_conn *nc, void *comm, void *ptr, size_t bytes, void **mh_p)
+{
+    char *p = ptr;
+    if (p >= (char *)nc->fifo && p + bytes <= (char *)nc->fifo + nc->fifo_bytes) {
+        *mh_p = nc->fifo_mh;
+        return BT_OK;
+    }
+    int lru = 0;
+    for (int i = 0; i < NET_MR_CACHE; i++) {
+        struct net_mr *m = &nc->mr[i];
+        if (m->mh && p >= m->ptr && p + bytes <= m->ptr + m->bytes) {
+            m->used = ++nc->mr_clock;
+            *mh_p = m->mh;
+            return BT_OK;
+        }
+        if (m->used < nc->mr[lru].used)
+            lru = i;
+    }
+    struct net_mr *m = &nc->mr[lru];
+    if (m->mh)
+        nc->t->deregMr(comm, m->mh);
+    m->mh = NULL;
+    ncclResult_t r = nc->t->regMr(comm, ptr, bytes, NCCL_PTR_HOST, &m->mh);
+    if (r != ncclSuccess) {
+        m->mh = NULL;
+        BT_WARN("%s: registering a %zu-byte user buffer failed (error %d)", nc->via, bytes, (int)r);
+        return bt_net_status(r);
+    }
+    m->ptr = p;
+    m->bytes = bytes;
+    m->used = ++nc->mr_clock;
+    *mh_p = m->mh;
+    return BT_OK;
+}
+
 /* Test the oldest request of the connector that is inside this op's steps; 1 when it
- * finished (nc->done then moves past it, *size_p holds its bytes). caller: progress. */
+ * finished (nc->done then moves past it). A receive on a device that asks for it is
+ * flushed before it counts as finished. caller: progress. */
 static bt_status_t net_test_next(struct net_op *op, struct net_conn *nc, struct bt_proxy_sub *sub,
                                  int *done_p, size_t *size_p)
 {
@@ -288,9 +379,31 @@ static bt_status_t net_test_next(struct net_op *op, struct net_conn *nc, struct 
     if (nc->done < op->base || nc->done >= nc->posted || nc->done >= end)
         return BT_OK;
     bt_proxy_sub_stage(sub, "network completion");
-    BT_CHECK(nc->net->test(nc->req[nc->done % BT_NSTEPS], done_p, size_p));
-    if (*done_p)
-        nc->done++;
+    if (!nc->flushing) {
+        int done = 0, size = -1; /* an old plugin may leave the size unset */
+        BT_CHECK(bt_net_status(nc->t->test(nc->req[nc->done % BT_NSTEPS], &done, &size)));
+        if (!done)
+            return BT_OK;
+        *size_p = size > 0 ? (size_t)size : 0;
+        nc->flushing = 1;
+        if (nc->flush && !op->top.args.is_send) {
+            void *data = nc->fifo;
+            int bytes = (int)nc->fifo_bytes;
+            nc->flush_req = NULL;
+            BT_CHECK(bt_net_status(
+                nc->t->iflush(nc->recv_comm, 1, &data, &bytes, &nc->fifo_mh, &nc->flush_req)));
+        }
+    }
+    if (nc->flush_req) {
+        int done = 0;
+        BT_CHECK(bt_net_status(nc->t->test(nc->flush_req, &done, NULL)));
+        if (!done)
+            return BT_OK;
+        nc->flush_req = NULL;
+    }
+    nc->flushing = 0;
+    *done_p = 1;
+    nc->done++;
     return BT_OK;
 }
 
@@ -313,10 +426,12 @@ static bt_status_t net_send_progress(struct bt_proxy_args *args, int *done_p)
         int32_t size = atomic_load_explicit(&c->ctrl->sizes[s % BT_NSTEPS], memory_order_relaxed);
         /* a pure send step: the executor left the data in the user's input */
         void *data = atomic_load_explicit(&c->ctrl->zc[s % BT_NSTEPS], memory_order_relaxed);
-        if (!data)
+        size_t bytes = (size_t)(size > 0 ? size : 0);
+        if (!data || bytes == 0)
             data = bt_conn_slot(c, BT_PROTO_SIMPLE, s);
-        void *req = NULL;
-        BT_CHECK(nc->net->isend(nc->send_comm, data, (size_t)(size > 0 ? size : 0), &req));
+        void *req = NULL, *mh = NULL;
+        BT_CHECK(net_mr(nc, nc->send_comm, data, bytes, &mh));
+        BT_CHECK(bt_net_status(nc->t->isend(nc->send_comm, data, bytes, 0, mh, NULL, &req)));
         if (!req)
             break;
         nc->req[s % BT_NSTEPS] = req;
@@ -357,12 +472,14 @@ static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
         }
         /* a pure receive step lands in the user's output at once */
         const struct bt_zc_step *zc = op->zc ? &op->zc[s - op->base] : NULL;
-        void *req = NULL;
-        if (zc && zc->ptr)
-            BT_CHECK(nc->net->irecv(nc->recv_comm, zc->ptr, zc->bytes, &req));
-        else
-            BT_CHECK(nc->net->irecv(nc->recv_comm, bt_conn_slot(c, BT_PROTO_SIMPLE, s),
-                                    c->sizes.slot_bytes[BT_PROTO_SIMPLE], &req));
+        int zc_here = zc && zc->ptr && zc->bytes > 0;
+        void *data = zc_here ? zc->ptr : bt_conn_slot(c, BT_PROTO_SIMPLE, s);
+        size_t bytes = zc_here ? zc->bytes : c->sizes.slot_bytes[BT_PROTO_SIMPLE];
+        void *req = NULL, *mh = NULL;
+        int tag = 0;
+        BT_CHECK(net_mr(nc, nc->recv_comm, data, bytes, &mh));
+        BT_CHECK(
+            bt_net_status(nc->t->irecv(nc->recv_comm, 1, &data, &bytes, &tag, &mh, NULL, &req)));
         if (!req)
             break;
         nc->req[s % BT_NSTEPS] = req;
@@ -398,9 +515,9 @@ static int net_pollfds(struct bt_proxy_args *args, struct pollfd *fds, int max)
     struct net_op *op = (struct net_op *)args;
     struct net_conn *nc = args->subs[0].conn;
     uint64_t end = op->base + args->subs[0].nsteps;
-    if (!nc->net->pollfds || nc->done < op->base || nc->done >= nc->posted || nc->done >= end)
+    if (!nc->net->be->pollfds || nc->done < op->base || nc->done >= nc->posted || nc->done >= end)
         return 0;
-    return nc->net->pollfds(args->is_send ? nc->send_comm : nc->recv_comm, fds, max);
+    return nc->net->be->pollfds(args->is_send ? nc->send_comm : nc->recv_comm, fds, max);
 }
 
 static void net_op_release(struct bt_transport_op *top)

@@ -1,10 +1,17 @@
 /*
- * Network backends: the plugin-style table the NET transport and its proxy drive. Every
- * call is non-blocking: connect/accept may return a NULL comm ("not yet, call again"),
- * isend/irecv may return a NULL request ("no room now, call again"), and test says whether a
- * request finished. Buffers are host memory; iflush is for GPU-direct receives and may
- * complete at once. Backends: socket (TCP, always, net_socket.c); others can follow behind
- * the same table.
+ * Network backends: what the NET transport (transport/net.c) and its proxy drive. A backend
+ * is an NCCL net-plugin table, ncclNet_v11_t (transport/net_abi.h: its members and their
+ * semantics), whether it is built in (socket: net_socket.c; libfabric: net_ofi.c) or loaded
+ * from an external libnccl-net-*.so (transport/net_plugin.c, older tables through
+ * net_shim.c). Baton's own backends may add what the table cannot say (struct
+ * bt_net_backend): the descriptors a blocking driver can poll, and how to give up a connect
+ * in progress.
+ *
+ * A communicator opens one network (struct bt_net: the backend, its init() context, its
+ * devices' properties) the first time a connector needs one, and closes it at destroy.
+ * Which: NCCL_NET_PLUGIN's libraries first (unset: libnccl-net.so if present), then the
+ * built-in ones, the first that initializes and finds a device; NCCL_NET (or the config's
+ * netName) names one, and then only that one will do.
  *
  * caller: the proxy threads (progress and service) of the communicator; a comm handle is
  * used by one thread at a time.
@@ -14,44 +21,80 @@
 
 #include <poll.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "transport/net_abi.h"
 #include "util/status.h"
 
-#define BT_NET_HANDLE_BYTES 128 /* what listen() publishes and connect() consumes */
+#define BT_NET_HANDLE_BYTES NCCL_NET_HANDLE_MAXSIZE /* listen() fills, connect() consumes */
+#define BT_NET_MAX_DEVS 32                          /* devices a network shows Baton */
 
-struct bt_net_ops {
-    const char *name;
-    /* Devices (NICs) the backend can use; idempotent. */
-    bt_status_t (*init)(int *ndev_p);
-    /* Device `dev`'s name (the network interface's, which topology discovery also uses). */
-    const char *(*dev_name)(int dev);
-    /* Listen on device `dev`; fill `handle` for the peer's connect(). */
-    bt_status_t (*listen)(int dev, void *handle, void **listen_comm_p);
-    /* *send_comm_p = NULL: in progress, call again with the same arguments. */
-    bt_status_t (*connect)(int dev, const void *handle, void **send_comm_p);
-    /* Give up the connect in progress with these arguments (its sockets close): for a caller
-     * that stops calling connect() (deadline, abort, the peer gone). No-op when none. */
-    void (*connect_cancel)(int dev, const void *handle);
-    /* *recv_comm_p = NULL: no peer yet, call again. */
-    bt_status_t (*accept)(void *listen_comm, void **recv_comm_p);
-    /* *request_p = NULL: cannot start now, call again. Messages on one comm complete in
-     * the order they were posted, and a receive matches the send posted in the same place
-     * of the sequence; `size` of a receive is the most it accepts. */
-    bt_status_t (*isend)(void *send_comm, const void *data, size_t size, void **request_p);
-    bt_status_t (*irecv)(void *recv_comm, void *data, size_t size, void **request_p);
-    /* *done_p = 1 when finished (the request is freed then); *size_p = bytes moved. */
-    bt_status_t (*test)(void *request, int *done_p, size_t *size_p);
-    bt_status_t (*iflush)(void *recv_comm, void *data, size_t size, void **request_p);
-    /* The descriptors (and events) whose readiness would move the comm's requests in flight,
-     * for a caller that drives I/O itself and wants to block instead of polling test();
-     * returns how many it wrote (at most max), 0 when the backend's own threads do the I/O
-     * or nothing is in flight. NULL: the backend cannot say. */
+struct bt_net_backend {
+    const ncclNet_v11_t *v11;
+    /* The descriptors (and events) whose readiness would move `comm`'s requests in flight,
+     * for a driver that wants to block instead of polling test(); how many it wrote (at
+     * most max), 0 when the backend's own threads do the I/O or nothing is in flight.
+     * NULL: the backend cannot say (external plugins). */
     int (*pollfds)(void *comm, struct pollfd *fds, int max);
-    void (*close_send)(void *send_comm);
-    void (*close_recv)(void *recv_comm);
-    void (*close_listen)(void *listen_comm);
+    /* Give up the connect in progress on `handle` (its resources close): for a caller that
+     * stops calling connect() (deadline, abort, the peer gone). NULL or no-op when none. */
+    void (*connect_cancel)(void *ctx, int dev, void *handle);
+    /* 1 when a registration on device `dev` pins nothing (no page is held by the NIC), so a
+     * cached registration of a buffer the user freed and reallocated cannot misdirect data:
+     * zero-copy steps are then safe by default (NET_ZERO_COPY=-1). NULL: 0. */
+    int (*zero_copy_safe)(int dev);
 };
 
-extern const struct bt_net_ops bt_net_socket;
+extern const struct bt_net_backend bt_net_socket;
+#ifdef BATON_HAVE_OFI
+extern const struct bt_net_backend bt_net_ofi;
+#endif
+
+/* A communicator's network. */
+struct bt_net {
+    const struct bt_net_backend *be;
+    const ncclNet_v11_t *v11; /* be->v11 */
+    void *ctx;                /* what init() returned */
+    int external;             /* loaded from a plugin library */
+    char lib[64];             /* the plugin library's name, or "" */
+    int ndev;
+    ncclNetProperties_v11_t props[BT_NET_MAX_DEVS];
+};
+
+/* What the communicator asks for (transport ctx fields, copied here to keep net.h small). */
+struct bt_net_want {
+    const char *name; /* config netName, else NCCL_NET; NULL: any */
+    uint64_t comm_id;
+    int traffic_class; /* NCCL_NET_TRAFFIC_CLASS_UNDEF: none */
+};
+
+/* Open the network: fails (naming what it tried) when none initializes with a device, or
+ * when `want->name` names one that does not. */
+bt_status_t bt_net_open(const struct bt_net_want *want, struct bt_net **net_p);
+/* finalize() and free; the plugin library stays loaded (other comms may use it). */
+void bt_net_close(struct bt_net *net);
+
+/* ncclResult_t of a table call as Baton's status (an unknown value: internal). */
+bt_status_t bt_net_status(ncclResult_t r);
+
+/* The logger handed to every backend's init(): its lines go to Baton's log. */
+void bt_net_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* ---- external plugins (net_plugin.c) ---- */
+
+/* The tables NCCL_NET_PLUGIN names, loaded on first use, in order (adapted to v11). At most
+ * `max`; each with its library's name. Libraries that fail to load are WARNed once and left
+ * out. */
+struct bt_net_plugin {
+    char lib[64];
+    struct bt_net_backend be; /* the table (adapted to v11); no extensions */
+    int version;              /* the table's own version, 6..11 */
+};
+int bt_net_plugins(const struct bt_net_plugin **plugins_p);
+
+/* Adapt an older table to v11 (net_shim.c); NULL for a version Baton does not load. The
+ * result lives as long as the process. */
+const ncclNet_v11_t *bt_net_shim(const void *table, int version);
 
 #endif

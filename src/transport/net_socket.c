@@ -1,6 +1,7 @@
 /*
- * Socket backend: devices, listen, non-blocking connect and accept, and the ops table
- * (wire format and threading: net_socket.h and net_socket_comm.c).
+ * Socket backend: devices, listen, non-blocking connect and accept, and its NCCL v11 net
+ * table (wire format and threading: net_socket.h and net_socket_comm.c). The same table is
+ * what libnccl-net-baton.so exports (plugins/net-baton).
  *
  * connect() keeps the state of a connection in progress in a process-wide list keyed by
  * the handle's address and bytes ("call again with the same arguments"); accept() keeps
@@ -9,10 +10,12 @@
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -108,14 +111,6 @@ static bt_status_t sock_init(int *ndev_p)
         *ndev_p = g_ndev;
     pthread_mutex_unlock(&g_mu);
     return st;
-}
-
-static const char *sock_dev_name(int dev)
-{
-    pthread_mutex_lock(&g_mu);
-    const char *name = dev >= 0 && dev < g_ndev ? g_dev[dev].name : "?";
-    pthread_mutex_unlock(&g_mu);
-    return name;
 }
 
 struct pending_sock {
@@ -543,44 +538,246 @@ static bt_status_t sock_accept(void *listen_comm, void **recv_comm_p)
     return BT_OK;
 }
 
-/* ---- data ---- */
+/* ---- the v11 table ---- */
 
-static bt_status_t sock_isend(void *send_comm, const void *data, size_t size, void **request_p)
+/* Status values equal ncclResult_t's (util/status.h). */
+static ncclResult_t res(bt_status_t st)
 {
-    return bt_net_socket_comm_post(send_comm, (void *)(uintptr_t)data, size, request_p);
+    return (ncclResult_t)st;
 }
 
-static bt_status_t sock_irecv(void *recv_comm, void *data, size_t size, void **request_p)
+static int g_ctx; /* init()'s context: the backend keeps no per-communicator state */
+
+static ncclResult_t sock_v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *config,
+                                  ncclDebugLogger_t log, ncclProfilerCallback_t prof)
 {
-    return bt_net_socket_comm_post(recv_comm, data, size, request_p);
+    (void)comm_id, (void)config, (void)log, (void)prof;
+    *ctx = &g_ctx;
+    return ncclSuccess;
 }
 
-/* Host memory only: nothing to flush; the request is complete at once. */
-static bt_status_t sock_iflush(void *recv_comm, void *data, size_t size, void **request_p)
+/* No interface is "0 devices", not an error: the next backend may have one. */
+static ncclResult_t sock_v11_devices(int *ndev)
 {
-    *request_p = bt_net_socket_flush_req;
-    return BT_OK;
+    *ndev = 0;
+    int n = 0;
+    if (sock_init(&n) == BT_OK)
+        *ndev = n;
+    return ncclSuccess;
 }
 
-static void sock_close_comm(void *comm)
+/* An interface's link speed in Mbps from sysfs (virtual ones have none: 10 Gbps). */
+static int iface_speed(const char *ifname)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
+    FILE *f = fopen(path, "r");
+    int mbps = 0;
+    if (f) {
+        if (fscanf(f, "%d", &mbps) != 1)
+            mbps = 0;
+        fclose(f);
+    }
+    return mbps > 0 ? mbps : 10000;
+}
+
+static ncclResult_t sock_v11_props(int dev, ncclNetProperties_v11_t *props)
+{
+    int ndev = 0;
+    if (sock_init(&ndev) != BT_OK || dev < 0 || dev >= ndev) {
+        BT_WARN("NET/Socket: properties of device %d, but there are %d", dev, ndev);
+        return ncclInvalidArgument;
+    }
+    memset(props, 0, sizeof(*props));
+    props->name = g_dev[dev].name;
+    /* the PCI device behind the interface, for the NIC choice; virtual ones have none */
+    static char pci[BT_NET_SOCKET_MAX_DEVS][PATH_MAX];
+    char path[128];
+    snprintf(path, sizeof(path), "/sys/class/net/%s/device", g_dev[dev].name);
+    pthread_mutex_lock(&g_mu);
+    props->pciPath = realpath(path, pci[dev]) ? pci[dev] : NULL;
+    pthread_mutex_unlock(&g_mu);
+    props->guid = (uint64_t)dev;
+    props->ptrSupport = NCCL_PTR_HOST;
+    props->speed = iface_speed(g_dev[dev].name);
+    props->latency = 0;
+    props->maxComms = 65536;
+    props->maxRecvs = 1;
+    props->netDeviceType = NCCL_NET_DEVICE_HOST;
+    props->vProps.ndevs = 1;
+    props->vProps.devs[0] = dev;
+    props->maxP2pBytes = (size_t)1 << 31;
+    props->maxCollBytes = (size_t)1 << 31;
+    props->maxMultiRequestSize = 1;
+    return ncclSuccess;
+}
+
+static ncclResult_t sock_v11_listen(void *ctx, int dev, void *handle, void **listen_comm)
+{
+    (void)ctx;
+    return res(sock_listen(dev, handle, listen_comm));
+}
+
+static ncclResult_t sock_v11_connect(void *ctx, int dev, void *handle, void **send_comm,
+                                     ncclNetDeviceHandle_v11_t **dev_comm)
+{
+    (void)ctx, (void)dev_comm;
+    return res(sock_connect(dev, handle, send_comm));
+}
+
+static ncclResult_t sock_v11_accept(void *listen_comm, void **recv_comm,
+                                    ncclNetDeviceHandle_v11_t **dev_comm)
+{
+    (void)dev_comm;
+    return res(sock_accept(listen_comm, recv_comm));
+}
+
+/* Sockets read and write any host memory: a registration is a token. */
+static int g_mr;
+
+static ncclResult_t sock_v11_reg(void *comm, void *data, size_t size, int type, void **mhandle)
+{
+    (void)comm, (void)data, (void)size;
+    if (type != NCCL_PTR_HOST) {
+        BT_WARN("NET/Socket: cannot register memory of type %d (host memory only)", type);
+        return ncclInternalError;
+    }
+    *mhandle = &g_mr;
+    return ncclSuccess;
+}
+
+static ncclResult_t sock_v11_reg_dmabuf(void *comm, void *data, size_t size, int type,
+                                        uint64_t offset, int fd, void **mhandle)
+{
+    (void)offset, (void)fd;
+    return sock_v11_reg(comm, data, size, type, mhandle);
+}
+
+static ncclResult_t sock_v11_dereg(void *comm, void *mhandle)
+{
+    (void)comm, (void)mhandle;
+    return ncclSuccess;
+}
+
+static ncclResult_t sock_v11_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+                                   void *phandle, void **request)
+{
+    (void)tag, (void)mhandle, (void)phandle;
+    return res(bt_net_socket_comm_post(send_comm, data, size, request));
+}
+
+static ncclResult_t sock_v11_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+                                   void **mhandles, void **phandles, void **request)
+{
+    (void)tags, (void)mhandles, (void)phandles;
+    if (n != 1) {
+        BT_WARN("NET/Socket: irecv of %d buffers (maxRecvs is 1)", n);
+        return ncclInternalError;
+    }
+    return res(bt_net_socket_comm_post(recv_comm, data[0], sizes[0], request));
+}
+
+/* Host memory only: nothing to flush. */
+static ncclResult_t sock_v11_iflush(void *recv_comm, int n, void **data, int *sizes,
+                                    void **mhandles, void **request)
+{
+    (void)recv_comm, (void)n, (void)data, (void)sizes, (void)mhandles;
+    *request = NULL;
+    return ncclSuccess;
+}
+
+static ncclResult_t sock_v11_test(void *request, int *done, int *sizes)
+{
+    size_t size = 0;
+    bt_status_t st = bt_net_socket_req_test(request, done, &size);
+    if (st == BT_OK && *done && sizes)
+        sizes[0] = size > INT32_MAX ? INT32_MAX : (int)size;
+    return res(st);
+}
+
+static ncclResult_t sock_v11_close_comm(void *comm)
 {
     bt_net_socket_comm_destroy(comm);
+    return ncclSuccess;
 }
 
-const struct bt_net_ops bt_net_socket = {
+static ncclResult_t sock_v11_close_listen(void *listen_comm)
+{
+    sock_close_listen(listen_comm);
+    return ncclSuccess;
+}
+
+static ncclResult_t sock_v11_device_mr(void *comm, void *mhandle, void **dptr_mhandle)
+{
+    (void)comm, (void)mhandle, (void)dptr_mhandle;
+    BT_WARN("NET/Socket: no device offload (getDeviceMr)");
+    return ncclInternalError;
+}
+
+static ncclResult_t sock_v11_consumed(void *recv_comm, int n, void *request)
+{
+    (void)recv_comm, (void)n, (void)request;
+    return ncclSuccess;
+}
+
+/* A virtual device of one physical device is that device; fusing several is not offered. */
+static ncclResult_t sock_v11_make_vdev(int *d, ncclNetVDeviceProps_v11_t *props)
+{
+    int ndev = 0;
+    (void)sock_init(&ndev);
+    if (props->ndevs != 1 || props->devs[0] < 0 || props->devs[0] >= ndev) {
+        BT_WARN("NET/Socket: cannot make a virtual device of %d devices", props->ndevs);
+        return ncclInvalidUsage;
+    }
+    *d = props->devs[0];
+    return ncclSuccess;
+}
+
+static ncclResult_t sock_v11_finalize(void *ctx)
+{
+    (void)ctx;
+    return ncclSuccess;
+}
+
+static ncclResult_t sock_v11_set_attr(void *ctx, ncclNetAttr_v11_t *attr)
+{
+    (void)ctx, (void)attr;
+    return ncclSuccess;
+}
+
+static void sock_v11_connect_cancel(void *ctx, int dev, void *handle)
+{
+    (void)ctx;
+    sock_connect_cancel(dev, handle);
+}
+
+static const ncclNet_v11_t sock_v11 = {
     .name = "Socket",
-    .init = sock_init,
-    .dev_name = sock_dev_name,
-    .listen = sock_listen,
-    .connect = sock_connect,
-    .connect_cancel = sock_connect_cancel,
-    .accept = sock_accept,
-    .isend = sock_isend,
-    .irecv = sock_irecv,
-    .test = bt_net_socket_req_test,
-    .iflush = sock_iflush,
+    .init = sock_v11_init,
+    .devices = sock_v11_devices,
+    .getProperties = sock_v11_props,
+    .listen = sock_v11_listen,
+    .connect = sock_v11_connect,
+    .accept = sock_v11_accept,
+    .regMr = sock_v11_reg,
+    .regMrDmaBuf = sock_v11_reg_dmabuf,
+    .deregMr = sock_v11_dereg,
+    .isend = sock_v11_isend,
+    .irecv = sock_v11_irecv,
+    .iflush = sock_v11_iflush,
+    .test = sock_v11_test,
+    .closeSend = sock_v11_close_comm,
+    .closeRecv = sock_v11_close_comm,
+    .closeListen = sock_v11_close_listen,
+    .getDeviceMr = sock_v11_device_mr,
+    .irecvConsumed = sock_v11_consumed,
+    .makeVDevice = sock_v11_make_vdev,
+    .finalize = sock_v11_finalize,
+    .setNetAttr = sock_v11_set_attr,
+};
+
+const struct bt_net_backend bt_net_socket = {
+    .v11 = &sock_v11,
     .pollfds = bt_net_socket_comm_pollfds,
-    .close_send = sock_close_comm,
-    .close_recv = sock_close_comm,
-    .close_listen = sock_close_listen,
+    .connect_cancel = sock_v11_connect_cancel,
 };

@@ -1,6 +1,6 @@
 /*
  * The socket network backend (net.h's `bt_net_socket`), internals shared by its two files:
- * net_socket.c (init, listen, connect, accept, the ops table) and net_socket_comm.c (a
+ * net_socket.c (init, listen, connect, accept, the v11 table) and net_socket_comm.c (a
  * connected comm: requests, the per-socket data path, helper threads).
  *
  * Wire format. Each connection is a bundle of nsocks TCP sockets (1..64). Every socket
@@ -62,11 +62,10 @@ void bt_net_socket_comm_destroy(struct bt_net_socket_comm *comm);
 
 bt_status_t bt_net_socket_comm_post(struct bt_net_socket_comm *comm, void *data, size_t size,
                                     void **request_p);
-/* The request iflush() returns: test() says done at once, size 0. */
-extern void *const bt_net_socket_flush_req;
 bt_status_t bt_net_socket_req_test(void *request, int *done_p, size_t *size_p);
 
-/* net.h's pollfds for a comm: its sockets with a task pending (none with helper threads). */
+/* bt_net_backend's pollfds for a comm: its sockets with a task pending (none with helper threads).
+ */
 int bt_net_socket_comm_pollfds(void *comm, struct pollfd *fds, int max);
 
 /* Helper threads of `comm` (for tests that watch their CPU time): count, and their tids. */

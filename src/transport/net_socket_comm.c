@@ -463,19 +463,10 @@ static int req_moved(const struct sock_req *r)
     return atomic_load_explicit(&r->pieces_left, memory_order_acquire) == 0;
 }
 
-static char flush_req_marker;
-void *const bt_net_socket_flush_req = &flush_req_marker;
-
 /* caller: the comm's user thread (one at a time). */
 bt_status_t bt_net_socket_req_test(void *request, int *done_p, size_t *size_p)
 {
     struct sock_req *r = request;
-    if (request == bt_net_socket_flush_req) {
-        *done_p = 1;
-        if (size_p)
-            *size_p = 0;
-        return BT_OK;
-    }
     struct bt_net_socket_comm *c = r->comm;
     *done_p = 0;
     if (c->nhelpers == 0 && !req_moved(r)) {

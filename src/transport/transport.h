@@ -34,6 +34,7 @@
 #define BT_PEER_CHECK_NS 50000000ull
 
 struct bt_bootstrap;
+struct bt_net;
 
 /* Where a rank runs, as every rank tells the others at init. */
 struct bt_peer_info {
@@ -61,6 +62,13 @@ struct bt_transport_ctx {
     struct bt_proxy *proxy; /* the CPU proxy, started by the first connector that needs one */
     char proxy_cpus[256];   /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
     char nic[32];           /* network device nearest this rank's GPU (topology), or "" */
+    /* The network (transport/net.h), opened by the first NET connector; what it asks for:
+     * a network by name (the config's netName; "" : NCCL_NET, else any), the comm's id and
+     * traffic class (handed to the backend's init). */
+    struct bt_net *net;
+    char net_name[64];
+    uint64_t comm_id;
+    int traffic_class;
     /* Whether rank `peer` is down: gone, or failed and staying out (cheap; any thread). */
     int (*peer_down)(void *arg, int peer);
     /* If `peer` is down: say so (WARN, naming the rank whose death started it), record it
@@ -105,6 +113,10 @@ struct bt_transport_ops {
 
 extern const struct bt_transport_ops bt_transport_shm;
 extern const struct bt_transport_ops bt_transport_net;
+
+/* Release what the transports opened for the communicator (its network), after every
+ * connector is freed. */
+void bt_transport_ctx_fini(struct bt_transport_ctx *ctx);
 
 /* The transport for a connector to `peer`, or NULL (logged) when none can connect. */
 const struct bt_transport_ops *bt_transport_select(const struct bt_transport_ctx *ctx, int peer);

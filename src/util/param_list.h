@@ -77,6 +77,13 @@ BT_PARAM_INT(cross_nic, "CROSS_NIC", 2,
 BT_PARAM_INT(shm_disable, "SHM_DISABLE", 0, "disable the shared-memory transport")
 BT_PARAM_INT(net_disable, "NET_DISABLE", 0,
              "disable the network transport (sockets through the CPU proxy)")
+BT_PARAM_STR(net, "NET", NULL,
+             "the network to use, by its name (Socket, OFI, or an external plugin's, e.g. IB "
+             "or Libfabric; case does not matter): that one or an error (unset: the first "
+             "that finds a device; the config's netName wins)")
+BT_PARAM_STR(net_plugin, "NET_PLUGIN", NULL,
+             "external network plugins, tried first: a comma list of names (libnccl-net-NAME.so) "
+             "or paths; none: no plugin (unset: libnccl-net.so if the loader finds it)")
 BT_PARAM_STR(shm_dir, "SHM_DIR", "/dev/shm", "directory where shared-memory segments are created")
 
 /* channels, buffers, protocols, algorithms */
@@ -134,9 +141,12 @@ BT_PARAM_INT(
 BT_PARAM_INT(socket_buffsize, "SOCKET_BUFFSIZE", 0,
              "SO_SNDBUF and SO_RCVBUF of each NET socket in bytes (capped by the kernel's "
              "wmem_max/rmem_max); 0: the kernel's autotuning")
-BT_PARAM_INT(net_zero_copy, "NET_ZERO_COPY", 1,
-             "1: NET connectors send steps that only forward the user's input from it and land "
-             "steps that only write the output in it (when input and output do not overlap)")
+BT_PARAM_INT(net_zero_copy, "NET_ZERO_COPY", -1,
+             "NET connectors send steps that only forward the user's input from it and land "
+             "steps that only write the output in it (when input and output do not overlap), "
+             "registering those buffers once (cached per connector): 1 on, 0 off (copy through "
+             "the registered FIFO), -1 on for backends whose registrations pin nothing "
+             "(Socket, OFI's software providers), off for the others")
 BT_PARAM_INT(proxy_drive, "PROXY_DRIVE", 1,
              "1: the thread that launches a collective runs its NET progress itself while it "
              "waits (the progress thread sleeps meanwhile); 0: only the progress thread does")

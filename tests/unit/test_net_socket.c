@@ -29,7 +29,81 @@
 #include "transport/net_socket.h"
 #include "util/time.h"
 
-static const struct bt_net_ops *net = &bt_net_socket;
+/* The backend's v11 table, called the way transport/net.c calls it (one buffer per irecv,
+ * tag 0, the registration token of the buffer), behind short names. */
+static const ncclNet_v11_t *t11;
+static void *net_ctx;
+
+static bt_status_t w_init(int *ndev)
+{
+    t11 = bt_net_socket.v11;
+    BT_TEST_CHECK(t11->init(&net_ctx, 1, NULL, bt_net_log, NULL) == ncclSuccess, "init");
+    return bt_net_status(t11->devices(ndev));
+}
+static bt_status_t w_listen(int dev, void *h, void **l)
+{
+    return bt_net_status(t11->listen(net_ctx, dev, h, l));
+}
+static bt_status_t w_connect(int dev, const void *h, void **s)
+{
+    return bt_net_status(t11->connect(net_ctx, dev, (void *)(uintptr_t)h, s, NULL));
+}
+static bt_status_t w_accept(void *l, void **r)
+{
+    return bt_net_status(t11->accept(l, r, NULL));
+}
+static bt_status_t w_isend(void *c, void *data, size_t size, void **r)
+{
+    void *mh = NULL;
+    BT_TEST_CHECK(t11->regMr(c, data, size, NCCL_PTR_HOST, &mh) == ncclSuccess, "regMr");
+    return bt_net_status(t11->isend(c, data, size, 0, mh, NULL, r));
+}
+static bt_status_t w_irecv(void *c, void *data, size_t size, void **r)
+{
+    int tag = 0;
+    void *mh = NULL;
+    return bt_net_status(t11->irecv(c, 1, &data, &size, &tag, &mh, NULL, r));
+}
+static bt_status_t w_iflush(void *c, void *data, size_t size, void **r)
+{
+    int n = (int)size;
+    return bt_net_status(t11->iflush(c, 1, &data, &n, NULL, r));
+}
+static bt_status_t w_test(void *r, int *done, size_t *size)
+{
+    int s = -1;
+    bt_status_t st = bt_net_status(t11->test(r, done, &s));
+    if (size)
+        *size = s < 0 ? 0 : (size_t)s;
+    return st;
+}
+static void w_close_send(void *c)
+{
+    t11->closeSend(c);
+}
+static void w_close_recv(void *c)
+{
+    t11->closeRecv(c);
+}
+static void w_close_listen(void *c)
+{
+    t11->closeListen(c);
+}
+static const struct {
+    bt_status_t (*init)(int *);
+    bt_status_t (*listen)(int, void *, void **);
+    bt_status_t (*connect)(int, const void *, void **);
+    bt_status_t (*accept)(void *, void **);
+    bt_status_t (*isend)(void *, void *, size_t, void **);
+    bt_status_t (*irecv)(void *, void *, size_t, void **);
+    bt_status_t (*iflush)(void *, void *, size_t, void **);
+    bt_status_t (*test)(void *, int *, size_t *);
+    void (*close_send)(void *);
+    void (*close_recv)(void *);
+    void (*close_listen)(void *);
+} wrap = {w_init,   w_listen, w_connect,    w_accept,     w_isend,       w_irecv,
+          w_iflush, w_test,   w_close_send, w_close_recv, w_close_listen},
+  *net = &wrap;
 
 static double now_s(void)
 {
@@ -248,11 +322,9 @@ static void test_in_flight_limit(void)
     }
     BT_TEST_OK(net->irecv(p.recv, buf, sizeof(buf), &r[BT_NET_SOCKET_MAX_REQS]));
     BT_TEST_CHECK(r[BT_NET_SOCKET_MAX_REQS] == NULL, "receive %d accepted", BT_NET_SOCKET_MAX_REQS);
-    void *f = NULL;
-    int d = 0;
+    void *f = &f;
     BT_TEST_OK(net->iflush(p.recv, buf, sizeof(buf), &f));
-    BT_TEST_OK(net->test(f, &d, NULL));
-    BT_TEST_CHECK(f != NULL && d == 1, "flush not complete at once");
+    BT_TEST_CHECK(f == NULL, "a flush of host memory gave a request (nothing to flush)");
     pair_close(&p);
     printf("in-flight limit and flush: ok\n");
 }
