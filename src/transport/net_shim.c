@@ -98,68 +98,12 @@ static ncclResult_t s10_connect(void *ctx, int dev, void *h, void **sc,
     return v10->connect(dev, &cfg, h, sc, dc);
 }
 
-static ncclResult_t s10_accept(void *lc, void **rc, ncclNetDeviceHandle_v11_t **dc)
-{
-    return v10->accept(lc, rc, dc);
-}
-static ncclResult_t s10_reg(void *c, void *d, size_t n, int t, void **mh)
-{
-    return v10->regMr(c, d, n, t, mh);
-}
-static ncclResult_t s10_regdb(void *c, void *d, size_t n, int t, uint64_t o, int fd, void **mh)
-{
-    return v10->regMrDmaBuf(c, d, n, t, o, fd, mh);
-}
-static ncclResult_t s10_dereg(void *c, void *mh)
-{
-    return v10->deregMr(c, mh);
-}
-static ncclResult_t s10_isend(void *c, void *d, size_t n, int tag, void *mh, void *ph, void **r)
-{
-    return v10->isend(c, d, n, tag, mh, ph, r);
-}
-static ncclResult_t s10_irecv(void *c, int n, void **d, size_t *s, int *t, void **mh, void **ph,
-                              void **r)
-{
-    return v10->irecv(c, n, d, s, t, mh, ph, r);
-}
-static ncclResult_t s10_iflush(void *c, int n, void **d, int *s, void **mh, void **r)
-{
-    return v10->iflush(c, n, d, s, mh, r);
-}
-static ncclResult_t s10_test(void *r, int *done, int *s)
-{
-    return v10->test(r, done, s);
-}
-static ncclResult_t s10_close_send(void *c)
-{
-    return v10->closeSend(c);
-}
-static ncclResult_t s10_close_recv(void *c)
-{
-    return v10->closeRecv(c);
-}
-static ncclResult_t s10_close_listen(void *c)
-{
-    return v10->closeListen(c);
-}
-
+/* the members whose signatures v10 shares with v11 are the plugin's own (bt_net_shim) */
 static ncclNet_v11_t shim10 = {
     .init = s10_init,
     .getProperties = s10_props,
     .listen = s10_listen,
     .connect = s10_connect,
-    .accept = s10_accept,
-    .regMr = s10_reg,
-    .regMrDmaBuf = s10_regdb,
-    .deregMr = s10_dereg,
-    .isend = s10_isend,
-    .irecv = s10_irecv,
-    .iflush = s10_iflush,
-    .test = s10_test,
-    .closeSend = s10_close_send,
-    .closeRecv = s10_close_recv,
-    .closeListen = s10_close_listen,
     .finalize = no_finalize,
     .setNetAttr = no_attr,
 };
@@ -196,22 +140,6 @@ static ncclResult_t s9_connect(void *ctx, int dev, void *h, void **sc,
     (void)ctx;
     return v9->connect(dev, h, sc, dc);
 }
-static ncclResult_t s9_accept(void *lc, void **rc, ncclNetDeviceHandle_v11_t **dc)
-{
-    return v9->accept(lc, rc, dc);
-}
-static ncclResult_t s9_reg(void *c, void *d, size_t n, int t, void **mh)
-{
-    return v9->regMr(c, d, n, t, mh);
-}
-static ncclResult_t s9_regdb(void *c, void *d, size_t n, int t, uint64_t o, int fd, void **mh)
-{
-    return v9->regMrDmaBuf(c, d, n, t, o, fd, mh);
-}
-static ncclResult_t s9_dereg(void *c, void *mh)
-{
-    return v9->deregMr(c, mh);
-}
 static ncclResult_t s9_isend(void *c, void *d, size_t n, int tag, void *mh, void *ph, void **r)
 {
     (void)ph;
@@ -223,43 +151,15 @@ static ncclResult_t s9_irecv(void *c, int n, void **d, size_t *s, int *t, void *
     (void)ph;
     return v9->irecv(c, n, d, s, t, mh, r);
 }
-static ncclResult_t s9_iflush(void *c, int n, void **d, int *s, void **mh, void **r)
-{
-    return v9->iflush(c, n, d, s, mh, r);
-}
-static ncclResult_t s9_test(void *r, int *done, int *s)
-{
-    return v9->test(r, done, s);
-}
-static ncclResult_t s9_close_send(void *c)
-{
-    return v9->closeSend(c);
-}
-static ncclResult_t s9_close_recv(void *c)
-{
-    return v9->closeRecv(c);
-}
-static ncclResult_t s9_close_listen(void *c)
-{
-    return v9->closeListen(c);
-}
 
+/* as for v10, the members v9 shares with v11 are the plugin's own (bt_net_shim) */
 static ncclNet_v11_t shim9 = {
     .init = s9_init,
     .getProperties = s9_props,
     .listen = s9_listen,
     .connect = s9_connect,
-    .accept = s9_accept,
-    .regMr = s9_reg,
-    .regMrDmaBuf = s9_regdb,
-    .deregMr = s9_dereg,
     .isend = s9_isend,
     .irecv = s9_irecv,
-    .iflush = s9_iflush,
-    .test = s9_test,
-    .closeSend = s9_close_send,
-    .closeRecv = s9_close_recv,
-    .closeListen = s9_close_listen,
     .finalize = no_finalize,
     .setNetAttr = no_attr,
 };
@@ -458,6 +358,17 @@ const ncclNet_v11_t *bt_net_shim(const void *table, int version)
             v10 = table;
             shim10.name = v10->name;
             shim10.devices = v10->devices;
+            shim10.accept = v10->accept;
+            shim10.regMr = v10->regMr;
+            shim10.regMrDmaBuf = v10->regMrDmaBuf;
+            shim10.deregMr = v10->deregMr;
+            shim10.isend = v10->isend;
+            shim10.irecv = v10->irecv;
+            shim10.iflush = v10->iflush;
+            shim10.test = v10->test;
+            shim10.closeSend = v10->closeSend;
+            shim10.closeRecv = v10->closeRecv;
+            shim10.closeListen = v10->closeListen;
             shim10.getDeviceMr = v10->getDeviceMr;
             shim10.irecvConsumed = v10->irecvConsumed;
             shim10.makeVDevice = v10->makeVDevice; /* the same virtual-device layout */
@@ -470,6 +381,15 @@ const ncclNet_v11_t *bt_net_shim(const void *table, int version)
             v9 = table;
             shim9.name = v9->name;
             shim9.devices = v9->devices;
+            shim9.accept = v9->accept;
+            shim9.regMr = v9->regMr;
+            shim9.regMrDmaBuf = v9->regMrDmaBuf;
+            shim9.deregMr = v9->deregMr;
+            shim9.iflush = v9->iflush;
+            shim9.test = v9->test;
+            shim9.closeSend = v9->closeSend;
+            shim9.closeRecv = v9->closeRecv;
+            shim9.closeListen = v9->closeListen;
             shim9.getDeviceMr = v9->getDeviceMr;
             shim9.irecvConsumed = v9->irecvConsumed;
             shim9.makeVDevice = v9->makeVDevice;
