@@ -53,8 +53,8 @@ netns_rail2 3
 for coll in allreduce sendrecv; do
     if run_ranks 3 $coll rails.$coll two_ifs BATON_MIN_NCHANNELS=2 &&
         grep -q "Out of bounds values : 0 OK" "$out/rails.$coll.0" &&
-        grep -q "on device 0 (${tag}v" "$out/rails.$coll.0" &&
-        grep -q "on device 1 (${tag}w" "$out/rails.$coll.0"; then
+        grep -q "device 0 (${tag}v" "$out/rails.$coll.0" &&
+        grep -q "device 1 (${tag}w" "$out/rails.$coll.0"; then
         echo "netns_colls: 3 ranks $coll on two rails: ok"
     else
         echo "netns_colls: 3 ranks $coll on two rails: FAILED"
