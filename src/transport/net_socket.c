@@ -776,8 +776,17 @@ static const ncclNet_v11_t sock_v11 = {
     .setNetAttr = sock_v11_set_attr,
 };
 
+/* Sockets register nothing (regMr records the pointer), so a user buffer is as good as a
+ * FIFO slot: no registration can go stale when the user frees and reuses the memory. */
+static int sock_zero_copy_safe(int dev)
+{
+    (void)dev;
+    return 1;
+}
+
 const struct bt_net_backend bt_net_socket = {
     .v11 = &sock_v11,
     .pollfds = bt_net_socket_comm_pollfds,
     .connect_cancel = sock_v11_connect_cancel,
+    .zero_copy_safe = sock_zero_copy_safe,
 };

@@ -130,6 +130,16 @@ BT_PARAM_INT(socket_delay_min_bytes, "SOCKET_DELAY_MIN_BYTES", 65536,
              "fault injection: SOCKET_DELAY_US applies to messages of at least this many bytes")
 BT_PARAM_INT(socket_fail_after_bytes, "SOCKET_FAIL_AFTER_BYTES", 0,
              "fault injection: shut a socket connection down after it sent K bytes (0: never)")
+/* network (libfabric backend, transport/net_ofi.c): which provider; without it (or
+ * FI_PROVIDER) OFI has devices only when libfabric's first provider drives a NIC */
+BT_PARAM_STR(
+    ofi_provider, "OFI_PROVIDER", NULL,
+    "libfabric provider for the OFI network backend, e.g. 'tcp;ofi_rxm' or 'verbs;ofi_rxm' "
+    "(unset, and FI_PROVIDER unset: only a hardware provider is used)")
+/* endpoints per OFI send comm: the socket backend's NSOCKS_PERTHREAD analogue */
+BT_PARAM_INT(ofi_neps, "OFI_NEPS", 1,
+             "libfabric endpoints per OFI connection (1..16); messages of 64 KB or more are cut "
+             "into one piece per endpoint")
 
 /* proxy */
 BT_PARAM_INT(progress_appendop_freq, "PROGRESS_APPENDOP_FREQ", 8,

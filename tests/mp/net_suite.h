@@ -1,8 +1,8 @@
 /*
- * Every collective over the NET transport (shared memory off, so the CPU proxy and the
- * socket backend carry every byte over loopback TCP), 2, 3 and 4 ranks. The helper
- * configuration (SOCKET_NTHREADS x NSOCKS_PERTHREAD) comes from the including test.
- * All dtypes with Sum, and every op with float/int32, at small sizes; a subset large.
+ * Every collective over the NET transport (shared memory off, so the CPU proxy and a network
+ * backend carry every byte over loopback), 2, 3 and 4 ranks. The network and its
+ * configuration (SOCKET_NTHREADS x NSOCKS_PERTHREAD, NET=OFI, a plugin) come from the
+ * including test, and so do the dtypes; every op, at small sizes; a subset large.
  */
 #include "colls_common.h"
 
@@ -15,7 +15,10 @@ static const struct ct_big_case big[] = {
     {CT_ALLTOALL, 2 /* int32 */, 0},  {CT_SENDRECV_PAIRS, 1 /* uint8 */, 0},
 };
 
-static int net_suite_main(const char *name, const char *const *env)
+/* float, int32, half, bfloat16: the socket configurations' set */
+#define NET_SUITE_DTYPES ((1u << CT_FLOAT) | (1u << 2) | (1u << CT_HALF) | (1u << CT_BF16))
+
+static int net_suite_main(const char *name, const char *const *env, unsigned dtypes)
 {
     const struct colls_suite suite = {
         .name = name,
@@ -23,7 +26,7 @@ static int net_suite_main(const char *name, const char *const *env)
         .ranks = ranks,
         .nrank_counts = sizeof(ranks) / sizeof(ranks[0]),
         .colls = CT_ALL_COLLS,
-        .dtypes = (1u << CT_FLOAT) | (1u << 2) | (1u << CT_HALF) | (1u << CT_BF16),
+        .dtypes = dtypes,
         .ops = CT_ALL_OPS,
         .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1),
         .big = big,

@@ -5,5 +5,5 @@ int main(void)
 {
     static const char *const env[] = {"BATON_SHM_DISABLE=1", "BATON_P2P_DISABLE=1",
                                       "BATON_SOCKET_NTHREADS=1", "BATON_NSOCKS_PERTHREAD=1", NULL};
-    return net_suite_main("colls-net-1x1", env);
+    return net_suite_main("colls-net-1x1", env, NET_SUITE_DTYPES);
 }

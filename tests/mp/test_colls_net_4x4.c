@@ -5,5 +5,5 @@ int main(void)
 {
     static const char *const env[] = {"BATON_SHM_DISABLE=1", "BATON_P2P_DISABLE=1",
                                       "BATON_SOCKET_NTHREADS=4", "BATON_NSOCKS_PERTHREAD=4", NULL};
-    return net_suite_main("colls-net-4x4", env);
+    return net_suite_main("colls-net-4x4", env, NET_SUITE_DTYPES);
 }

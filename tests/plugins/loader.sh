@@ -1,0 +1,95 @@
+#!/bin/bash
+# The net-plugin loader against separately built libraries (plugins/CMakeLists.txt): two ranks
+# of baton-perf AllReduce over NET (shared memory and P2P off), one case per NCCL_NET_PLUGIN /
+# NCCL_NET setting. Each case checks the exit status, the network that carried the bytes
+# ("via NET/<name>" in the channel lines), that no element was wrong, and the WARN lines: a
+# plugin that cannot be used gets exactly one WARN per process naming it, then the built-in
+# networks; NCCL_NET naming an absent network is an error naming it.
+#   usage: loader.sh <bin dir> <lib dir>
+set -u
+bin=$(cd "$1" && pwd)
+lib=$(cd "$2" && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+failed=0
+
+# run NAME [VAR=VALUE...]: 2 ranks, log in $out/NAME; returns baton-run's status
+run() {
+    local name=$1
+    shift
+    env BATON_SHM_DISABLE=1 BATON_P2P_DISABLE=1 BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET,INIT \
+        BATON_TIMEOUT=30 "$@" \
+        "$bin/baton-run" -n 2 --timeout 60 \
+        "$bin/baton-perf" allreduce -b 8 -e 1M -f 16 -n 2 -w 1 >"$out/$name" 2>&1
+}
+
+bad() {
+    echo "loader: $1: FAILED ($2)"
+    tail -n 12 "$out/$1" >&2
+    failed=1
+}
+
+# expect_ok NAME NETWORK WARN_COUNT [WARN_TEXT] -- VAR=VALUE...: the run succeeds over
+# NET/NETWORK with 0 wrong, and WARN_TEXT occurs on exactly WARN_COUNT WARN lines
+expect_ok() {
+    local name=$1 network=$2 nwarn=$3 text=${4:-}
+    shift 4
+    [ "${1:-}" = "--" ] && shift
+    if ! run "$name" "$@"; then
+        bad "$name" "exit status"
+        return
+    fi
+    grep -q "Out of bounds values : 0 OK" "$out/$name" || { bad "$name" "wrong elements"; return; }
+    grep -q "via NET/$network/" "$out/$name" || { bad "$name" "not via NET/$network"; return; }
+    # WARN lines: WARN_COUNT with the text, none about anything else (but the plugin's own
+    # log calls: FakeFail says why it refuses)
+    grep " WARN " "$out/$name" | grep -v "FakeFail: " >"$out/$name.warn"
+    local with=0 other
+    [ -n "$text" ] && with=$(grep -c -F -- "$text" "$out/$name.warn")
+    other=$(($(wc -l <"$out/$name.warn") - with))
+    [ "$with" -eq "$nwarn" ] || { bad "$name" "$with WARN lines with '$text', expected $nwarn"; return; }
+    [ "$other" -eq 0 ] || { bad "$name" "$other unexpected WARN lines"; return; }
+    echo "loader: $name: ok"
+}
+
+# expect_fail NAME TEXT -- VAR=VALUE...: every rank fails, none hangs, and TEXT is said
+expect_fail() {
+    local name=$1 text=$2
+    shift 2
+    [ "${1:-}" = "--" ] && shift
+    if run "$name" "$@"; then
+        bad "$name" "succeeded; expected an error"
+        return
+    fi
+    grep -q "terminated after .* s" "$out/$name" && { bad "$name" "timed out"; return; }
+    grep -q -F -- "$text" "$out/$name" || { bad "$name" "no '$text'"; return; }
+    echo "loader: $name: ok"
+}
+
+# a directory with libnccl-net.so (the default name) and libnccl-net-<name>.so links
+dir=$out/libs
+mkdir -p "$dir"
+ln -s "$lib/libnccl-net-baton.so" "$dir/libnccl-net.so"
+
+expect_ok path BatonSocket 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-baton.so"
+expect_ok path-named BatonSocket 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-baton.so" \
+    NCCL_NET=batonsocket
+expect_ok short-name BatonSocket 0 "" -- NCCL_NET_PLUGIN=baton LD_LIBRARY_PATH="$lib"
+expect_ok default-name BatonSocket 0 "" -- LD_LIBRARY_PATH="$dir"
+expect_ok none Socket 0 "" -- NCCL_NET_PLUGIN=none LD_LIBRARY_PATH="$dir"
+expect_ok v6-shim FakeV6 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-fakev6.so"
+grep -q "table ncclNetPlugin_v6 (FakeV6)" "$out/v6-shim" || bad v6-shim "v6 table not named"
+expect_ok list BatonSocket 2 "nosuch" -- NCCL_NET_PLUGIN="nosuch,$lib/libnccl-net-baton.so"
+expect_ok missing Socket 2 "does not load" -- NCCL_NET_PLUGIN="$lib/libnccl-net-nosuch.so"
+expect_ok init-fails Socket 2 "FakeFail from $lib/libnccl-net-fakefail.so init failed" -- \
+    NCCL_NET_PLUGIN="$lib/libnccl-net-fakefail.so"
+expect_ok no-device Socket 2 "FakeEmpty from $lib/libnccl-net-fakeempty.so has no device" -- \
+    NCCL_NET_PLUGIN="$lib/libnccl-net-fakeempty.so"
+expect_ok no-table Socket 2 "exports no ncclNetPlugin_v11..v6 table" -- \
+    NCCL_NET_PLUGIN="$lib/libnccl-net-fakenone.so"
+expect_fail asked-absent "asks for network 'Bogus', which is not available" -- NCCL_NET=Bogus
+expect_fail asked-failing "asks for network 'FakeFail', which is not available" -- \
+    NCCL_NET_PLUGIN="$lib/libnccl-net-fakefail.so" NCCL_NET=FakeFail
+
+[ $failed -eq 0 ] || { echo "loader: FAIL"; exit 1; }
+echo "loader: every case ok"
