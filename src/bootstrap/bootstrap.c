@@ -561,14 +561,25 @@ bt_status_t bt_bootstrap_barrier(struct bt_bootstrap *bs)
     return st;
 }
 
+static bt_status_t bs_send(struct bt_bootstrap *bs, int peer, int tag, const void *data,
+                           size_t size, uint64_t deadline, int quiet);
+
 bt_status_t bt_bootstrap_send(struct bt_bootstrap *bs, int peer, int tag, const void *data,
                               size_t size)
 {
-    return bt_bootstrap_send_until(bs, peer, tag, data, size, bt_deadline_from_now());
+    return bs_send(bs, peer, tag, data, size, bt_deadline_from_now(), 0);
 }
 
 bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, const void *data,
                                     size_t size, uint64_t deadline)
+{
+    return bs_send(bs, peer, tag, data, size, deadline, 1);
+}
+
+/* quiet: a failure is the caller's to report (INFO here), for the failure paths' messages to
+ * ranks that may be gone */
+static bt_status_t bs_send(struct bt_bootstrap *bs, int peer, int tag, const void *data,
+                           size_t size, uint64_t deadline, int quiet)
 {
     if (peer < 0 || peer >= bs->nranks) {
         BT_WARN("Bootstrap: send to invalid peer %d (nranks %d)", peer, bs->nranks);
@@ -595,6 +606,7 @@ bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, 
     }
 
     struct bt_socket_wait w = bs_wait_peer(bs, deadline, peer);
+    w.quiet = quiet;
     struct bt_bs_peer_hdr h;
     char s[BT_SOCKADDR_STRLEN];
     int fd = -1;
@@ -617,8 +629,10 @@ bt_status_t bt_bootstrap_send_until(struct bt_bootstrap *bs, int peer, int tag, 
     if (st != BT_OK) {
         if (bs_aborted(bs))
             return BT_ERR_REMOTE;
-        BT_WARN("Bootstrap: rank %d could not send %zu bytes (tag %d) to rank %d at %s%s", bs->rank,
-                size, tag, peer, s, bs_peer_down(bs, peer) ? ": the rank is gone or failed" : "");
+        BT_WAIT_LOG(&w, BT_LOG_BOOTSTRAP,
+                    "Bootstrap: rank %d could not send %zu bytes (tag %d) to rank %d at %s%s",
+                    bs->rank, size, tag, peer, s,
+                    bs_peer_down(bs, peer) ? ": the rank is gone or failed" : "");
         return st == BT_ERR_SYSTEM ? st : BT_ERR_REMOTE;
     }
     return BT_OK;
@@ -754,6 +768,12 @@ void bt_bootstrap_abort(struct bt_bootstrap *bs)
 {
     if (bs)
         __atomic_store_n(&bs->aborted, 1, __ATOMIC_RELEASE);
+}
+
+int bt_bootstrap_peer_refuses(const struct bt_bootstrap *bs, int peer, int timeout_ms)
+{
+    return peer >= 0 && peer < bs->nranks && peer != bs->rank &&
+           bt_socket_refused(&bs->peers[peer], timeout_ms);
 }
 
 const union bt_sockaddr *bt_bootstrap_peer_addr(const struct bt_bootstrap *bs, int rank)

@@ -92,6 +92,11 @@ int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size)
 void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*down)(void *arg, int peer),
                                  void *arg);
 
+/* 1 when rank `peer`'s bootstrap listener refuses connections (bt_socket_refused): its
+ * process is gone, even on another host, as long as that host answers; 0 otherwise. A rank
+ * listens from its init until its communicator is destroyed. */
+int bt_bootstrap_peer_refuses(const struct bt_bootstrap *bs, int peer, int timeout_ms);
+
 /* Make every current and future wait of this bootstrap fail at once (ncclCommAbort). */
 void bt_bootstrap_abort(struct bt_bootstrap *bs);
 

@@ -174,6 +174,41 @@ static size_t clamp_sz(int64_t v, size_t lo, size_t hi)
     return (size_t)v;
 }
 
+/* The network's figures for the tuner, agreed: when the ranks span hosts, each asks the
+ * transport to a rank of another host (which opens the network now rather than at the first
+ * connector) and all take the slowest speed and the largest latency any rank reported.
+ * Either every rank has a peer on another host or none has, so all or none exchange. */
+static bt_status_t net_link_agree(struct bt_comm *comm)
+{
+    int remote = -1;
+    for (int r = 0; r < comm->nranks && remote < 0; r++)
+        if (comm->peers[r].host_hash != comm->peers[comm->rank].host_hash)
+            remote = r;
+    if (remote < 0)
+        return BT_OK;
+    struct bt_link_figures *all = calloc((size_t)comm->nranks, sizeof(*all));
+    if (!all) {
+        BT_WARN("out of memory for %d ranks' network figures", comm->nranks);
+        return BT_ERR_SYSTEM;
+    }
+    bt_transport_link(&comm->tctx, remote, &all[comm->rank]);
+    bt_status_t st = bt_bootstrap_allgather(comm->bs, all, sizeof(*all));
+    struct bt_link_figures *f = &comm->net_link;
+    for (int r = 0; r < comm->nranks && st == BT_OK; r++) {
+        if (all[r].gbps > 0 && (f->gbps == 0 || all[r].gbps < f->gbps))
+            f->gbps = all[r].gbps;
+        if (all[r].latency_us > f->latency_us)
+            f->latency_us = all[r].latency_us;
+    }
+    free(all);
+    if (st == BT_OK)
+        BT_INFO(BT_LOG_INIT | BT_LOG_TUNING,
+                "rank %d: the network between hosts: %.2f GB/s, %.1f us (slowest reported; "
+                "0: not reported)",
+                comm->rank, (double)f->gbps, (double)f->latency_us);
+    return st;
+}
+
 bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
 {
     bt_status_t st;
@@ -184,10 +219,12 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
 
     all = calloc((size_t)comm->nranks, sizeof(*all));
     comm->peers = calloc((size_t)comm->nranks, sizeof(*comm->peers));
+    comm->probed_ns = calloc((size_t)comm->nranks, sizeof(*comm->probed_ns));
     comm->p2p = calloc((size_t)comm->nranks, sizeof(*comm->p2p));
     comm->direct_send = calloc((size_t)comm->nranks, sizeof(*comm->direct_send));
     comm->direct_recv = calloc((size_t)comm->nranks, sizeof(*comm->direct_recv));
-    if (!all || !comm->peers || !comm->p2p || !comm->direct_send || !comm->direct_recv) {
+    if (!all || !comm->peers || !comm->probed_ns || !comm->p2p || !comm->direct_send ||
+        !comm->direct_recv) {
         BT_WARN("out of memory for %d peers", comm->nranks);
         st = BT_ERR_SYSTEM;
         goto fail;
@@ -256,6 +293,7 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     for (int r = 0; r < comm->nranks; r++)
         if (r != comm->rank && !bt_transport_direct(tc, r))
             comm->shm_all = 0;
+    BT_CHECK_GOTO(net_link_agree(comm), st, fail);
     comm->nchannels = nch;
     /* Every rank reaches the same shm_all (shared memory joins ranks of one host and IPC
      * namespace, an equivalence), so they agree on the slot. Over the network a slot is a
@@ -376,6 +414,7 @@ void bt_comm_free(struct bt_comm *comm)
     free(comm->direct_recv);
     bt_bootstrap_destroy(comm->bs);
     free(comm->peers);
+    free(comm->probed_ns);
     free(comm->custom_ops);
     pthread_mutex_destroy(&comm->ops_lock);
     comm->magic = BT_COMM_DEAD;

@@ -69,6 +69,10 @@ struct bt_comm {
     struct bt_comm_config config;
     struct bt_bootstrap *bs;
     struct bt_peer_info *peers;
+    uint64_t *probed_ns; /* per rank: when liveness last probed its listener (liveness.c) */
+    /* the network between hosts as its devices report it, every rank's slowest (zeros: one
+     * host, or not reported); the tuner bounds its network figures by it */
+    struct bt_link_figures net_link;
     /* The communicator as its transports see it (the same bootstrap, peers and abort flag;
      * the proxy, the NIC and proxy CPUs; the liveness tests): core/liveness.c fills it. */
     struct bt_transport_ctx tctx;

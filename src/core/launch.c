@@ -212,6 +212,8 @@ static void host_target(struct bt_comm *comm, struct bt_plan_target *tg)
         .direct_max_channels = 1, /* one connector pair per peer */
         .tree_ok = 1,
         .shm_all = comm->shm_all,
+        .net_gbps = comm->net_link.gbps,
+        .net_latency_us = comm->net_link.latency_us,
         .zero_copy = 1,
         .chan = comm->channels,
         .host_chan = comm->channels,
@@ -372,18 +374,21 @@ static void report_proxied(const struct bt_proxied_op *po)
     bt_liveness_report_net(po->owner, po->peer);
 }
 
-/* The executor's liveness check of a stalled work: a local peer is down, or one of the
- * comm's network ops has failed (another host: its sockets closed when it died), so the
- * launch fails now instead of at TIMEOUT. */
-static int peer_gone(const struct bt_work *w, int peer)
+/* The executor's liveness check of a stalled work: a local peer is down, one of the comm's
+ * network ops has failed (another host: its sockets closed when it died), or, after a second
+ * of stall, a peer on another host no longer listens (a network that reports nothing when
+ * its peer dies: OFI, plugins), so the launch fails now instead of at TIMEOUT. */
+static int peer_gone(const struct bt_work *w, int peer, uint64_t stalled_ns)
 {
     const char *what = bt_coll_is_p2p(w->coll) ? "send/recv" : "collective";
     if (bt_liveness_report_down(w->owner, peer, what, w->seq, 0))
         return 1;
     const struct bt_proxied_op *po = bt_host_proxied_failed(&ls.px, w->owner);
-    if (po)
+    if (po) {
         report_proxied(po);
-    return po != NULL;
+        return 1;
+    }
+    return bt_liveness_report_refused(w->owner, peer, what, w->seq, stalled_ns);
 }
 
 /* PROXY_DUMP_SIGNAL arrived since this thread last looked: report where it waits. */

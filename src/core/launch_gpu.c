@@ -49,6 +49,8 @@ static void gpu_target(struct bt_comm *comm, struct bt_plan_target *tg)
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
         .direct_max_channels = direct_max,
         .shm_all = !cc->net, /* through the network: Simple, one channel */
+        .net_gbps = comm->net_link.gbps,
+        .net_latency_us = comm->net_link.latency_us,
         .align = BT_CUDA_ALIGN,
         .chan = cc->dchan, /* device addresses: only the kernel dereferences them */
         .peer_send = cc->dpeer_send,

@@ -10,6 +10,8 @@
 #include "core/arrival.h"
 #include "core/comm.h"
 #include "util/log.h"
+#include "util/socket.h"
+#include "util/time.h"
 
 int bt_liveness_local(const struct bt_comm *comm, int peer)
 {
@@ -82,6 +84,62 @@ int bt_liveness_report_down(struct bt_comm *comm, int peer, const char *what, ui
     return 1;
 }
 
+/* Rank `peer` stopped answering (`lead` says how): name the rank whose death it reported
+ * before it left (a bootstrap message, waited for up to wait_ms), else the peer itself
+ * (`own` completes the sentence), and pass that cause on. */
+static void report_lost(struct bt_comm *comm, int peer, const char *lead, const char *own,
+                        int wait_ms)
+{
+    int cause = bt_arrival_cause(comm, peer, wait_ms);
+    if (cause >= 0 && cause != peer) {
+        BT_WARN("%s: rank %d failed first, because rank %d is gone (exited or killed)", lead, peer,
+                cause);
+    } else {
+        cause = peer;
+        BT_WARN("%s%s", lead, own);
+    }
+    bt_arrival_failed(comm, cause);
+}
+
+/* Whether rank `peer` (of another host, or PID namespace) no longer listens; asked at most
+ * once per BT_LIVENESS_PROBE_EVERY_NS per peer unless `now` (a failure's report). */
+static int peer_refuses(struct bt_comm *comm, int peer, int now_please)
+{
+    if (peer < 0 || peer >= comm->nranks || peer == comm->rank || bt_liveness_local(comm, peer) ||
+        !comm->probed_ns || !comm->bs)
+        return 0;
+    uint64_t now = bt_time_ns();
+    uint64_t last = __atomic_load_n(&comm->probed_ns[peer], __ATOMIC_RELAXED);
+    if (!now_please && last && now - last < BT_LIVENESS_PROBE_EVERY_NS)
+        return 0;
+    __atomic_store_n(&comm->probed_ns[peer], now, __ATOMIC_RELAXED);
+    return bt_bootstrap_peer_refuses(comm->bs, peer, 100);
+}
+
+/* Report rank `peer` as gone because its listener refuses (the probe said so). */
+static void report_refused(struct bt_comm *comm, int peer, const char *what)
+{
+    char addr[BT_SOCKADDR_STRLEN], lead[224], own[64];
+    bt_socket_addr_to_str(bt_bootstrap_peer_addr(comm->bs, peer), addr, sizeof(addr));
+    snprintf(lead, sizeof(lead),
+             "%s: this rank (%d) waited for rank %d, whose host answers but nothing listens at "
+             "its bootstrap address %s any more",
+             what, comm->rank, peer, addr);
+    snprintf(own, sizeof(own), ": rank %d is gone (exited or killed)", peer);
+    report_lost(comm, peer, lead, own, 100);
+}
+
+int bt_liveness_report_refused(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
+                               uint64_t stalled_ns)
+{
+    if (stalled_ns < BT_LIVENESS_PROBE_AFTER_NS || !peer_refuses(comm, peer, 0))
+        return 0;
+    char op[96];
+    snprintf(op, sizeof(op), "%s #%llu", what, (unsigned long long)seq);
+    report_refused(comm, peer, op);
+    return 1;
+}
+
 void bt_liveness_report_net(struct bt_comm *comm, int peer)
 {
     /* aborted here (ncclCommAbort: the launch reports it), or the peer is down (named now;
@@ -89,18 +147,20 @@ void bt_liveness_report_net(struct bt_comm *comm, int peer)
     if (comm->abort_flag ||
         bt_liveness_report_down(comm, peer, "network transfer", comm->ncolls, BT_PEER_DYING_MS))
         return;
-    int cause = bt_arrival_cause(comm, peer, 300);
-    if (cause >= 0 && cause != peer) {
-        BT_WARN("rank %d: the network connection with rank %d failed: rank %d failed first, "
-                "because rank %d is gone (exited or killed)",
-                comm->rank, peer, peer, cause);
-    } else {
-        cause = peer;
-        BT_WARN("rank %d: the network connection with rank %d failed (closed or reset by the "
-                "peer, or timed out: is rank %d still running?)",
-                comm->rank, peer, peer);
+    if (peer_refuses(comm, peer, 1)) {
+        char op[64];
+        snprintf(op, sizeof(op), "network transfer #%llu", (unsigned long long)comm->ncolls);
+        report_refused(comm, peer, op);
+        return;
     }
-    bt_arrival_failed(comm, cause);
+    char lead[96], own[96];
+    snprintf(lead, sizeof(lead), "rank %d: the network connection with rank %d failed", comm->rank,
+             peer);
+    snprintf(own, sizeof(own),
+             " (closed or reset by the peer, or timed out: is rank %d still "
+             "running?)",
+             peer);
+    report_lost(comm, peer, lead, own, 300);
 }
 
 /* The tests as the lower layers take them: a context argument and a rank. */
@@ -114,10 +174,16 @@ static int report_down(void *comm, int peer, const char *what, int wait_ms)
     return bt_liveness_report_down(comm, peer, what, 0, wait_ms);
 }
 
+static int peer_lost(void *comm, int peer, uint64_t stalled_ns)
+{
+    return stalled_ns >= BT_LIVENESS_PROBE_AFTER_NS && peer_refuses(comm, peer, 0);
+}
+
 void bt_liveness_attach(struct bt_comm *comm)
 {
     comm->tctx.peer_down = peer_down;
     comm->tctx.report_down = report_down;
+    comm->tctx.peer_lost = peer_lost;
     comm->tctx.live_arg = comm;
     /* from now on a bootstrap wait on a rank ends when its process does, or once it failed */
     bt_bootstrap_set_peer_check(comm->bs, peer_down, comm);

@@ -214,6 +214,8 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
         .direct_max_channels = tg->direct_max_channels,
         .tree_ok = tg->tree_ok,
         .shm_all = tg->shm_all,
+        .net_gbps = tg->net_gbps,
+        .net_latency_us = tg->net_latency_us,
     };
     struct bt_tune_memo *m = tg->memo;
     int hit = 0;

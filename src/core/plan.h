@@ -51,6 +51,7 @@ struct bt_plan_target {
     size_t ll128_payload;           /* 0: no LL128 */
     size_t direct_slot;             /* bytes a one-shot Simple step carries */
     int direct_ok, direct_max_channels, tree_ok, shm_all;
+    float net_gbps, net_latency_us;          /* the network's reported figures (bt_tune_in's) */
     size_t align;                            /* bytes: channel shares and send/recv parts start at
                                                 multiples of this (0: elements) */
     int zero_copy;                           /* works may send from / land in user buffers (NET) */

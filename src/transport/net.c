@@ -21,9 +21,13 @@
  * shared memory): a network receive lands in arbitrary pieces, which LL's per-line flags
  * cannot tolerate.
  */
+#include <ctype.h>
+#include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "proxy/proxy.h"
@@ -65,6 +69,10 @@ struct net_conn {
     uint64_t posted; /* next step to isend / irecv */
     uint64_t done;   /* next step whose request is not complete */
     void *req[BT_NSTEPS];
+    struct {
+        void *data, *mh; /* where step s's receive lands, and its registration (iflush) */
+        int bytes;
+    } rstep[BT_NSTEPS];
     void *flush_req; /* the iflush of step `done` in flight, or NULL */
     int flushing;    /* step `done` received; its flush is posted (or not needed yet) */
     struct net_mr mr[NET_MR_CACHE];
@@ -130,6 +138,42 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
 
 static bt_status_t net_listen_rpc(void *arg);
 
+/* The last PCI function ("dddd:bb:dd.f") along a sysfs path, copied to out; 0 when none.
+ * A NIC is one PCI function however it is named: /sys/class/net/<if>/device and
+ * /sys/class/infiniband/<dev>/device of one card resolve to paths through the same function
+ * (a plugin's pciPath may end below it, as a virtio device does). */
+static int pci_function(const char *path, char *out, size_t len)
+{
+    static const char shape[] = "xxxx:xx:xx.x"; /* x: a hex digit */
+    const size_t n = sizeof(shape) - 1;
+    int found = 0;
+    for (const char *c = path; c && *c; c = strchr(c, '/')) {
+        c += *c == '/';
+        size_t k = 0;
+        while (k < n && c[k] &&
+               (shape[k] == 'x' ? isxdigit((unsigned char)c[k]) : c[k] == shape[k]))
+            k++;
+        if (k == n && (c[n] == '/' || c[n] == '\0')) {
+            snprintf(out, len, "%.*s", (int)n, c);
+            found = 1;
+        }
+    }
+    return found;
+}
+
+/* Whether network device d is the interface the topology named (ctx->nic): by name (the
+ * socket backend's devices are interfaces), else by PCI function (verbs and plugin devices
+ * have their own names, mlx5_0 or rdmap0s6, for the card of interface ib0 or eth1). */
+static int dev_is_nic(const ncclNetProperties_v11_t *p, const char *nic)
+{
+    if (p->name && strcmp(p->name, nic) == 0)
+        return 1;
+    char path[320], real[PATH_MAX], a[16], b[16];
+    snprintf(path, sizeof(path), "/sys/class/net/%s/device", nic);
+    return p->pciPath && realpath(path, real) && pci_function(real, a, sizeof(a)) &&
+           pci_function(p->pciPath, b, sizeof(b)) && strcasecmp(a, b) == 0;
+}
+
 /* The device (NIC) a receiving connector listens on. CROSS_NIC=0 keeps each channel on one
  * rail on every rank: channel c on device c mod ndev. Otherwise a GPU rank uses the device
  * nearest its GPU when the topology names one (ctx->nic, rail-optimized: GPU k of every
@@ -141,7 +185,7 @@ static int pick_dev(const struct bt_transport_ctx *ctx, const struct bt_conn *co
         return 0;
     if (bt_param_cross_nic() != 0 && ctx->nic[0])
         for (int d = 0; d < net->ndev; d++)
-            if (net->props[d].name && strcmp(net->props[d].name, ctx->nic) == 0)
+            if (dev_is_nic(&net->props[d], ctx->nic))
                 return d;
     return conn->channel % net->ndev;
 }
@@ -387,11 +431,14 @@ static bt_status_t net_test_next(struct net_op *op, struct net_conn *nc, struct 
         *size_p = size > 0 ? (size_t)size : 0;
         nc->flushing = 1;
         if (nc->flush && !op->top.args.is_send) {
-            void *data = nc->fifo;
-            int bytes = (int)nc->fifo_bytes;
+            /* the bytes that landed, in the buffer they landed in (a slot, or a user buffer
+             * through its own registration) */
+            const int k = (int)(nc->done % BT_NSTEPS);
+            void *data = nc->rstep[k].data;
+            int bytes = size > 0 ? size : nc->rstep[k].bytes;
             nc->flush_req = NULL;
             BT_CHECK(bt_net_status(
-                nc->t->iflush(nc->recv_comm, 1, &data, &bytes, &nc->fifo_mh, &nc->flush_req)));
+                nc->t->iflush(nc->recv_comm, 1, &data, &bytes, &nc->rstep[k].mh, &nc->flush_req)));
         }
     }
     if (nc->flush_req) {
@@ -483,6 +530,9 @@ static bt_status_t net_recv_progress(struct bt_proxy_args *args, int *done_p)
         if (!req)
             break;
         nc->req[s % BT_NSTEPS] = req;
+        nc->rstep[s % BT_NSTEPS].data = data;
+        nc->rstep[s % BT_NSTEPS].mh = mh;
+        nc->rstep[s % BT_NSTEPS].bytes = (int)bytes;
         nc->posted = s + 1;
         bt_proxy_sub_set(&sub->posted, nc->posted - op->base);
     }
@@ -561,6 +611,23 @@ static bt_status_t net_post(struct bt_transport_ctx *ctx, struct bt_conn *conn, 
     return BT_OK;
 }
 
+/* The network's figures for the tuner: the slowest device this rank may use (channels spread
+ * over them), its speed and latency as the backend reports them. */
+static void net_link(struct bt_transport_ctx *ctx, struct bt_link_figures *f)
+{
+    struct bt_net *net = NULL;
+    if (net_get(ctx, &net) != BT_OK)
+        return; /* the first connector says why */
+    for (int d = 0; d < net->ndev; d++) {
+        const ncclNetProperties_v11_t *p = &net->props[d];
+        float gbps = p->speed > 0 ? (float)p->speed / 8000.0f : 0.0f; /* Mbps */
+        if (gbps > 0 && (f->gbps == 0 || gbps < f->gbps))
+            f->gbps = gbps;
+        if (p->latency > f->latency_us)
+            f->latency_us = p->latency;
+    }
+}
+
 const struct bt_transport_ops bt_transport_net = {
     .name = "NET",
     .can_connect = net_can_connect,
@@ -570,4 +637,5 @@ const struct bt_transport_ops bt_transport_net = {
     .free = net_free,
     .via = net_via,
     .post = net_post,
+    .link = net_link,
 };

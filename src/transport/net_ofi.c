@@ -251,8 +251,11 @@ static void scan(void)
         if (seen)
             continue;
         if (if_nametoindex(fi->domain_attr->name) != 0) {
+            /* as the socket backend: SOCKET_IFNAME's interfaces, else only the first usable
+             * one (others may not reach the peers) */
+            int max = bt_param_str_socket_ifname() ? (int)(sizeof(ifs) / sizeof(ifs[0])) : 1;
             if (nifs < 0)
-                nifs = bt_socket_find_interfaces(ifs, (int)(sizeof(ifs) / sizeof(ifs[0])));
+                nifs = bt_socket_find_interfaces(ifs, max);
             if (!iface_selected(fi->domain_attr->name, ifs, nifs))
                 continue;
         }
@@ -673,7 +676,7 @@ static ncclResult_t ofi_test(void *request, int *done, int *sizes)
     size_t size = 0;
     bt_status_t st = bt_ofi_test(request, done, &size);
     if (st == BT_OK && *done && sizes)
-        sizes[0] = (int)size;
+        sizes[0] = size > INT_MAX ? INT_MAX : (int)size; /* receives are at most maxP2pBytes */
     return (ncclResult_t)st;
 }
 

@@ -61,7 +61,9 @@ static void load_one(const char *entry, int quiet_if_missing)
     const char *lib = entry;
     if (!h) {
         snprintf(err1, sizeof(err1), "%s", dlerror());
-        if (!strchr(entry, '/')) {
+        size_t len = strlen(entry);
+        /* a bare name (not a path, not already a file name): libnccl-net-<name>.so */
+        if (!strchr(entry, '/') && !(len > 3 && strcmp(entry + len - 3, ".so") == 0)) {
             snprintf(alt, sizeof(alt), "libnccl-net-%s.so", entry);
             h = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
             lib = alt;

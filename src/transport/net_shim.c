@@ -9,8 +9,9 @@
  *        forceFlush, virtual devices or size limits (NCCL's 1 GB default)
  *   v7   int registration size; properties without regIsGlobal
  *   v6   no device handles in connect/accept, no getDeviceMr or irecvConsumed
- * One table per version per process (the shim's members reach it through a static): NCCL
- * itself keeps one plugin in use; a second library of the same version is refused.
+ * One v10 table, one v9 and one of v8/v7/v6 per process (the shims' members reach them
+ * through statics): NCCL itself keeps one plugin in use; a second library that needs a shim
+ * already taken is refused.
  */
 #include <limits.h>
 #include <string.h>

@@ -776,8 +776,9 @@ static const ncclNet_v11_t sock_v11 = {
     .setNetAttr = sock_v11_set_attr,
 };
 
-/* Sockets register nothing (regMr records the pointer), so a user buffer is as good as a
- * FIFO slot: no registration can go stale when the user frees and reuses the memory. */
+/* Sockets register nothing (regMr hands back a token and pins no page), so a user buffer is
+ * as good as a FIFO slot: no registration can go stale when the user frees and reuses the
+ * memory. */
 static int sock_zero_copy_safe(int dev)
 {
     (void)dev;

@@ -43,6 +43,17 @@ int bt_transport_direct(const struct bt_transport_ctx *ctx, int peer)
     return 0;
 }
 
+void bt_transport_link(struct bt_transport_ctx *ctx, int peer, struct bt_link_figures *f)
+{
+    memset(f, 0, sizeof(*f));
+    for (size_t i = 0; i < sizeof(bt_transports) / sizeof(bt_transports[0]); i++)
+        if (bt_transports[i]->can_connect(ctx, peer)) {
+            if (bt_transports[i]->link)
+                bt_transports[i]->link(ctx, f);
+            return;
+        }
+}
+
 void bt_conn_free(struct bt_conn *conn)
 {
     if (!conn)

@@ -74,6 +74,11 @@ struct bt_transport_ctx {
     /* If `peer` is down: say so (WARN, naming the rank whose death started it), record it
      * as this rank's cause and return 1; `what` waited. Else 0, after up to wait_ms. */
     int (*report_down)(void *arg, int peer, const char *what, int wait_ms);
+    /* Whether rank `peer`, waited on without progress for stalled_ns, is gone though its
+     * host still answers (its bootstrap listener refuses): for networks that say nothing
+     * when a peer dies. 0 until the stall is long enough to ask (the policy is the
+     * caller's: core/liveness.h); rate-limited; not logged (the failure's report names it). */
+    int (*peer_lost)(void *arg, int peer, uint64_t stalled_ns);
     void *live_arg;
 };
 
@@ -93,6 +98,8 @@ struct bt_transport_op {
     void (*release)(struct bt_transport_op *op); /* frees the transport's op */
 };
 
+struct bt_link_figures;
+
 struct bt_transport_ops {
     const char *name;
     int (*can_connect)(const struct bt_transport_ctx *ctx, int peer);
@@ -109,7 +116,19 @@ struct bt_transport_ops {
      * the op owns it from here, even on failure): where pure receive steps land. */
     bt_status_t (*post)(struct bt_transport_ctx *ctx, struct bt_conn *conn, uint64_t nsteps,
                         struct bt_zc_step *zc, struct bt_transport_op **op_p);
+    /* What this transport's links can do as its devices report it (NULL: nothing to say);
+     * may open what the connectors would open first (the network). */
+    void (*link)(struct bt_transport_ctx *ctx, struct bt_link_figures *f);
 };
+
+/* A link's reported figures (a network device's properties): 0 where unknown. */
+struct bt_link_figures {
+    float gbps;       /* line rate, GB/s (10^9 bytes per second) */
+    float latency_us; /* one way */
+};
+
+/* The figures of the links connectors to `peer` would use (zeros when unknown). */
+void bt_transport_link(struct bt_transport_ctx *ctx, int peer, struct bt_link_figures *f);
 
 extern const struct bt_transport_ops bt_transport_shm;
 extern const struct bt_transport_ops bt_transport_net;
@@ -138,7 +157,8 @@ static inline bt_status_t bt_transport_post(struct bt_transport_ctx *ctx, struct
  * drives the proxy (bt_proxy_drive) and returns whether anything moved, and when poll moved
  * nothing, block(arg) (may be NULL; bounded, as in exec/host's wait policy). It gives the op
  * up (cancels it, waits for the proxy to hand it back, and fails) after TIMEOUT without
- * progress, or once the op's peer is down (ctx->peer_down, asked every 50 ms).
+ * progress, or once the op's peer is down (ctx->peer_down, asked every 50 ms, and
+ * ctx->peer_lost).
  */
 bt_status_t bt_transport_op_wait(struct bt_transport_op *op, int (*poll)(void *),
                                  int (*block)(void *), void *arg);

@@ -31,3 +31,19 @@ double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, 
     }
     return c->base_us + hops * c->hop_us + moved / (c->gbps * 1e3);
 }
+
+void bt_tune_costs_bound(const struct bt_tune_costs *in, float gbps, float latency_us,
+                         struct bt_tune_costs *out)
+{
+    *out = *in;
+    for (int a = 0; a < BT_NUM_ALGOS; a++)
+        for (int p = 0; p < BT_NUM_PROTOS; p++) {
+            struct bt_tune_cost *c = &out->c[a][p];
+            if (c->gbps <= 0)
+                continue; /* does not run there */
+            if (gbps > 0 && c->gbps > gbps)
+                c->gbps = gbps;
+            if (c->hop_us < latency_us)
+                c->hop_us = latency_us;
+        }
+}

@@ -35,6 +35,11 @@ struct bt_tune_costs {
     struct bt_tune_cost c[BT_NUM_ALGOS][BT_NUM_PROTOS];
 };
 
+/* The figures of `in` on a link of `gbps` and `latency_us` (0: not known): no pair sends
+ * faster than the link, and no hop takes less than its latency. */
+void bt_tune_costs_bound(const struct bt_tune_costs *in, float gbps, float latency_us,
+                         struct bt_tune_costs *out);
+
 /* Microseconds one AllReduce of `bytes` over `nranks` ranks takes by `algo` and `proto`
  * according to `t`; a very large number where that pair has no figures. */
 double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, int nranks,

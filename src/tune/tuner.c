@@ -220,6 +220,11 @@ static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_
         set = drop(set, proto_bits(BT_PROTO_LL));
 
     const struct bt_tune_costs *costs = in->shm_all ? &in->def->local : &in->def->net;
+    struct bt_tune_costs bounded;
+    if (!in->shm_all && (in->net_gbps > 0 || in->net_latency_us > 0)) {
+        bt_tune_costs_bound(costs, in->net_gbps, in->net_latency_us, &bounded);
+        costs = &bounded;
+    }
     double best = 0;
     int found = 0;
     for (int a = 0; a < BT_NUM_ALGOS; a++) {

@@ -60,6 +60,10 @@ struct bt_tune_in {
     int direct_max_channels;        /* channels one-shot may use (its connectors per peer) */
     int tree_ok;                    /* the executor runs trees */
     int shm_all;                    /* 0: some peer is behind the network (Simple only) */
+    /* The network between hosts as its devices report it (every rank's slowest device: the
+     * same on every rank), 0: unknown or no other host. A link slower than the fitted
+     * figures bounds them (tune/cost.h). */
+    float net_gbps, net_latency_us;
 };
 
 struct bt_tune_out {

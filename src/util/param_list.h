@@ -68,7 +68,7 @@ BT_PARAM_STR(p2p_level, "P2P_LEVEL", NULL,
              "this path class: LOC (never), NVL, PIX, PXB, PHB, NODE, SYS; else host shared "
              "memory (unset: wherever CUDA allows peer access)")
 BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", NULL,
-             "accepted for NCCL compatibility: the socket transport stages GPU buffers through "
+             "accepted for NCCL compatibility: the NET transport stages GPU buffers through "
              "host memory (no GPUDirect RDMA), so there is nothing to choose")
 BT_PARAM_INT(cross_nic, "CROSS_NIC", 2,
              "with several network devices: 0 keeps each channel on one rail (channel c on "

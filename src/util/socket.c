@@ -447,6 +447,18 @@ static int connect_once(const union bt_sockaddr *addr, const struct bt_socket_wa
     return 0;
 }
 
+int bt_socket_refused(const union bt_sockaddr *addr, int timeout_ms)
+{
+    if (bt_socket_addr_len(addr) == 0)
+        return 0;
+    struct bt_socket_wait w = {.deadline = bt_time_ns() + (uint64_t)timeout_ms * 1000000ull};
+    int fd = -1;
+    int err = connect_once(addr, &w, &fd);
+    if (err == 0)
+        close(fd);
+    return err == ECONNREFUSED;
+}
+
 bt_status_t bt_socket_connect(const union bt_sockaddr *addr, const struct bt_socket_wait *w,
                               int *fd_p)
 {
@@ -471,13 +483,13 @@ bt_status_t bt_socket_connect(const union bt_sockaddr *addr, const struct bt_soc
             return BT_ERR_REMOTE;
         }
         if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN) {
-            BT_WARN("connect to %s failed: %s", bt_socket_addr_to_str(addr, s, sizeof(s)),
-                    strerror(err));
+            BT_WAIT_LOG(w, BT_LOG_NET, "connect to %s failed: %s",
+                        bt_socket_addr_to_str(addr, s, sizeof(s)), strerror(err));
             return BT_ERR_SYSTEM;
         }
         if (wait_slice_ms(w) < 0) {
-            BT_WARN("connect to %s timed out after %d attempts: %s",
-                    bt_socket_addr_to_str(addr, s, sizeof(s)), tries, strerror(err));
+            BT_WAIT_LOG(w, BT_LOG_NET, "connect to %s timed out after %d attempts: %s",
+                        bt_socket_addr_to_str(addr, s, sizeof(s)), tries, strerror(err));
             return BT_ERR_REMOTE;
         }
         /* The listener may not be up yet: back off, but stay within an abort slice. */
@@ -525,8 +537,8 @@ bt_status_t bt_socket_exchange(int send_fd, const void *sbuf, size_t slen, int r
             if (n > 0) {
                 sent += (size_t)n;
             } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                BT_WARN("send of %zu bytes to %s failed after %zu: %s", slen,
-                        fd_peer_str(send_fd, s, sizeof(s)), sent, strerror(errno));
+                BT_WAIT_LOG(w, BT_LOG_NET, "send of %zu bytes to %s failed after %zu: %s", slen,
+                            fd_peer_str(send_fd, s, sizeof(s)), sent, strerror(errno));
                 return BT_ERR_REMOTE;
             }
         }
@@ -535,12 +547,12 @@ bt_status_t bt_socket_exchange(int send_fd, const void *sbuf, size_t slen, int r
             if (n > 0) {
                 got += (size_t)n;
             } else if (n == 0) {
-                BT_WARN("connection from %s closed after %zu of %zu bytes",
-                        fd_peer_str(recv_fd, s, sizeof(s)), got, rlen);
+                BT_WAIT_LOG(w, BT_LOG_NET, "connection from %s closed after %zu of %zu bytes",
+                            fd_peer_str(recv_fd, s, sizeof(s)), got, rlen);
                 return BT_ERR_REMOTE;
             } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                BT_WARN("recv of %zu bytes from %s failed after %zu: %s", rlen,
-                        fd_peer_str(recv_fd, s, sizeof(s)), got, strerror(errno));
+                BT_WAIT_LOG(w, BT_LOG_NET, "recv of %zu bytes from %s failed after %zu: %s", rlen,
+                            fd_peer_str(recv_fd, s, sizeof(s)), got, strerror(errno));
                 return BT_ERR_REMOTE;
             }
         }
@@ -554,11 +566,11 @@ bt_status_t bt_socket_exchange(int send_fd, const void *sbuf, size_t slen, int r
         int ms = wait_slice_ms(w);
         if (ms < 0) {
             if (got < rlen)
-                BT_WARN("recv from %s timed out after %zu of %zu bytes: %s",
-                        fd_peer_str(recv_fd, s, sizeof(s)), got, rlen, strerror(ETIMEDOUT));
+                BT_WAIT_LOG(w, BT_LOG_NET, "recv from %s timed out after %zu of %zu bytes: %s",
+                            fd_peer_str(recv_fd, s, sizeof(s)), got, rlen, strerror(ETIMEDOUT));
             else
-                BT_WARN("send to %s timed out after %zu of %zu bytes: %s",
-                        fd_peer_str(send_fd, s, sizeof(s)), sent, slen, strerror(ETIMEDOUT));
+                BT_WAIT_LOG(w, BT_LOG_NET, "send to %s timed out after %zu of %zu bytes: %s",
+                            fd_peer_str(send_fd, s, sizeof(s)), sent, slen, strerror(ETIMEDOUT));
             return BT_ERR_REMOTE;
         }
         struct pollfd pfd[2];

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "util/log.h"
 #include "util/status.h"
 
 #define BT_SOCKET_POLL_SLICE_MS 100
@@ -40,7 +41,17 @@ struct bt_socket_wait {
     int (*peer_down)(void *arg, int peer);
     void *peer_arg;
     int peer;
+    int quiet; /* a failure path's wait: what fails is logged as INFO, the caller reports */
 };
+
+/* WARN, or INFO (subsystem `sys`) when the wait is quiet. */
+#define BT_WAIT_LOG(w, sys, ...)                                                                   \
+    do {                                                                                           \
+        if ((w)->quiet)                                                                            \
+            BT_INFO(sys, __VA_ARGS__);                                                             \
+        else                                                                                       \
+            BT_WARN(__VA_ARGS__);                                                                  \
+    } while (0)
 
 /* Length to pass to bind/connect; 0 for an unknown family. */
 socklen_t bt_socket_addr_len(const union bt_sockaddr *addr);
@@ -87,6 +98,13 @@ bt_status_t bt_socket_listen(const union bt_sockaddr *addr, int *fd_p, union bt_
  */
 bt_status_t bt_socket_connect(const union bt_sockaddr *addr, const struct bt_socket_wait *w,
                               int *fd_p);
+
+/*
+ * Whether nothing listens at `addr`: one connect attempt, waited on for at most timeout_ms;
+ * 1 when it is refused (the host answers, the port is closed: the process that listened is
+ * gone), 0 when it connects (closed at once) or the answer is anything else or late.
+ */
+int bt_socket_refused(const union bt_sockaddr *addr, int timeout_ms);
 
 /* Send / receive exactly `len` bytes. Peer closed, timeout or abort: BT_ERR_REMOTE. */
 bt_status_t bt_socket_send_all(int fd, const void *buf, size_t len, const struct bt_socket_wait *w);

@@ -133,8 +133,10 @@ struct colls_suite {
     int timeout_s;      /* per rank count */
     /* Soak instead of the matrix: random cases (collective, dtype, op, size class from
      * soak_sizes, in/out of place) for soak_s seconds per rank count, or soak_cases cases
-     * when BT_SOAK_CASES is set; rank 0's clock decides, shared by an AllReduce per case. */
+     * when BT_SOAK_CASES is set (else soak_cases, when nonzero); rank 0's clock or count
+     * decides, shared by an AllReduce per case. */
     int soak_s;
+    long soak_cases;
     unsigned soak_sizes;
 };
 
@@ -836,7 +838,7 @@ static void ct_soak(struct ct_rank *x)
 {
     const struct colls_suite *s = x->s;
     const char *env = getenv("BT_SOAK_CASES");
-    long budget = env ? atol(env) : 0;
+    long budget = env ? atol(env) : s->soak_cases;
     double t0 = ct_now();
     uint64_t rng = 0x5eed;
     for (long k = 0;; k++) {
@@ -884,9 +886,10 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     BT_TEST_CHECK(cnt == nranks && me == rank, "count %d rank %d, want %d %d", cnt, me, nranks,
                   rank);
 
-    if (s->soak_s > 0)
+    const int soak = s->soak_s > 0 || s->soak_cases > 0;
+    if (soak)
         ct_soak(&x);
-    for (int coll = 0; coll < CT_NCOLLS && s->soak_s == 0; coll++) {
+    for (int coll = 0; coll < CT_NCOLLS && !soak; coll++) {
         if (!(s->colls & (1u << coll)))
             continue;
         for (int dt = 0; dt < 12; dt++) {
@@ -903,7 +906,7 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     }
     /* The subset: both variants below 3 MiB; at 3 MiB (the slow part to check on 2 cores)
      * one, alternating out-of-place and in-place along the list. */
-    for (int k = 0; k < s->nbig && s->soak_s == 0; k++)
+    for (int k = 0; k < s->nbig && !soak; k++)
         for (int sz = 0; sz < CT_NSIZES; sz++)
             if (s->big_sizes & (1u << sz))
                 ct_run(&x, s->big[k].coll, s->big[k].dtype, s->big[k].op, sz,

@@ -5,7 +5,7 @@
 
 int main(void)
 {
-    static const char *const env[] = {"BATON_SHM_DISABLE=1", "BATON_P2P_DISABLE=1",
-                                      "BATON_NET=OFI", "FI_PROVIDER=tcp;ofi_rxm", NULL};
+    static const char *const env[] = {"BATON_SHM_DISABLE=1", "BATON_P2P_DISABLE=1", "BATON_NET=OFI",
+                                      "FI_PROVIDER=tcp;ofi_rxm", NULL};
     return net_suite_main("colls-ofi", env, CT_ALL_DTYPES);
 }

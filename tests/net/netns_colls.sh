@@ -1,9 +1,12 @@
 #!/bin/bash
 # Every collective across "hosts" (network namespaces, tests/net/netns_lib.sh), then two
-# collectives over two rails (two interfaces per host).
-#   usage: netns_colls.sh <baton-perf> [<baton-run>]
+# collectives over two rails (two interfaces per host). Every network: the socket backend,
+# the libfabric one (NET=OFI, tcp;ofi_rxm) and, given the plugins' directory, the socket
+# backend as libnccl-net-baton.so.
+#   usage: netns_colls.sh <baton-perf> [<plugin dir>]
 set -u
 perf=$1
+plugin_dir=${2:-}
 . "$(dirname "$0")/netns_lib.sh"
 netns_setup 4
 
@@ -32,20 +35,33 @@ run_ranks() {
     return $rc
 }
 
-for n in 2 3 4; do
-    for coll in allreduce allgather reducescatter broadcast reduce alltoall sendrecv; do
-        # every rank exited 0, rank 0 found no wrong element, and the bytes went via NET
-        if run_ranks $n $coll $n.$coll one_if &&
-            grep -q "Out of bounds values : 0 OK" "$out/$n.$coll.0" &&
-            grep -q "via NET/Socket" "$out/$n.$coll.0"; then
-            echo "netns_colls: $n ranks $coll: ok"
-        else
-            echo "netns_colls: $n ranks $coll: FAILED"
-            tail -n 5 "$out/$n.$coll".* >&2
-            failed=1
-        fi
+# all_colls LABEL NETWORK [VAR=VALUE...]: every collective on 2, 3 and 4 "hosts"; each run:
+# every rank exited 0, rank 0 found no wrong element, and the bytes went via NET/NETWORK
+all_colls() {
+    local label=$1 network=$2 n coll
+    shift 2
+    for n in 2 3 4; do
+        for coll in allreduce allgather reducescatter broadcast reduce alltoall sendrecv; do
+            if run_ranks $n $coll $label.$n.$coll one_if "$@" &&
+                grep -q "Out of bounds values : 0 OK" "$out/$label.$n.$coll.0" &&
+                grep -q "via NET/$network/" "$out/$label.$n.$coll.0"; then
+                echo "netns_colls: $label: $n ranks $coll: ok"
+            else
+                echo "netns_colls: $label: $n ranks $coll: FAILED"
+                tail -n 5 "$out/$label.$n.$coll".* >&2
+                failed=1
+            fi
+        done
     done
-done
+}
+
+all_colls socket Socket
+# the libfabric backend on its tcp provider, over the same interfaces
+all_colls ofi OFI BATON_NET=OFI "FI_PROVIDER=tcp;ofi_rxm"
+# the socket backend as a separately built plugin, through the loader
+[ -n "$plugin_dir" ] && all_colls plugin BatonSocket \
+    NCCL_NET_PLUGIN="$plugin_dir/libnccl-net-baton.so" NCCL_NET=BatonSocket
+
 # Two rails: a second interface per host on a second bridge and subnet. SOCKET_IFNAME names
 # both, so NET has two devices; channel c listens on device c mod 2 on every rank (a ring's
 # channel stays on one rail), and both rails must carry a channel.

@@ -8,11 +8,16 @@
 # is killed at a random moment; every survivor must fail (not hang) within TIMEOUT + 2 s of
 # the kill and name the victim: the ranks whose connections with it close name it directly,
 # the others learn it from the neighbour that failed before them (a bootstrap message:
-# across hosts there is no shared board to carry the first cause).
-#   usage: netns_kill.sh <baton-perf> [rounds]
+# across hosts there is no shared board to carry the first cause). Each host has its own
+# /dev/shm (a directory of the test bound there), which must be empty once its rank is gone.
+# VAR=VALUE arguments go to every rank: the network (BATON_NET=OFI, a plugin) under test.
+#   usage: netns_kill.sh <baton-perf> [rounds] [VAR=VALUE...]
 set -u
 perf=$1
 rounds=${2:-6}
+shift $(($# < 2 ? $# : 2))
+extra=""
+[ $# -gt 0 ] && extra=$(printf '%q ' "$@") # quoted for the rank's sh -c
 colls=(allreduce allgather reducescatter broadcast reduce sendrecv)
 . "$(dirname "$0")/netns_lib.sh"
 n=4
@@ -26,8 +31,10 @@ for round in $(seq "$rounds"); do
     coll=${colls[$(((round - 1) % ${#colls[@]}))]}
     pids=()
     for r in $(seq 0 $((n - 1))); do
+        mkdir -p "$out/shm.$round.$r"
         ip netns exec ${tag}h$r unshare --ipc --uts --pid --fork --mount-proc sh -c \
-            "hostname ${tag}h$r; exec env BATON_RANK=$r BATON_NRANKS=$n BATON_COMM_ID=$net.1:$port \
+            "hostname ${tag}h$r; mount --bind $out/shm.$round.$r /dev/shm || exit 1; \
+            exec env $extra BATON_RANK=$r BATON_NRANKS=$n BATON_COMM_ID=$net.1:$port \
             BATON_SOCKET_IFNAME=${tag}v$r BATON_TIMEOUT=$timeout_s BATON_MIN_NCHANNELS=2 \
             BATON_DEBUG=${NETNS_DEBUG:-WARN} BATON_DEBUG_SUBSYS=${NETNS_SUBSYS:-INIT} \
             $perf $coll -b 16M -e 16M -c 0 -n 1000000 -w 1" >"$out/$round.$r" 2>&1 &
@@ -57,7 +64,7 @@ for round in $(seq "$rounds"); do
             rc=$?
             took=$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN {printf "%.2f", now - t0}')
             named=$(grep -o "rank [0-9]*" "$out/$round.$r" | grep -v "rank $r\$" | sort -u | tr '\n' ' ')
-            if [ $rc -ne 0 ] && grep -qE "because rank $victim is gone|connection with rank $victim failed \(closed" \
+            if [ $rc -ne 0 ] && grep -qE "because rank $victim is gone|rank $victim is gone \(exited|connection with rank $victim failed \(closed" \
                 "$out/$round.$r"; then
                 echo "netns_kill: round $round $coll victim $victim: rank $r failed after $took s naming: $named"
             else
@@ -73,6 +80,13 @@ for round in $(seq "$rounds"); do
         fi
     done
     wait 2>/dev/null
+    for r in $(seq 0 $((n - 1))); do
+        left=$(ls -A "$out/shm.$round.$r")
+        if [ -n "$left" ]; then
+            echo "netns_kill: round $round: host $r left in /dev/shm: $left: FAILED"
+            failed=1
+        fi
+    done
 done
-[ $failed -eq 0 ] || fail "a survivor hung or did not name the victim"
-echo "netns_kill: every survivor failed in time and named the victim ($rounds rounds)"
+[ $failed -eq 0 ] || fail "a survivor hung, did not name the victim, or left shared memory"
+echo "netns_kill: every survivor failed in time and named the victim, /dev/shm clean ($rounds rounds${extra:+, $extra})"

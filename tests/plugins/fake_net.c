@@ -1,11 +1,9 @@
 /*
- * Net plugins for the loader's tests (tests/net/plugin_loader.sh), one library per mode,
- * built from this file with FAKE_MODE set:
- *   1 FakeV6     exports only ncclNetPlugin_v6: Baton's socket backend behind the oldest
- *                table, so that collectives run through transport/net_shim.c's v6 adapter
- *   2 FakeFail   a v11 table whose init fails
- *   3 FakeEmpty  a v11 table that finds no device
- *   4 (none)     a library that exports no net table at all
+ * Net plugins for the loader's tests (tests/plugins/loader.sh, ctest mp/plugin_loader), one library
+ * per mode, built from this file with FAKE_MODE set: 1 FakeV6     exports only ncclNetPlugin_v6:
+ * Baton's socket backend behind the oldest table, so that collectives run through
+ * transport/net_shim.c's v6 adapter 2 FakeFail   a v11 table whose init fails 3 FakeEmpty  a v11
+ * table that finds no device 4 (none)     a library that exports no net table at all
  */
 #include <string.h>
 

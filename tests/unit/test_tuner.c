@@ -22,7 +22,8 @@ static struct bt_tune_settings env_defaults(void)
     return s;
 }
 
-static int no_nvlink; /* the GPUs are not all joined by NVLink: no LL128 */
+static int no_nvlink;                  /* the GPUs are not all joined by NVLink: no LL128 */
+static float net_gbps, net_latency_us; /* the network's reported figures (0: none) */
 
 struct want {
     int algo, proto, nch;
@@ -48,6 +49,8 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .direct_max_channels = gpu ? 32 : 1,
         .tree_ok = !gpu,
         .shm_all = shm_all,
+        .net_gbps = net_gbps,
+        .net_latency_us = net_latency_us,
     };
     struct bt_tune_out out;
     bt_tune_coll(&in, &out);
@@ -287,10 +290,42 @@ static void calibration(void)
     BT_TEST_CHECK(bt_tune_allreduce_us(g, TREE, SIMPLE, 2, 8) >= 1e29, "no trees on GPUs");
 }
 
+/* The network's reported figures bound the fitted ones: on a 1 Gb/s link the one-shot's
+ * (n - 1) x S bytes cost more than the ring's extra hops from a few KB on (4 ranks: direct
+ * 3S/125 vs ring 37.5 + 1.5S/125 us), where the fit (2.4-2.8 GB/s) keeps the one-shot to
+ * ~50 KB; a faster link than the fit changes nothing; shared memory ignores them. */
+static void net_link_bounds(void)
+{
+    struct bt_tune_settings s = env_defaults();
+    const struct bt_tune_defaults *d = &bt_tune_host_defaults;
+    const int AR = BT_COLL_ALLREDUCE;
+    expect("host AR 4r 16K net", tune(&s, d, AR, 4, 16 * KB, 0, 0),
+           (struct want){DIRECT, SIMPLE, 1});
+    net_gbps = 0.125f; /* 1 Gb/s */
+    expect("host AR 4r 16K net 1Gb/s", tune(&s, d, AR, 4, 16 * KB, 0, 0),
+           (struct want){RING, SIMPLE, 1});
+    expect("host AR 4r 2K net 1Gb/s", tune(&s, d, AR, 4, 2 * KB, 0, 0),
+           (struct want){DIRECT, SIMPLE, 1});
+    struct bt_tune_out shm_bounded = tune(&s, d, AR, 4, 16 * KB, 0, 1);
+    net_gbps = 0;
+    struct bt_tune_out shm = tune(&s, d, AR, 4, 16 * KB, 0, 1);
+    expect("host AR 4r 16K shm, net 1Gb/s", shm_bounded,
+           (struct want){shm.algo, shm.proto, shm.nchannels});
+    net_gbps = 100.0f; /* 800 Gb/s: above the fit */
+    expect("host AR 4r 16K net 800Gb/s", tune(&s, d, AR, 4, 16 * KB, 0, 0),
+           (struct want){DIRECT, SIMPLE, 1});
+    net_gbps = 0;
+    net_latency_us = 200.0f; /* every hop at least 200 us: the one hop wins longer */
+    expect("host AR 4r 64K net 200us", tune(&s, d, AR, 4, 64 * KB, 0, 0),
+           (struct want){DIRECT, SIMPLE, 1});
+    net_latency_us = 0;
+}
+
 int main(void)
 {
     calibration();
     host_defaults();
+    net_link_bounds();
     gpu_defaults();
     overrides();
     ll128();

@@ -303,12 +303,13 @@ static void report_blocked(const struct bt_work *w, const char *why, int is_repo
 }
 
 /* Whether any peer that work w's current step waits on is gone (wait->peer_gone). */
-static int waits_on_gone_peer(const struct bt_work *w, const struct bt_wait_policy *wait)
+static int waits_on_gone_peer(const struct bt_work *w, const struct bt_wait_policy *wait,
+                              uint64_t stalled_ns)
 {
     struct bt_conn *c[2 * BT_PRIM_MAX_PEERS];
     int n = blocked_conns(w, c);
     for (int i = 0; i < n; i++)
-        if (wait->peer_gone(w, c[i]->peer))
+        if (wait->peer_gone(w, c[i]->peer, stalled_ns))
             return 1;
     return 0;
 }
@@ -396,7 +397,7 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
                     struct bt_work *h = lanes[i]->head;
                     if (h && wait->stalled)
                         wait->stalled(h);
-                    if (h && wait->peer_gone && waits_on_gone_peer(h, wait)) {
+                    if (h && wait->peer_gone && waits_on_gone_peer(h, wait, now - stalled_since)) {
                         if (failed_p)
                             *failed_p = h;
                         return BT_ERR_REMOTE;

@@ -35,10 +35,11 @@ struct bt_wait_policy {
     /* Checked with the abort flags: nonzero asks for the same report now (the dump signal,
      * PROXY_DUMP_SIGNAL). NULL: never. */
     int (*report_now)(void);
-    /* Asked every ~50 ms of a stall for each peer a stuck work waits on: nonzero when that
-     * peer's process is gone (it has logged why); the launch then fails at once with
-     * BT_ERR_REMOTE instead of waiting out the timeout. NULL: never. */
-    int (*peer_gone)(const struct bt_work *w, int peer);
+    /* Asked every ~50 ms of a stall for each peer a stuck work waits on (stalled_ns: how long
+     * the launch has made no progress): nonzero when that peer's process is gone (it has
+     * logged why); the launch then fails at once with BT_ERR_REMOTE instead of waiting out
+     * the timeout. NULL: never. */
+    int (*peer_gone)(const struct bt_work *w, int peer, uint64_t stalled_ns);
     /* Called every ~50 ms of a stall for each stuck work (NULL: never), before peer_gone:
      * what the caller does meanwhile (answering other ranks' questions, core/arrival.h). */
     void (*stalled)(const struct bt_work *w);
