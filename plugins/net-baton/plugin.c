@@ -6,8 +6,12 @@
  *     apart from libnccl.so.2 (NCCL_NET_PLUGIN=baton, NCCL_NET=BatonSocket), and
  *   - NVIDIA's NCCL can load the same backend, for cross-checks.
  * The table is the built-in one under another name ("BatonSocket"), so a run shows which
- * of the two carried its bytes. Only the two symbols are exported (the build hides the
+ * of the two carried its bytes. Only these symbols are exported (the build hides the
  * rest), so loading it into a process that has Baton's libnccl.so.2 binds nothing across.
+ *
+ * It also exports batonNetZeroCopySafe (transport/net.h): its registrations pin nothing, so
+ * Baton's loader lets zero-copy steps use user buffers by default, as with the built-in
+ * table; other NCCLs ignore the symbol.
  *
  * Logs go to Baton's log (stderr, BATON_DEBUG / NCCL_DEBUG), not to the host's logger.
  */
@@ -19,6 +23,12 @@
 
 EXPORT ncclNet_v11_t ncclNetPlugin_v11;
 EXPORT ncclNet_v10_t ncclNetPlugin_v10;
+
+EXPORT int batonNetZeroCopySafe(int dev);
+int batonNetZeroCopySafe(int dev)
+{
+    return bt_net_socket.zero_copy_safe(dev);
+}
 
 static const ncclNet_v11_t *sock; /* the built-in table */
 static void *sock_ctx;            /* v10 has no context: one for the process */

@@ -88,9 +88,16 @@ void bt_net_log(ncclDebugLogLevel level, unsigned long flags, const char *file, 
  * out. */
 struct bt_net_plugin {
     char lib[64];
-    struct bt_net_backend be; /* the table (adapted to v11); no extensions */
+    struct bt_net_backend be; /* the table (adapted to v11); of the extensions only
+                                 zero_copy_safe, from BT_NET_PLUGIN_ZERO_COPY_SAFE */
     int version;              /* the table's own version, 6..11 */
 };
+
+/* A plugin may export this symbol, int (*)(int dev), to say that a registration on `dev`
+ * pins nothing (struct bt_net_backend's zero_copy_safe): Baton then lets zero-copy steps use
+ * user buffers by default, as with its built-in backends. libnccl-net-baton.so does; other
+ * plugins do not know it, and keep NET_ZERO_COPY's safe default (off). */
+#define BT_NET_PLUGIN_ZERO_COPY_SAFE "batonNetZeroCopySafe"
 int bt_net_plugins(const struct bt_net_plugin **plugins_p);
 
 /* Adapt an older table to v11 (net_shim.c); NULL for a version Baton does not load. The
