@@ -9,9 +9,9 @@
  * of the two carried its bytes. Only these symbols are exported (the build hides the
  * rest), so loading it into a process that has Baton's libnccl.so.2 binds nothing across.
  *
- * It also exports batonNetZeroCopySafe (transport/net.h): its registrations pin nothing, so
- * Baton's loader lets zero-copy steps use user buffers by default, as with the built-in
- * table; other NCCLs ignore the symbol.
+ * It also exports batonNetExtensions_v1 (transport/net.h), the built-in backend's extensions
+ * (pollfds, connect_cancel, zero_copy_safe), so that through Baton's loader it behaves as the
+ * built-in table does; other NCCLs ignore the symbol.
  *
  * Logs go to Baton's log (stderr, BATON_DEBUG / NCCL_DEBUG), not to the host's logger.
  */
@@ -24,11 +24,7 @@
 EXPORT ncclNet_v11_t ncclNetPlugin_v11;
 EXPORT ncclNet_v10_t ncclNetPlugin_v10;
 
-EXPORT int batonNetZeroCopySafe(int dev);
-int batonNetZeroCopySafe(int dev)
-{
-    return bt_net_socket.zero_copy_safe(dev);
-}
+EXPORT struct bt_net_ext batonNetExtensions_v1;
 
 static const ncclNet_v11_t *sock; /* the built-in table */
 static void *sock_ctx;            /* v10 has no context: one for the process */
@@ -64,6 +60,7 @@ static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t *config, void *
 __attribute__((constructor)) static void plugin_tables(void)
 {
     sock = bt_net_socket.v11;
+    batonNetExtensions_v1 = bt_net_socket.ext;
     ncclNetPlugin_v11 = *sock;
     ncclNetPlugin_v11.name = "BatonSocket";
 

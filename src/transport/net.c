@@ -196,7 +196,7 @@ static int zero_copy_ok(const struct bt_net *net, int dev)
     int64_t p = bt_param_net_zero_copy();
     if (p >= 0)
         return p != 0;
-    return net->be->zero_copy_safe && net->be->zero_copy_safe(dev);
+    return net->be->ext.zero_copy_safe && net->be->ext.zero_copy_safe(dev);
 }
 
 static bt_status_t net_setup(struct bt_transport_ctx *ctx, struct bt_conn *conn, void *info_p)
@@ -308,8 +308,8 @@ static bt_status_t net_connect_rpc(void *arg)
     struct net_conn *nc = arg;
     bt_status_t st = net_wait(nc, try_connect, "network connect");
     if (st != BT_OK) {
-        if (nc->net->be->connect_cancel) /* the attempt's resources, if it still has some */
-            nc->net->be->connect_cancel(nc->net->ctx, nc->dev, nc->handle);
+        if (nc->net->be->ext.connect_cancel) /* the attempt's resources, if it still has some */
+            nc->net->be->ext.connect_cancel(nc->net->ctx, nc->dev, nc->handle);
         return st;
     }
     return fifo_register(nc, nc->send_comm);
@@ -565,9 +565,10 @@ static int net_pollfds(struct bt_proxy_args *args, struct pollfd *fds, int max)
     struct net_op *op = (struct net_op *)args;
     struct net_conn *nc = args->subs[0].conn;
     uint64_t end = op->base + args->subs[0].nsteps;
-    if (!nc->net->be->pollfds || nc->done < op->base || nc->done >= nc->posted || nc->done >= end)
+    if (!nc->net->be->ext.pollfds || nc->done < op->base || nc->done >= nc->posted ||
+        nc->done >= end)
         return 0;
-    return nc->net->be->pollfds(args->is_send ? nc->send_comm : nc->recv_comm, fds, max);
+    return nc->net->be->ext.pollfds(args->is_send ? nc->send_comm : nc->recv_comm, fds, max);
 }
 
 static void net_op_release(struct bt_transport_op *top)

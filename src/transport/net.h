@@ -29,8 +29,9 @@
 #define BT_NET_HANDLE_BYTES NCCL_NET_HANDLE_MAXSIZE /* listen() fills, connect() consumes */
 #define BT_NET_MAX_DEVS 32                          /* devices a network shows Baton */
 
-struct bt_net_backend {
-    const ncclNet_v11_t *v11;
+/* Baton's extensions to a table (each NULL when the backend has none). The same layout is
+ * what a plugin may export as BT_NET_PLUGIN_EXT (below): change it only with a new name. */
+struct bt_net_ext {
     /* The descriptors (and events) whose readiness would move `comm`'s requests in flight,
      * for a driver that wants to block instead of polling test(); how many it wrote (at
      * most max), 0 when the backend's own threads do the I/O or nothing is in flight.
@@ -43,6 +44,11 @@ struct bt_net_backend {
      * cached registration of a buffer the user freed and reallocated cannot misdirect data:
      * zero-copy steps are then safe by default (NET_ZERO_COPY=-1). NULL: 0. */
     int (*zero_copy_safe)(int dev);
+};
+
+struct bt_net_backend {
+    const ncclNet_v11_t *v11;
+    struct bt_net_ext ext;
 };
 
 extern const struct bt_net_backend bt_net_socket;
@@ -88,16 +94,16 @@ void bt_net_log(ncclDebugLogLevel level, unsigned long flags, const char *file, 
  * out. */
 struct bt_net_plugin {
     char lib[64];
-    struct bt_net_backend be; /* the table (adapted to v11); of the extensions only
-                                 zero_copy_safe, from BT_NET_PLUGIN_ZERO_COPY_SAFE */
+    struct bt_net_backend be; /* the table (adapted to v11); extensions from
+                                 BT_NET_PLUGIN_EXT, if the library exports it */
     int version;              /* the table's own version, 6..11 */
 };
 
-/* A plugin may export this symbol, int (*)(int dev), to say that a registration on `dev`
- * pins nothing (struct bt_net_backend's zero_copy_safe): Baton then lets zero-copy steps use
- * user buffers by default, as with its built-in backends. libnccl-net-baton.so does; other
- * plugins do not know it, and keep NET_ZERO_COPY's safe default (off). */
-#define BT_NET_PLUGIN_ZERO_COPY_SAFE "batonNetZeroCopySafe"
+/* Baton's extensions as a plugin may export them beside its table: symbol BT_NET_PLUGIN_EXT,
+ * a struct bt_net_ext. libnccl-net-baton.so does, so its path blocks on its sockets, cancels
+ * its connects and keeps zero-copy as the built-in backend does; other plugins do not know
+ * it (NCCL ignores the symbol). */
+#define BT_NET_PLUGIN_EXT "batonNetExtensions_v1"
 int bt_net_plugins(const struct bt_net_plugin **plugins_p);
 
 /* Adapt an older table to v11 (net_shim.c); NULL for a version Baton does not load. The

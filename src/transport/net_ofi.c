@@ -754,9 +754,12 @@ static const ncclNet_v11_t ofi_v11 = {
 
 const struct bt_net_backend bt_net_ofi = {
     .v11 = &ofi_v11,
-    .pollfds = ofi_pollfds,
-    .connect_cancel = ofi_connect_cancel,
-    .zero_copy_safe = ofi_zero_copy_safe,
+    .ext =
+        {
+            .pollfds = ofi_pollfds,
+            .connect_cancel = ofi_connect_cancel,
+            .zero_copy_safe = ofi_zero_copy_safe,
+        },
 };
 
 #endif /* BATON_HAVE_OFI */

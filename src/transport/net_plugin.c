@@ -41,9 +41,12 @@ static int find_table(void *h, const char *lib, struct bt_net_plugin *p)
         snprintf(p->lib, sizeof(p->lib), "%s", lib);
         p->be.v11 = v11;
         p->version = v;
-        /* a function pointer through dlsym's void *: POSIX guarantees the conversion */
-        void *zc = dlsym(h, BT_NET_PLUGIN_ZERO_COPY_SAFE);
-        memcpy(&p->be.zero_copy_safe, &zc, sizeof(zc));
+        const struct bt_net_ext *ext = dlsym(h, BT_NET_PLUGIN_EXT);
+        if (ext) {
+            p->be.ext = *ext;
+            BT_INFO(BT_LOG_NET | BT_LOG_INIT, "NET/Plugin: %s: Baton's extensions (%s)", lib,
+                    BT_NET_PLUGIN_EXT);
+        }
         BT_INFO(BT_LOG_NET | BT_LOG_INIT, "NET/Plugin: %s: table %s (%s)", lib, sym,
                 v11->name ? v11->name : "?");
         return 1;

@@ -787,7 +787,10 @@ static int sock_zero_copy_safe(int dev)
 
 const struct bt_net_backend bt_net_socket = {
     .v11 = &sock_v11,
-    .pollfds = bt_net_socket_comm_pollfds,
-    .connect_cancel = sock_v11_connect_cancel,
-    .zero_copy_safe = sock_zero_copy_safe,
+    .ext =
+        {
+            .pollfds = bt_net_socket_comm_pollfds,
+            .connect_cancel = sock_v11_connect_cancel,
+            .zero_copy_safe = sock_zero_copy_safe,
+        },
 };

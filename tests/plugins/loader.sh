@@ -79,6 +79,10 @@ expect_ok default-name BatonSocket 0 "" -- LD_LIBRARY_PATH="$dir"
 expect_ok none Socket 0 "" -- NCCL_NET_PLUGIN=none LD_LIBRARY_PATH="$dir"
 expect_ok v6-shim FakeV6 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-fakev6.so"
 grep -q "table ncclNetPlugin_v6 (FakeV6)" "$out/v6-shim" || bad v6-shim "v6 table not named"
+# libnccl-net-baton.so brings Baton's extensions (blocking on its sockets, zero-copy); the
+# fixtures do not
+grep -q "Baton's extensions (batonNetExtensions_v1)" "$out/path" || bad path "extensions not found"
+grep -q "Baton's extensions" "$out/v6-shim" && bad v6-shim "extensions where none are"
 expect_ok list BatonSocket 2 "nosuch" -- NCCL_NET_PLUGIN="nosuch,$lib/libnccl-net-baton.so"
 expect_ok missing Socket 2 "does not load" -- NCCL_NET_PLUGIN="$lib/libnccl-net-nosuch.so"
 expect_ok init-fails Socket 2 "FakeFail from $lib/libnccl-net-fakefail.so init failed" -- \

@@ -224,9 +224,9 @@ static void test_props(void)
                       pr.maxMultiRequestSize == 1,
                   "maxP2pBytes %zu", pr.maxP2pBytes);
     BT_TEST_CHECK(net->getProperties(ndev, &pr) != ncclSuccess, "properties of device %d", ndev);
-    BT_TEST_CHECK(bt_net_ofi.zero_copy_safe && bt_net_ofi.zero_copy_safe(0) == 1,
+    BT_TEST_CHECK(bt_net_ofi.ext.zero_copy_safe && bt_net_ofi.ext.zero_copy_safe(0) == 1,
                   "tcp;ofi_rxm registrations pin nothing: zero-copy must be safe");
-    BT_TEST_CHECK(bt_net_ofi.pollfds(NULL, NULL, 0) == 0, "pollfds");
+    BT_TEST_CHECK(bt_net_ofi.ext.pollfds(NULL, NULL, 0) == 0, "pollfds");
     ncclNetVDeviceProps_v11_t vp = {.ndevs = 1, .devs = {0}};
     int vd = -1;
     BT_TEST_OK(net->makeVDevice(&vd, &vp));
