@@ -8,8 +8,8 @@
 #   mpi-tcp       Open MPI's TCP transport (btl tcp,self)
 # Baton with shared memory and P2P off, so every byte crosses the network backend; Baton runs
 # bench/baton_allreduce.c and Open MPI bench/anchors/mpi_allreduce.c, the same measurement
-# (median of 200 timed calls, 20 above 1 MB, each after a barrier). The five alternate,
-# ROUNDS rounds; each cell is the lowest median over the rounds.
+# (median of 200 timed calls, 20 above 1 MB, each after a barrier). The five alternate, in
+# an order that rotates, ROUNDS rounds; each cell is the lowest median over the rounds.
 # Writes bench/results/net-backends-<date>.md (date, machine, commit, commands).
 # Needs openmpi-bin/libopenmpi-dev and libfabric (.ci/install-deps) and `make build`.
 set -euo pipefail
@@ -37,7 +37,10 @@ order=(baton-ofi baton-socket baton-plugin mpi-ofi mpi-tcp)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$ROUNDS"); do
-    for k in "${order[@]}"; do
+    # the order rotates each round, so no configuration always follows the same one
+    n=${#order[@]}
+    for i in $(seq 0 $((n - 1))); do
+        k=${order[$(((i + r) % n))]}
         # shellcheck disable=SC2086 # the commands are word lists
         ${cmd[$k]} >"$tmp/$k.$r" 2>"$tmp/$k.$r.err" || {
             echo "$k failed in round $r:" >&2
