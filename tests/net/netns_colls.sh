@@ -55,12 +55,35 @@ all_colls() {
     done
 }
 
+# all_dtypes LABEL NETWORK [VAR=VALUE...]: AllReduce (sum) in every dtype on 3 "hosts" (the
+# collectives that only move bytes do not look at the type)
+all_dtypes() {
+    local label=$1 network=$2 dt
+    shift 2
+    for dt in int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2; do
+        if run_ranks 3 "allreduce -d $dt" $label.dt.$dt one_if "$@" &&
+            grep -q "Out of bounds values : 0 OK" "$out/$label.dt.$dt.0" &&
+            grep -q "via NET/$network/" "$out/$label.dt.$dt.0"; then
+            echo "netns_colls: $label: 3 ranks allreduce $dt: ok"
+        else
+            echo "netns_colls: $label: 3 ranks allreduce $dt: FAILED"
+            tail -n 5 "$out/$label.dt.$dt".* >&2
+            failed=1
+        fi
+    done
+}
+
 all_colls socket Socket
 # the libfabric backend on its tcp provider, over the same interfaces
 all_colls ofi OFI BATON_NET=OFI "FI_PROVIDER=tcp;ofi_rxm"
+all_dtypes ofi OFI BATON_NET=OFI "FI_PROVIDER=tcp;ofi_rxm"
 # the socket backend as a separately built plugin, through the loader
-[ -n "$plugin_dir" ] && all_colls plugin BatonSocket \
-    NCCL_NET_PLUGIN="$plugin_dir/libnccl-net-baton.so" NCCL_NET=BatonSocket
+if [ -n "$plugin_dir" ]; then
+    all_colls plugin BatonSocket NCCL_NET_PLUGIN="$plugin_dir/libnccl-net-baton.so" \
+        NCCL_NET=BatonSocket
+    all_dtypes plugin BatonSocket NCCL_NET_PLUGIN="$plugin_dir/libnccl-net-baton.so" \
+        NCCL_NET=BatonSocket
+fi
 
 # Two rails: a second interface per host on a second bridge and subnet. SOCKET_IFNAME names
 # both, so NET has two devices; channel c listens on device c mod 2 on every rank (a ring's
