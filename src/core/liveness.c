@@ -102,7 +102,7 @@ static void report_lost(struct bt_comm *comm, int peer, const char *lead, const 
 }
 
 /* Whether rank `peer` (of another host, or PID namespace) no longer listens; asked at most
- * once per BT_LIVENESS_PROBE_EVERY_NS per peer unless `now` (a failure's report). */
+ * once per BT_LIVENESS_PROBE_EVERY_NS per peer, unless now_please (a failure's report). */
 static int peer_refuses(struct bt_comm *comm, int peer, int now_please)
 {
     if (peer < 0 || peer >= comm->nranks || peer == comm->rank || bt_liveness_local(comm, peer) ||
