@@ -1,9 +1,13 @@
 /*
- * Net plugins for the loader's tests (tests/plugins/loader.sh, ctest mp/plugin_loader), one library
- * per mode, built from this file with FAKE_MODE set: 1 FakeV6     exports only ncclNetPlugin_v6:
- * Baton's socket backend behind the oldest table, so that collectives run through
- * transport/net_shim.c's v6 adapter 2 FakeFail   a v11 table whose init fails 3 FakeEmpty  a v11
- * table that finds no device 4 (none)     a library that exports no net table at all
+ * Net plugins for the loader's tests (tests/plugins/loader.sh, ctest mp/plugin_loader), one
+ * library per mode, built from this file with FAKE_MODE set:
+ *   1 FakeV6     exports only ncclNetPlugin_v6: Baton's socket backend behind the oldest
+ *                table, so that collectives run through transport/net_shim.c's v6 adapter
+ *   2 FakeFail   a v11 table whose init fails
+ *   3 FakeEmpty  a v11 table that finds no device
+ *   4 (none)     a library that exports no net table at all
+ *   5 FakeFlush  the socket backend behind a v11 table whose device asks for iflush after
+ *                every receive (forceFlush): it checks what Baton flushes (below)
  */
 #include <string.h>
 
@@ -126,6 +130,134 @@ EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
     .devices = f_devices,
     .finalize = f_finalize,
 };
+
+#elif FAKE_MODE == 5
+
+/* Each iflush must name a receive that completed and was not flushed yet: its buffer, the
+ * size that landed and its registration. The flush's request completes at its second test.
+ * finalize() logs how many flushes matched and how many did not. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#define NREC 256
+static const ncclNet_v11_t *sock;
+static ncclDebugLogger_t logger;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rec {
+    void *req, *data, *mh; /* a receive in flight (req), or landed and not flushed (req NULL) */
+    int got;
+    int used;
+} recs[NREC];
+static void *flush_reqs[NREC]; /* the flush requests handed out, not yet complete */
+static int flush_tests[NREC];
+static int nflush, nbad, nlost;
+
+static ncclResult_t f_init(void **ctx, uint64_t id, ncclNetCommConfig_v11_t *cfg,
+                           ncclDebugLogger_t log, ncclProfilerCallback_t prof)
+{
+    logger = log;
+    return sock->init(ctx, id, cfg, log, prof);
+}
+static ncclResult_t f_props(int dev, ncclNetProperties_v11_t *p)
+{
+    ncclResult_t r = sock->getProperties(dev, p);
+    p->forceFlush = 1;
+    return r;
+}
+static ncclResult_t f_irecv(void *c, int n, void **d, size_t *s, int *t, void **mh, void **ph,
+                            void **r)
+{
+    ncclResult_t res = sock->irecv(c, n, d, s, t, mh, ph, r);
+    if (res != ncclSuccess || *r == NULL)
+        return res;
+    pthread_mutex_lock(&mu);
+    int k = 0;
+    while (k < NREC && recs[k].used)
+        k++;
+    if (k < NREC)
+        recs[k] = (struct rec){.req = *r, .data = d[0], .mh = mh[0], .used = 1};
+    else
+        nlost++;
+    pthread_mutex_unlock(&mu);
+    return res;
+}
+static ncclResult_t f_test(void *r, int *done, int *sizes)
+{
+    pthread_mutex_lock(&mu);
+    for (int k = 0; k < NREC; k++)
+        if (flush_reqs[k] == r) {
+            *done = ++flush_tests[k] >= 2;
+            if (*done) {
+                flush_reqs[k] = NULL;
+                free(r);
+            }
+            pthread_mutex_unlock(&mu);
+            return ncclSuccess;
+        }
+    pthread_mutex_unlock(&mu);
+    int got = -1;
+    ncclResult_t res = sock->test(r, done, &got);
+    if (sizes)
+        *sizes = got;
+    if (res == ncclSuccess && *done) {
+        pthread_mutex_lock(&mu);
+        for (int k = 0; k < NREC; k++)
+            if (recs[k].used && recs[k].req == r) {
+                recs[k].req = NULL; /* landed: waits for its flush */
+                recs[k].got = got;
+            }
+        pthread_mutex_unlock(&mu);
+    }
+    return res;
+}
+static ncclResult_t f_iflush(void *c, int n, void **d, int *s, void **mh, void **r)
+{
+    (void)c;
+    pthread_mutex_lock(&mu);
+    nflush++;
+    int k = 0;
+    while (k < NREC && !(recs[k].used && recs[k].req == NULL && recs[k].data == d[0]))
+        k++;
+    if (n != 1 || k == NREC || recs[k].got != s[0] || recs[k].mh != mh[0])
+        nbad++;
+    if (k < NREC)
+        recs[k].used = 0;
+    int f = 0;
+    while (f < NREC && flush_reqs[f])
+        f++;
+    *r = f < NREC ? malloc(1) : NULL;
+    if (*r) {
+        flush_reqs[f] = *r;
+        flush_tests[f] = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return ncclSuccess;
+}
+static ncclResult_t f_finalize(void *ctx)
+{
+    pthread_mutex_lock(&mu);
+    if (logger)
+        logger(NCCL_LOG_INFO, NCCL_LOGSUB_NET, __FILE__, __LINE__,
+               "FakeFlush: %d flushes, %d not matching a landed receive, %d receives untracked",
+               nflush, nbad, nlost);
+    pthread_mutex_unlock(&mu);
+    return sock->finalize(ctx);
+}
+
+EXPORT ncclNet_v11_t ncclNetPlugin_v11;
+
+__attribute__((constructor)) static void fill(void)
+{
+    sock = bt_net_socket.v11;
+    ncclNetPlugin_v11 = *sock;
+    ncclNetPlugin_v11.name = "FakeFlush";
+    ncclNetPlugin_v11.init = f_init;
+    ncclNetPlugin_v11.getProperties = f_props;
+    ncclNetPlugin_v11.irecv = f_irecv;
+    ncclNetPlugin_v11.test = f_test;
+    ncclNetPlugin_v11.iflush = f_iflush;
+    ncclNetPlugin_v11.finalize = f_finalize;
+}
 
 #else
 

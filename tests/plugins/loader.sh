@@ -91,6 +91,16 @@ expect_ok no-device Socket 2 "FakeEmpty from $lib/libnccl-net-fakeempty.so has n
     NCCL_NET_PLUGIN="$lib/libnccl-net-fakeempty.so"
 expect_ok no-table Socket 2 "exports no ncclNetPlugin_v11..v6 table" -- \
     NCCL_NET_PLUGIN="$lib/libnccl-net-fakenone.so"
+# a device that asks for iflush (forceFlush): every flush names a receive that landed, its
+# size and its registration, through the FIFO and (NET_ZERO_COPY=1) user buffers
+for zc in 0 1; do
+    expect_ok flush.$zc FakeFlush 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-fakeflush.so" \
+        BATON_NET_ZERO_COPY=$zc
+    line=$(grep -h "FakeFlush: [0-9]* flushes" "$out/flush.$zc" | head -n 1)
+    if ! echo "$line" | grep -qE "FakeFlush: [1-9][0-9]* flushes, 0 not matching a landed receive, 0 "; then
+        bad flush.$zc "flushes: '${line:-none logged}'"
+    fi
+done
 expect_fail asked-absent "asks for network 'Bogus', which is not available" -- NCCL_NET=Bogus
 expect_fail asked-failing "asks for network 'FakeFail', which is not available" -- \
     NCCL_NET_PLUGIN="$lib/libnccl-net-fakefail.so" NCCL_NET=FakeFail
