@@ -24,12 +24,14 @@ bt_status_t bt_transport_op_wait(struct bt_transport_op *op, int (*poll)(void *)
     const int peer = op->peer;
     uint64_t deadline = bt_deadline_from_now(), check = bt_time_ns() + BT_PEER_CHECK_NS;
     const uint64_t yields = (uint64_t)bt_param_yield_count();
-    uint64_t idle = 0, moved = bt_time_ns();
-    int timed_out = 0;
+    /* the stall peer_lost is told of, counted from the last 50 ms check that saw progress
+     * (no clock read per progress) */
+    uint64_t idle = 0, stalled_since = check - BT_PEER_CHECK_NS;
+    int timed_out = 0, moved = 0;
     while (!op_complete(op)) {
         if (poll && poll(arg)) {
             idle = 0;
-            moved = bt_time_ns();
+            moved = 1;
             if (!timed_out) /* the timeout counts time without progress */
                 deadline = bt_deadline_from_now();
             continue;
@@ -45,8 +47,11 @@ bt_status_t bt_transport_op_wait(struct bt_transport_op *op, int (*poll)(void *)
          * names the peer. */
         if (now >= check && !atomic_load_explicit(&op->args.cancel, memory_order_relaxed)) {
             check = now + BT_PEER_CHECK_NS;
+            if (moved)
+                stalled_since = now;
+            moved = 0;
             if ((ctx->peer_down && ctx->peer_down(ctx->live_arg, peer)) ||
-                (ctx->peer_lost && ctx->peer_lost(ctx->live_arg, peer, now - moved)))
+                (ctx->peer_lost && ctx->peer_lost(ctx->live_arg, peer, now - stalled_since)))
                 bt_proxy_cancel(&op->args);
         }
         if (now > deadline && !timed_out) {

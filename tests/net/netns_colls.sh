@@ -35,22 +35,29 @@ run_ranks() {
     return $rc
 }
 
-# all_colls LABEL NETWORK [VAR=VALUE...]: every collective on 2, 3 and 4 "hosts"; each run:
-# every rank exited 0, rank 0 found no wrong element, and the bytes went via NET/NETWORK
+# check N "COLL [ARGS]" LOG NETWORK WHAT [VAR=VALUE...]: one run on N "hosts"; ok when every
+# rank exited 0, rank 0 found no wrong element, and the bytes went via NET/NETWORK
+check() {
+    local n=$1 coll=$2 log=$3 network=$4 what=$5
+    shift 5
+    if run_ranks $n "$coll" $log one_if "$@" &&
+        grep -q "Out of bounds values : 0 OK" "$out/$log.0" &&
+        grep -q "via NET/$network/" "$out/$log.0"; then
+        echo "netns_colls: $what: ok"
+    else
+        echo "netns_colls: $what: FAILED"
+        tail -n 5 "$out/$log".* >&2
+        failed=1
+    fi
+}
+
+# all_colls LABEL NETWORK [VAR=VALUE...]: every collective on 2, 3 and 4 "hosts"
 all_colls() {
     local label=$1 network=$2 n coll
     shift 2
     for n in 2 3 4; do
         for coll in allreduce allgather reducescatter broadcast reduce alltoall sendrecv; do
-            if run_ranks $n $coll $label.$n.$coll one_if "$@" &&
-                grep -q "Out of bounds values : 0 OK" "$out/$label.$n.$coll.0" &&
-                grep -q "via NET/$network/" "$out/$label.$n.$coll.0"; then
-                echo "netns_colls: $label: $n ranks $coll: ok"
-            else
-                echo "netns_colls: $label: $n ranks $coll: FAILED"
-                tail -n 5 "$out/$label.$n.$coll".* >&2
-                failed=1
-            fi
+            check $n $coll $label.$n.$coll $network "$label: $n ranks $coll" "$@"
         done
     done
 }
@@ -61,15 +68,7 @@ all_dtypes() {
     local label=$1 network=$2 dt
     shift 2
     for dt in int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2; do
-        if run_ranks 3 "allreduce -d $dt" $label.dt.$dt one_if "$@" &&
-            grep -q "Out of bounds values : 0 OK" "$out/$label.dt.$dt.0" &&
-            grep -q "via NET/$network/" "$out/$label.dt.$dt.0"; then
-            echo "netns_colls: $label: 3 ranks allreduce $dt: ok"
-        else
-            echo "netns_colls: $label: 3 ranks allreduce $dt: FAILED"
-            tail -n 5 "$out/$label.dt.$dt".* >&2
-            failed=1
-        fi
+        check 3 "allreduce -d $dt" $label.dt.$dt $network "$label: 3 ranks allreduce $dt" "$@"
     done
 }
 
