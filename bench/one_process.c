@@ -5,7 +5,7 @@
  * figures (ANCHORS.md: all_reduce_perf -g 2) are measured this way; baton-perf (one rank per
  * process) cannot. Built against the public NCCL API only: LD_LIBRARY_PATH picks the library.
  *
- *   baton-one-process [--same-gpu] [--ranks N] allreduce|allgather MIN_BYTES
+ *   baton-one-process [--same-gpu] [--ranks N] [--windows] allreduce|allgather MIN_BYTES
  *                     [MAX_BYTES [ITERS [ROUNDS]]]
  *
  * Ranks: one per visible GPU (--ranks N: the first N). --same-gpu: two ranks (or N) on GPU 0
@@ -13,6 +13,10 @@
  * shows the kernels' own efficiency, which NVLink partly hides (compares builds of the kernels
  * on a one-GPU machine; SAME_GPU_PAD_MB=N first takes N MB of GPU memory, to move where later
  * allocations land).
+ *
+ * --windows: every rank's buffers are symmetric windows (ncclCommWindowRegister, all ranks in
+ * one group; NCCL's symmetric kernels need them, Baton's window AllReduce reads the peers'
+ * inputs through them); a library that refuses runs without and says so.
  *
  * Sizes MIN_BYTES .. MAX_BYTES (x2), float sum. Per size, out of place then in place: 5 calls
  * of warm-up, then ROUNDS (default 5) times ITERS (default 20) calls back to back and one
@@ -187,19 +191,21 @@ static long check_call(struct bench *b, size_t count, int in_place)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: baton-one-process [--same-gpu] [--ranks N] allreduce|allgather "
-                    "MIN_BYTES [MAX_BYTES [ITERS [ROUNDS]]]\n");
+    fprintf(stderr, "usage: baton-one-process [--same-gpu] [--ranks N] [--windows] "
+                    "allreduce|allgather MIN_BYTES [MAX_BYTES [ITERS [ROUNDS]]]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     struct bench b;
-    int same_gpu = 0, want = 0, a = 1;
+    int same_gpu = 0, want = 0, windows = 0, a = 1;
     memset(&b, 0, sizeof(b));
     for (; a < argc && strncmp(argv[a], "--", 2) == 0; a++) {
         if (strcmp(argv[a], "--same-gpu") == 0)
             same_gpu = 1;
+        else if (strcmp(argv[a], "--windows") == 0)
+            windows = 1;
         else if (strcmp(argv[a], "--ranks") == 0 && a + 1 < argc)
             want = atoi(argv[++a]);
         else
@@ -244,6 +250,23 @@ int main(int argc, char **argv)
         CHECK(cudaStreamCreateWithFlags(&b.st[r], cudaStreamNonBlocking) == cudaSuccess);
     }
     CHECK((b.host = malloc(max)) != NULL);
+    ncclWindow_t wins[MAX_RANKS][2];
+    memset(wins, 0, sizeof(wins));
+    const char *win_note = "no";
+    if (windows) {
+        CHECK(ncclGroupStart() == ncclSuccess);
+        ncclResult_t r = ncclSuccess;
+        for (int k = 0; k < b.n && r == ncclSuccess; k++) {
+            r = ncclCommWindowRegister(b.comms[k], b.send[k], in_max, &wins[k][0],
+                                       NCCL_WIN_COLL_SYMMETRIC);
+            if (r == ncclSuccess)
+                r = ncclCommWindowRegister(b.comms[k], b.recv[k], max, &wins[k][1],
+                                           NCCL_WIN_COLL_SYMMETRIC);
+        }
+        ncclResult_t end = ncclGroupEnd();
+        win_note = r == ncclSuccess && end == ncclSuccess ? "every buffer in a symmetric window"
+                                                          : "windows refused, none";
+    }
 
     int version = 0;
     ncclGetVersion(&version);
@@ -251,8 +274,9 @@ int main(int argc, char **argv)
     printf("# %s, one process, %d ranks on %s, NCCL version code %d, library: %s\n",
            b.ag ? "allgather" : "allreduce", b.n, same_gpu ? "GPU 0" : "one GPU each", version,
            vs ? vs() : "not Baton (no batonVersionString)");
-    printf("# median of %d rounds of %d calls; busbw GB/s; #wrong over all ranks' outputs\n",
-           rounds, iters);
+    printf("# median of %d rounds of %d calls; busbw GB/s; #wrong over all ranks' outputs; "
+           "windows: %s\n",
+           rounds, iters, win_note);
     printf("# %10s %10s %10s %8s %10s %10s %8s %10s\n", "bytes", "oop us", "busbw", "#wrong",
            "ip us", "busbw", "#wrong", "enqueue us");
     long total_wrong = 0;
@@ -273,8 +297,12 @@ int main(int argc, char **argv)
             break;
     }
     printf("# wrong: %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
-    for (int r = 0; r < b.n; r++)
+    for (int r = 0; r < b.n; r++) {
+        for (int k = 0; k < 2; k++)
+            if (wins[r][k])
+                ncclCommWindowDeregister(b.comms[r], wins[r][k]);
         ncclCommDestroy(b.comms[r]);
+    }
     cudaFree(padding);
     free(b.host);
     return total_wrong ? 1 : 0;

@@ -22,6 +22,20 @@
         }                                                                                          \
     } while (0)
 
+/* A live communicator whose previous non-blocking call has finished (NCCL's "ensure
+ * ready"): while a job uses it, only ncclCommGetAsyncError, Abort and Destroy apply. */
+#define BT_API_CHECK_READY(comm, fn)                                                               \
+    do {                                                                                           \
+        BT_API_CHECK_COMM(comm, fn);                                                               \
+        if (bt_comm_busy((struct bt_comm *)(comm))) {                                              \
+            BT_WARN("%s: comm %p is still busy with its previous non-blocking call (init, split, " \
+                    "shrink or group): poll ncclCommGetAsyncError until it is no longer "          \
+                    "ncclInProgress",                                                              \
+                    (fn), (const void *)(comm));                                                   \
+            return ncclInvalidArgument;                                                            \
+        }                                                                                          \
+    } while (0)
+
 #define BT_API_CHECK_PTR(ptr, fn, name)                                                            \
     do {                                                                                           \
         if (!(ptr)) {                                                                              \

@@ -78,7 +78,7 @@ static ncclResult_t failed(ncclResult_t r)
 
 static ncclResult_t check_comm(ncclComm_t comm, const char *fn)
 {
-    BT_API_CHECK_COMM(comm, fn);
+    BT_API_CHECK_READY(comm, fn);
     return ncclSuccess;
 }
 

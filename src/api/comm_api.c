@@ -10,6 +10,7 @@
 #include "baton.h"
 #include "core/comm.h"
 #include "core/group.h"
+#include "core/window.h"
 #include "device/device.h"
 #include "nccl.h"
 #include "util/param.h"
@@ -135,13 +136,23 @@ static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueI
     st = resolve_id(id, rank, job.id);
     if (st != BT_OK)
         goto fail;
-    if (bt_group_depth() > 0) {
-        /* Joined at ncclGroupEnd, concurrently with the group's other inits. */
+    if (bt_group_depth() > 0 || !cfg.blocking) {
+        /* Joined at ncclGroupEnd, concurrently with the group's other inits; non-blocking
+         * outside a group: a group of one, which ends in the background. */
+        if (bt_group_depth() > 0) {
+            st = bt_group_add_init(&job);
+            if (st != BT_OK)
+                goto fail;
+            *newcomm = (ncclComm_t)comm;
+            return ncclSuccess;
+        }
+        bt_group_start();
         st = bt_group_add_init(&job);
+        bt_status_t end = bt_group_end(); /* BT_IN_PROGRESS, or why it could not start */
         if (st != BT_OK)
             goto fail;
-        *newcomm = (ncclComm_t)comm;
-        return ncclSuccess;
+        *newcomm = (ncclComm_t)comm; /* failed to start: its async error says why */
+        return (ncclResult_t)end;
     }
     st = bt_comm_start(comm, job.id);
     if (st != BT_OK)
@@ -176,7 +187,13 @@ BT_API ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, in
         BT_WARN("ncclCommInitRankScalable: commIds is NULL");
         return ncclInvalidArgument;
     }
-    /* One rendezvous root serves every rank; the extra ids only spread load in NCCL. */
+    /* Every rank meets at the first id's root. Baton's root sends each rank the whole address
+     * table, so more roots would not shrink what travels (docs/ENV.md); the others' roots,
+     * which their makers among the ranks run, are stopped now instead of waiting out
+     * BOOTSTRAP_TIMEOUT. */
+    for (int k = 1; k < nId; k++)
+        if (memcmp(&commIds[k], &commIds[0], sizeof(commIds[0])) != 0)
+            bt_bootstrap_root_cancel(commIds[k].internal);
     return init_rank(newcomm, nranks, &commIds[0], myrank, config, "ncclCommInitRankScalable");
 }
 
@@ -235,6 +252,8 @@ BT_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
         }
     }
     ncclResult_t end = (ncclResult_t)bt_group_end();
+    if (res == ncclSuccess && end == ncclInProgress)
+        return ncclInProgress; /* COMM_BLOCKING=0: the comms finish in the background */
     if (res == ncclSuccess && end != ncclSuccess) {
         res = end;
         for (int r = 0; r < ndev; r++) {
@@ -249,7 +268,7 @@ BT_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
 
 BT_API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
-    BT_API_CHECK_COMM(comm, "ncclCommCount");
+    BT_API_CHECK_READY(comm, "ncclCommCount");
     BT_API_CHECK_PTR(count, "ncclCommCount", "count");
     *count = ((struct bt_comm *)comm)->nranks;
     return ncclSuccess;
@@ -257,7 +276,7 @@ BT_API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 
 BT_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
-    BT_API_CHECK_COMM(comm, "ncclCommUserRank");
+    BT_API_CHECK_READY(comm, "ncclCommUserRank");
     BT_API_CHECK_PTR(rank, "ncclCommUserRank", "rank");
     *rank = ((struct bt_comm *)comm)->rank;
     return ncclSuccess;
@@ -265,7 +284,7 @@ BT_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 
 BT_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
 {
-    BT_API_CHECK_COMM(comm, "ncclCommCuDevice");
+    BT_API_CHECK_READY(comm, "ncclCommCuDevice");
     BT_API_CHECK_PTR(device, "ncclCommCuDevice", "device");
     *device = ((struct bt_comm *)comm)->cuda_dev;
     return ncclSuccess;
@@ -275,7 +294,8 @@ BT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncEr
 {
     BT_API_CHECK_COMM(comm, "ncclCommGetAsyncError");
     BT_API_CHECK_PTR(asyncError, "ncclCommGetAsyncError", "asyncError");
-    *asyncError = (ncclResult_t)bt_comm_async_error((struct bt_comm *)comm);
+    struct bt_comm *c = (struct bt_comm *)comm;
+    *asyncError = bt_comm_busy(c) ? ncclInProgress : (ncclResult_t)bt_comm_async_error(c);
     return ncclSuccess;
 }
 
@@ -289,7 +309,9 @@ BT_API ncclResult_t ncclCommFinalize(ncclComm_t comm)
         BT_WARN("ncclCommFinalize: comm %p is already finalized", (void *)c);
         return ncclInvalidUsage;
     }
-    /* Host collectives complete before they return: nothing is outstanding. */
+    /* Host collectives complete before they return: nothing is outstanding but a
+     * non-blocking group still running, which ends (or times out) by itself. */
+    bt_comm_wait_idle(c);
     c->finalized = 1;
     return ncclSuccess;
 }
@@ -300,6 +322,13 @@ BT_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
         return ncclSuccess; /* as NCCL: destroying NULL is a no-op */
     BT_API_CHECK_COMM(comm, "ncclCommDestroy");
     struct bt_comm *c = (struct bt_comm *)comm;
+    if (atomic_load_explicit(&c->busy, memory_order_acquire) == BT_BUSY_INIT) {
+        /* Its init may wait for a rank that never comes: end it rather than wait. */
+        BT_INFO(BT_LOG_INIT, "ncclCommDestroy: comm %p is still initializing; its init is aborted",
+                (void *)c);
+        bt_comm_abort_signal(c);
+    }
+    bt_comm_wait_idle(c); /* a non-blocking group on it ends, or times out */
     bt_group_drop_comm(c);
     bt_comm_free(c);
     return ncclSuccess;
@@ -317,10 +346,28 @@ BT_API ncclResult_t ncclCommAbort(ncclComm_t comm)
     return ncclSuccess;
 }
 
+/* Queue a split or shrink in the caller's group, or in a group of one (a non-blocking
+ * parent outside a group: ncclInProgress). The job owns job->excl from here on. */
+static ncclResult_t group_add_job(struct bt_init_job *job)
+{
+    int own = bt_group_depth() == 0;
+    if (own)
+        bt_group_start();
+    bt_status_t st = bt_group_add_init(job);
+    if (st != BT_OK) {
+        free(job->excl);
+        bt_group_set_error(st);
+    }
+    if (!own)
+        return (ncclResult_t)st;
+    bt_status_t end = bt_group_end();
+    return (ncclResult_t)(st != BT_OK ? st : end);
+}
+
 BT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                   ncclConfig_t *config)
 {
-    BT_API_CHECK_COMM(comm, "ncclCommSplit");
+    BT_API_CHECK_READY(comm, "ncclCommSplit");
     BT_API_CHECK_PTR(newcomm, "ncclCommSplit", "newcomm");
     *newcomm = NULL;
     if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
@@ -335,7 +382,7 @@ BT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
             return (ncclResult_t)st;
         cfgp = &cfg;
     }
-    if (bt_group_depth() > 0) {
+    if (bt_group_depth() > 0 || !parent->config.blocking) {
         /* Run at ncclGroupEnd with the group's other inits and splits: one thread may
          * split several ranks of the parent. *newcomm is written then. */
         struct bt_init_job job = {.parent = parent,
@@ -345,10 +392,7 @@ BT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
                                   .newcomm_p = (struct bt_comm **)newcomm};
         if (cfgp)
             job.config = *cfgp;
-        bt_status_t st = bt_group_add_init(&job);
-        if (st != BT_OK)
-            bt_group_set_error(st);
-        return (ncclResult_t)st;
+        return group_add_job(&job);
     }
     if (!bt_comm_acquire(parent)) {
         BT_WARN("ncclCommSplit: comm %p is being aborted", (void *)parent);
@@ -357,11 +401,167 @@ BT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     struct bt_comm *nc = NULL;
     bt_status_t st = bt_comm_split(parent, color, key, cfgp, &nc);
     bt_comm_release(parent);
-    bt_log_set_rank(parent->rank);
+    bt_log_set_comm(parent->rank, parent->config.name);
     if (st != BT_OK)
         return (ncclResult_t)st;
     *newcomm = (ncclComm_t)nc;
     return ncclSuccess;
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+BT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                   ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
+{
+    const char *fn = "ncclCommShrink";
+    BT_API_CHECK_COMM(comm, fn);
+    BT_API_CHECK_PTR(newcomm, fn, "newcomm");
+    *newcomm = NULL;
+    struct bt_comm *parent = (struct bt_comm *)comm;
+    if (shrinkFlags & ~NCCL_SHRINK_ABORT) {
+        BT_WARN("%s: shrinkFlags 0x%x has unknown bits (NCCL_SHRINK_DEFAULT or "
+                "NCCL_SHRINK_ABORT)",
+                fn, shrinkFlags);
+        return ncclInvalidArgument;
+    }
+    if (excludeRanksCount < 1 || excludeRanksCount >= parent->nranks) {
+        BT_WARN("%s: excludeRanksCount %d is out of range [1, %d)", fn, excludeRanksCount,
+                parent->nranks);
+        return ncclInvalidArgument;
+    }
+    BT_API_CHECK_PTR(excludeRanksList, fn, "excludeRanksList");
+    int *excl = malloc(sizeof(int) * (size_t)excludeRanksCount);
+    if (!excl) {
+        BT_WARN("%s: out of memory copying %d excluded ranks", fn, excludeRanksCount);
+        return ncclSystemError;
+    }
+    memcpy(excl, excludeRanksList, sizeof(int) * (size_t)excludeRanksCount);
+    qsort(excl, (size_t)excludeRanksCount, sizeof(int), int_cmp);
+    const char *bad = NULL;
+    int badv = 0;
+    for (int i = 0; i < excludeRanksCount && !bad; i++) {
+        badv = excl[i];
+        if (excl[i] < 0 || excl[i] >= parent->nranks)
+            bad = "is out of range";
+        else if (i > 0 && excl[i] == excl[i - 1])
+            bad = "is listed twice";
+        else if (excl[i] == parent->rank)
+            bad = "is the calling rank (excluded ranks do not call ncclCommShrink)";
+    }
+    if (bad) {
+        BT_WARN("%s: excludeRanksList: rank %d %s (communicator of %d ranks)", fn, badv, bad,
+                parent->nranks);
+        free(excl);
+        return ncclInvalidArgument;
+    }
+    struct bt_init_job job = {.parent = parent,
+                              .shrink = 1,
+                              .shrink_flags = shrinkFlags,
+                              .excl = excl,
+                              .nexcl = excludeRanksCount,
+                              .newcomm_p = (struct bt_comm **)newcomm};
+    if (config) {
+        bt_status_t st = bt_api_config_parse(config, &job.config, fn);
+        if (st != BT_OK) {
+            free(excl);
+            return (ncclResult_t)st;
+        }
+        job.has_config = 1;
+    }
+    if (atomic_load_explicit(&parent->busy, memory_order_acquire) == BT_BUSY_INIT) {
+        free(excl);
+        BT_API_CHECK_READY(comm, fn); /* still initializing: warns and fails */
+    }
+    if (shrinkFlags & NCCL_SHRINK_ABORT) {
+        /* After a failure: stop what still runs on the parent (a stuck collective, a
+         * non-blocking group) before anything waits on it. */
+        bt_comm_revoke(parent);
+        bt_comm_wait_idle(parent);
+    } else if (bt_comm_busy(parent)) {
+        free(excl);
+        BT_API_CHECK_READY(comm, fn); /* warns and fails */
+    }
+    if (bt_group_depth() > 0 || !parent->config.blocking)
+        return group_add_job(&job);
+    struct bt_comm *nc = NULL;
+    bt_status_t st = bt_comm_shrink(parent, excl, excludeRanksCount, shrinkFlags,
+                                    job.has_config ? &job.config : NULL, &nc);
+    free(excl);
+    bt_log_set_comm(parent->rank, parent->config.name);
+    *newcomm = (ncclComm_t)nc;
+    return (ncclResult_t)st;
+}
+
+BT_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
+{
+    if (!comm)
+        return ncclSuccess; /* as NCCL */
+    BT_API_CHECK_COMM(comm, "ncclCommRevoke");
+    struct bt_comm *c = (struct bt_comm *)comm;
+    if (revokeFlags != NCCL_REVOKE_DEFAULT) {
+        BT_WARN("ncclCommRevoke: revokeFlags is 0x%x, must be NCCL_REVOKE_DEFAULT (0)",
+                revokeFlags);
+        return ncclInvalidArgument;
+    }
+    if (atomic_load_explicit(&c->busy, memory_order_acquire) == BT_BUSY_INIT) {
+        BT_WARN("ncclCommRevoke: comm %p is still initializing (abort or destroy it instead)",
+                (void *)c);
+        return ncclInvalidArgument;
+    }
+    if (atomic_load_explicit(&c->revoked, memory_order_acquire) || c->finalized) {
+        BT_WARN("ncclCommRevoke: comm %p is already %s", (void *)c,
+                c->finalized ? "finalized" : "revoked");
+        return ncclInvalidArgument;
+    }
+    /* Local and prompt: running operations see the abort within a few ms. */
+    bt_comm_revoke(c);
+    bt_comm_wait_idle(c);
+    return ncclSuccess;
+}
+
+BT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
+                                           ncclWindow_t *win, int winFlags)
+{
+    const char *fn = "ncclCommWindowRegister";
+    BT_API_CHECK_READY(comm, fn);
+    BT_API_CHECK_PTR(win, fn, "win");
+    *win = NULL;
+    if (!buff || size == 0) {
+        BT_WARN("%s: buff %p with size %zu: a window needs a buffer", fn, buff, size);
+        return ncclInvalidArgument;
+    }
+    if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC) {
+        BT_WARN("%s: winFlags 0x%x has unknown bits (NCCL_WIN_DEFAULT or NCCL_WIN_COLL_SYMMETRIC)",
+                fn, winFlags);
+        return ncclInvalidArgument;
+    }
+    struct bt_comm *c = (struct bt_comm *)comm;
+    /* Collective: in a group (one thread may register several ranks' windows) it runs at
+     * ncclGroupEnd, with the group's other registrations and inits. */
+    struct bt_init_job job = {.parent = c,
+                              .win = 1,
+                              .win_buf = buff,
+                              .win_size = size,
+                              .win_flags = winFlags,
+                              .win_out = (struct bt_window **)win};
+    if (bt_group_depth() > 0 || !c->config.blocking)
+        return group_add_job(&job);
+    struct bt_window *w = NULL;
+    bt_status_t st = bt_window_register(c, buff, size, winFlags, &w);
+    *win = (ncclWindow_t)w;
+    return (ncclResult_t)st;
+}
+
+BT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+{
+    BT_API_CHECK_READY(comm, "ncclCommWindowDeregister");
+    if (!win)
+        return ncclSuccess; /* as NCCL: what a registration without windows gave */
+    return (ncclResult_t)bt_window_deregister((struct bt_comm *)comm, (struct bt_window *)win);
 }
 
 /* ---- memory ----------------------------------------------------------------------------- */
@@ -429,6 +629,10 @@ BT_PNCCL(ncclCommFinalize);
 BT_PNCCL(ncclCommDestroy);
 BT_PNCCL(ncclCommAbort);
 BT_PNCCL(ncclCommSplit);
+BT_PNCCL(ncclCommShrink);
+BT_PNCCL(ncclCommRevoke);
+BT_PNCCL(ncclCommWindowRegister);
+BT_PNCCL(ncclCommWindowDeregister);
 BT_PNCCL(ncclMemAlloc);
 BT_PNCCL(ncclMemFree);
 BT_PNCCL(ncclCommRegister);

@@ -84,14 +84,8 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
 
 #define DEF(v, d) ((v) == NCCL_CONFIG_UNDEF_INT ? (d) : (v))
     memset(out, 0, sizeof(*out));
-    /* Non-blocking communicators (blocking = 0; NCCL_COMM_BLOCKING is not read) are not yet:
-     * the value is checked above, and every init and operation completes before it returns,
-     * which a caller that polls ncclCommGetAsyncError after ncclInProgress also accepts. */
-    if (c.blocking == 0)
-        BT_INFO(BT_LOG_INIT,
-                "%s: config->blocking = 0: Baton's communicators are blocking (each "
-                "call completes before it returns)",
-                fn);
+    out->blocking =
+        c.blocking == NCCL_CONFIG_UNDEF_INT ? bt_param_comm_blocking() != 0 : c.blocking;
     out->cga_cluster_size = DEF(c.cgaClusterSize, 4);
     out->min_ctas = DEF(c.minCTAs, 1);
     out->max_ctas = DEF(c.maxCTAs, 64);

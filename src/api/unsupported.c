@@ -1,7 +1,6 @@
 /*
  * Entry points of the NCCL 2.28 interface that Baton does not implement yet: the device API
- * (device communicators, teams, barrier and all-to-all requirement builders), memory windows,
- * and the fault-tolerance calls ncclCommShrink and ncclCommRevoke.
+ * (device communicators, teams, barrier and all-to-all requirement builders).
  *
  * They are exported anyway because clients link against every symbol of libnccl.so.2 (a
  * missing one makes `import torch` fail). Each one logs a WARN, which ncclGetLastError then
@@ -14,32 +13,6 @@
 #include "util/log.h"
 
 #define BT_UNSUPPORTED() BT_WARN("%s is not supported by Baton yet", __func__)
-
-BT_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
-{
-    BT_UNSUPPORTED();
-    return ncclInvalidUsage;
-}
-
-BT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
-                                   ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
-{
-    BT_UNSUPPORTED();
-    return ncclInvalidUsage;
-}
-
-BT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
-                                           ncclWindow_t *win, int winFlags)
-{
-    BT_UNSUPPORTED();
-    return ncclInvalidUsage;
-}
-
-BT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
-{
-    BT_UNSUPPORTED();
-    return ncclInvalidUsage;
-}
 
 BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
                                       ncclDevComm_t *outDevComm)
@@ -127,10 +100,6 @@ BT_API ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots,
 }
 
 /* Profiling aliases (see api.h). */
-BT_PNCCL(ncclCommRevoke);
-BT_PNCCL(ncclCommShrink);
-BT_PNCCL(ncclCommWindowRegister);
-BT_PNCCL(ncclCommWindowDeregister);
 BT_PNCCL(ncclDevCommCreate);
 BT_PNCCL(ncclDevCommDestroy);
 BT_PNCCL(ncclTeamWorld);

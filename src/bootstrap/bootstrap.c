@@ -187,6 +187,14 @@ void bt_bootstrap_root_wait(const void *id)
         bt_bootstrap_root_join(magic);
 }
 
+void bt_bootstrap_root_cancel(const void *id)
+{
+    uint64_t magic;
+    union bt_sockaddr addr;
+    if (bt_bootstrap_id_unpack(id, &magic, &addr) == BT_OK)
+        bt_bootstrap_root_cancel_magic(magic);
+}
+
 static void bs_queue_push(struct bt_bootstrap *bs, struct bt_bs_msg *m)
 {
     m->next = NULL;

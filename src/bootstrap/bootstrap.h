@@ -55,6 +55,10 @@ bt_status_t bt_bootstrap_unique_id_from_env(int rank, void *id_p);
  */
 void bt_bootstrap_root_wait(const void *id);
 
+/* The same, but the root stops waiting for ranks still to come: for an init that was
+ * aborted before the rendezvous completed (its peers would wait for this rank anyway). */
+void bt_bootstrap_root_cancel(const void *id);
+
 /* Join the rendezvous named by `id` as `rank` of `nranks`. `abort_flag` may be NULL. */
 bt_status_t bt_bootstrap_init(const void *id, int rank, int nranks, volatile int *abort_flag,
                               struct bt_bootstrap **bs_p);

@@ -35,6 +35,7 @@ struct bt_bs_root {
     pthread_t thread;
     int done;    /* set (atomically) by the thread as it exits: joining will not block */
     int started; /* set (atomically) once the thread's own setup is over */
+    int cancel;  /* set (atomically) by bt_bootstrap_root_cancel: give up now */
     struct bt_bs_root *next;
 };
 
@@ -199,6 +200,13 @@ static void *root_main(void *arg)
 
     while (rs->nranks < 0 || rs->arrived < rs->nranks) {
         uint64_t now = bt_time_ns();
+        if (__atomic_load_n(&root->cancel, __ATOMIC_ACQUIRE)) {
+            BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP,
+                    "Bootstrap root: cancelled with %d of %d ranks arrived (its init was "
+                    "aborted)",
+                    rs->arrived, rs->nranks);
+            goto cleanup;
+        }
         if (now >= deadline) {
             char missing[256] = "";
             size_t off = 0;
@@ -312,7 +320,7 @@ err_close:
     return BT_ERR_SYSTEM;
 }
 
-void bt_bootstrap_root_join(uint64_t magic)
+static void root_join(uint64_t magic, int cancel)
 {
     struct bt_bs_root *found = NULL;
     pid_t me = getpid();
@@ -326,7 +334,19 @@ void bt_bootstrap_root_join(uint64_t magic)
     }
     pthread_mutex_unlock(&roots_lock);
     if (found) {
+        if (cancel)
+            __atomic_store_n(&found->cancel, 1, __ATOMIC_RELEASE);
         pthread_join(found->thread, NULL);
         free(found);
     }
+}
+
+void bt_bootstrap_root_join(uint64_t magic)
+{
+    root_join(magic, 0);
+}
+
+void bt_bootstrap_root_cancel_magic(uint64_t magic)
+{
+    root_join(magic, 1);
 }

@@ -61,5 +61,7 @@ bt_status_t bt_bootstrap_root_start(uint64_t magic, int listen_fd);
 
 /* Join the root thread of `magic` if this process started it; no-op otherwise. */
 void bt_bootstrap_root_join(uint64_t magic);
+/* The same, but the root gives up at once instead of waiting for ranks still to come. */
+void bt_bootstrap_root_cancel_magic(uint64_t magic);
 
 #endif

@@ -15,6 +15,7 @@
 #include "core/launch.h"
 #include "core/links.h"
 #include "core/liveness.h"
+#include "core/window.h"
 #include "exec/cuda/cuda.h"
 #include "proxy/proxy.h"
 #include "transport/transport.h"
@@ -22,6 +23,7 @@
 #include "util/param.h"
 
 #define BT_TAG_SPLIT 0x20000
+#define BT_TAG_SHRINK 0x40000 /* + 15 bits of the excluded set's hash */
 
 /* ---- registry of live communicators ------------------------------------------------ */
 
@@ -145,6 +147,7 @@ bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p)
     c->rank = rank;
     c->nranks = nranks;
     c->cuda_dev = -1;
+    c->config.blocking = 1;
     pthread_mutex_init(&c->ops_lock, NULL);
     if (registry_add(c) != 0) {
         free(c);
@@ -214,7 +217,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     bt_status_t st;
     struct init_info *all = NULL;
 
-    bt_log_set_rank(comm->rank);
+    bt_log_set_comm(comm->rank, comm->config.name);
+    memcpy(comm->unique_id, unique_id, sizeof(comm->unique_id));
     BT_CHECK(bt_bootstrap_init(unique_id, comm->rank, comm->nranks, &comm->abort_flag, &comm->bs));
 
     all = calloc((size_t)comm->nranks, sizeof(*all));
@@ -253,6 +257,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     me->p2p_slot = (uint32_t)(clamp_sz(bt_param_p2p_chunksize(), 4096, 64u << 20) & ~(size_t)4095);
 
     bt_tune_settings_from_env(&me->tune);
+    if (comm->config.min_ctas > me->tune.min_nchannels) /* config.minCTAs: rank 0's wins */
+        me->tune.min_nchannels = comm->config.min_ctas;
     me->check_coll = bt_param_check_coll() != 0;
 
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
@@ -280,7 +286,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     tc->peers = comm->peers;
     tc->bs = comm->bs;
     tc->abort_flag = &comm->abort_flag;
-    snprintf(tc->name, sizeof(tc->name), "comm %p rank %d", (void *)comm, comm->rank);
+    snprintf(tc->name, sizeof(tc->name), "%s%scomm %p rank %d", comm->config.name,
+             comm->config.name[0] ? " " : "", (void *)comm, comm->rank);
     snprintf(tc->net_name, sizeof(tc->net_name), "%s", comm->config.net_name);
     tc->comm_id = comm->comm_hash;
     tc->traffic_class = comm->config.traffic_class;
@@ -342,11 +349,21 @@ bt_status_t bt_comm_start(struct bt_comm *comm, const void *unique_id)
     return bt_links_probe(comm);
 }
 
+/* Until no launch uses the comm (each sees the abort flag within a few ms). */
+static void wait_no_launch(struct bt_comm *comm)
+{
+    while (atomic_load_explicit(&comm->active_launches, memory_order_acquire) > 0) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 bt_status_t bt_comm_async_error(struct bt_comm *comm)
 {
     bt_status_t st = (bt_status_t)atomic_load_explicit(&comm->async_error, memory_order_acquire);
     struct bt_cuda_comm *cc = __atomic_load_n(&comm->cuda, __ATOMIC_ACQUIRE); /* any thread */
-    if (st == BT_OK && cc) {
+    /* a revoked comm's kernels were aborted on purpose: not an error to report */
+    if (st == BT_OK && cc && !atomic_load_explicit(&comm->revoked, memory_order_acquire)) {
         st = bt_cuda_comm_error(cc); /* a kernel that met an abort or timeout */
         if (st != BT_OK)
             bt_comm_set_async_error(comm, st);
@@ -362,14 +379,51 @@ void bt_comm_abort_signal(struct bt_comm *comm)
     pthread_mutex_unlock(&registry_lock);
     /* kernels waiting on peers end with an error */
     bt_cuda_comm_abort(__atomic_load_n(&comm->cuda, __ATOMIC_ACQUIRE));
-    if (comm->bs)
+    /* A non-blocking init writes comm->bs in its own thread; its waits see the flag. */
+    if (atomic_load_explicit(&comm->busy, memory_order_acquire) != BT_BUSY_INIT && comm->bs)
         bt_bootstrap_abort(comm->bs);
     /* A collective stuck in another thread sees the flag within a few ms and returns;
      * only then may the caller free what it uses. */
-    while (atomic_load_explicit(&comm->active_launches, memory_order_acquire) > 0) {
+    wait_no_launch(comm);
+    bt_comm_wait_idle(comm);
+    /* An init that never completed: a root this process runs for it would wait for ranks
+     * until BOOTSTRAP_TIMEOUT. */
+    if (!comm->init_done)
+        bt_bootstrap_root_cancel(comm->unique_id);
+}
+
+void bt_comm_wait_idle(struct bt_comm *comm)
+{
+    while (bt_comm_busy(comm)) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
+}
+
+void bt_comm_revoke(struct bt_comm *comm)
+{
+    pthread_mutex_lock(&registry_lock);
+    int was = atomic_exchange(&comm->revoked, 1); /* launches from here on fail their gate */
+    if (!was)
+        __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&registry_lock);
+    if (was)
+        return;
+    BT_INFO(BT_LOG_INIT, "comm %p rank %d: revoked - its operations stop", (void *)comm,
+            comm->rank);
+    struct bt_cuda_comm *cc = __atomic_load_n(&comm->cuda, __ATOMIC_ACQUIRE);
+    /* Its kernels end with an error (the CUDA state stays aborted; bt_comm_free waits for
+     * them); no device-wide sync here, which would wait on other comms' kernels too. */
+    bt_cuda_comm_abort(cc);
+    wait_no_launch(comm);
+    /* The proxy completes the stopped launches' ops and takes no more; it and the
+     * connectors stay until free. */
+    bt_proxy_stop(comm->tctx.proxy);
+    /* Only now, with nothing running, may waits on this comm succeed again: the bootstrap
+     * carries the shrink that follows, whose result ncclCommGetAsyncError then reports (the
+     * failure that led here is handled). */
+    atomic_store_explicit(&comm->async_error, 0, memory_order_release);
+    __atomic_store_n(&comm->abort_flag, 0, __ATOMIC_RELEASE);
 }
 
 void bt_comm_set_async_error(struct bt_comm *comm, bt_status_t st)
@@ -384,6 +438,7 @@ void bt_comm_free(struct bt_comm *comm)
         return;
     registry_remove(comm);
     bt_launch_gpu_free(comm); /* waits for the comm's kernels */
+    bt_window_free_all(comm);
     bt_arrival_free(comm);
     /* The proxy first: its threads use the connectors freed below. */
     bt_proxy_destroy(comm->tctx.proxy);
@@ -489,4 +544,59 @@ out:
     free(all);
     free(members);
     return st;
+}
+
+/* ---- shrink ------------------------------------------------------------------------- */
+
+bt_status_t bt_comm_shrink(struct bt_comm *parent, const int *excl, int nexcl, int flags,
+                           const struct bt_comm_config *config, struct bt_comm **newcomm_p)
+{
+    *newcomm_p = NULL;
+    if (flags & BT_SHRINK_ABORT)
+        bt_comm_revoke(parent); /* its operations stop; the bootstrap stays */
+    /* New ranks in parent order, the excluded left out (NCCL numbers them so too). The
+     * first remaining rank makes the rendezvous and tells each other one; the tag is the
+     * excluded set's, so ranks that took part in different shrinks never mix messages. */
+    int n = parent->nranks, m = 0, newrank = -1, first = -1;
+    uint64_t h = BT_FNV1A_INIT;
+    for (int r = 0, k = 0; r < n; r++) {
+        if (k < nexcl && excl[k] == r) {
+            h = bt_fnv1a(h, &r, sizeof(r));
+            k++;
+            continue;
+        }
+        if (first < 0)
+            first = r;
+        if (r == parent->rank)
+            newrank = m;
+        m++;
+    }
+    int tag = BT_TAG_SHRINK + (int)(h % 0x8000);
+    unsigned char id[BT_UNIQUE_ID_BYTES];
+    if (newrank == 0) {
+        BT_CHECK(bt_bootstrap_unique_id_new(id));
+        for (int r = first + 1, k = 0; r < n; r++) {
+            while (k < nexcl && excl[k] < r)
+                k++;
+            if (k < nexcl && excl[k] == r)
+                continue;
+            BT_CHECK(bt_bootstrap_send(parent->bs, r, tag, id, sizeof(id)));
+        }
+    } else {
+        BT_CHECK(bt_bootstrap_recv(parent->bs, first, tag, id, sizeof(id)));
+    }
+    struct bt_comm *nc = NULL;
+    BT_CHECK(bt_comm_alloc(m, newrank, &nc));
+    nc->cuda_dev = parent->cuda_dev;
+    nc->config = config ? *config : parent->config;
+    bt_status_t st = bt_comm_start(nc, id);
+    if (st != BT_OK) {
+        bt_comm_free(nc);
+        return st;
+    }
+    BT_INFO(BT_LOG_INIT, "comm %p rank %d: shrunk from comm %p rank %d (%d of %d ranks left%s)",
+            (void *)nc, newrank, (void *)parent, parent->rank, m, n,
+            flags & BT_SHRINK_ABORT ? ", parent revoked" : "");
+    *newcomm_p = nc;
+    return BT_OK;
 }

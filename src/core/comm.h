@@ -42,6 +42,7 @@ struct bt_custom_op {
 };
 
 struct bt_comm_config {
+    int blocking; /* 0: init, split, shrink and group ends finish in the background */
     int cga_cluster_size;
     int min_ctas, max_ctas;
     int split_share;
@@ -59,6 +60,7 @@ struct bt_comm_config {
 struct bt_arrival_line;
 struct bt_arrival_query;
 struct bt_shm_seg;
+struct bt_window;
 
 struct bt_comm {
     uint64_t magic; /* BT_COMM_MAGIC while usable, BT_COMM_DEAD after destroy */
@@ -97,6 +99,8 @@ struct bt_comm {
 
     volatile int abort_flag;
     _Atomic int active_launches; /* launches using this comm now: abort waits for them */
+    _Atomic int busy;            /* a non-blocking group job uses it (BT_BUSY_*, core/group.c) */
+    _Atomic int revoked;         /* ncclCommRevoke or a NCCL_SHRINK_ABORT shrink stopped it */
     _Atomic int async_error;     /* ncclResult_t of a failure seen in the background */
     int init_done;
     int finalized;
@@ -119,7 +123,15 @@ struct bt_comm {
     _Atomic uint64_t arrived;       /* the last collective called (bt_arrival_start): answers */
     int cause_sent;     /* this rank told the others which rank died (no board: across hosts) */
     uint64_t split_seq; /* splits done: distinct bootstrap tags for each */
+    unsigned char unique_id[BT_UNIQUE_ID_BYTES]; /* the rendezvous it joined (bt_comm_init) */
+    struct bt_window *windows;                   /* registered windows (core/window.h) */
 };
+
+/* What a running non-blocking job does with a communicator (bt_comm.busy). */
+#define BT_BUSY_OPS 1  /* runs its operations, a split or a shrink of it: destroy waits */
+#define BT_BUSY_INIT 2 /* initializes it: destroy aborts the init */
+
+#define BT_SHRINK_ABORT 0x01 /* NCCL_SHRINK_ABORT */
 
 /* Checks used by every entry point. */
 static inline int bt_comm_valid(const struct bt_comm *c)
@@ -160,6 +172,27 @@ void bt_comm_abort_signal(struct bt_comm *comm);
 
 /* Record a failure seen in the background (first one wins). */
 void bt_comm_set_async_error(struct bt_comm *comm, bt_status_t st);
+
+/* 1 while a non-blocking job uses the communicator (its calls then answer ncclInProgress). */
+static inline int bt_comm_busy(struct bt_comm *c)
+{
+    return atomic_load_explicit(&c->busy, memory_order_acquire) != 0;
+}
+
+/* Wait until no non-blocking job uses the communicator. */
+void bt_comm_wait_idle(struct bt_comm *comm);
+
+/* ncclCommRevoke: stop the communicator's operations on this rank (running ones end with an
+ * error, later ones are refused) and its proxy, keeping the bootstrap usable so that a shrink
+ * can follow. Idempotent. caller: any thread but one of the comm's launches. */
+void bt_comm_revoke(struct bt_comm *comm);
+
+/* Shrink: a communicator of `parent`'s ranks but the `nexcl` excluded ones (sorted, distinct,
+ * in range, this rank not among them), renumbered in parent order. Only the remaining ranks
+ * take part; excluded ones are never waited on. BT_SHRINK_ABORT in `flags` revokes the
+ * parent first. config NULL: the parent's. */
+bt_status_t bt_comm_shrink(struct bt_comm *parent, const int *excl, int nexcl, int flags,
+                           const struct bt_comm_config *config, struct bt_comm **newcomm_p);
 
 /* Split: collective over `parent`; color < 0 (NCCL_SPLIT_NOCOLOR) yields *newcomm_p = NULL. */
 bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/window.h"
 #include "util/array.h"
 
 struct bt_group {
@@ -63,6 +64,12 @@ void bt_group_set_error(bt_status_t st)
 
 bt_status_t bt_group_enqueue(const struct bt_op *op)
 {
+    if (grp.depth == 0 && !op->comm->config.blocking) { /* a group of one, in the background */
+        bt_group_start();
+        bt_status_t st = bt_group_enqueue(op);
+        bt_status_t end = bt_group_end();
+        return st != BT_OK ? st : end;
+    }
     if (grp.depth == 0) {
         struct bt_op one = *op;
         return bt_launch(&one, 1);
@@ -85,6 +92,12 @@ bt_status_t bt_group_add_init(const struct bt_init_job *job)
     return BT_OK;
 }
 
+static void init_job_release(struct bt_init_job *job)
+{
+    free(job->excl);
+    job->excl = NULL;
+}
+
 void bt_group_drop_comm(struct bt_comm *comm)
 {
     int k = 0;
@@ -96,6 +109,8 @@ void bt_group_drop_comm(struct bt_comm *comm)
     for (int i = 0; i < grp.ninits; i++)
         if (grp.inits[i].comm != comm && grp.inits[i].parent != comm)
             grp.inits[k++] = grp.inits[i];
+        else
+            init_job_release(&grp.inits[i]);
     grp.ninits = k;
 }
 
@@ -103,15 +118,33 @@ void bt_group_drop_comm(struct bt_comm *comm)
  * communicator's async error, so a handle the caller already holds reports it. */
 static void run_job(struct bt_init_job *job)
 {
+    const struct bt_comm_config *cfg = job->has_config ? &job->config : NULL;
+    if (job->win) {
+        struct bt_window *w = NULL;
+        job->status = BT_ERR_INVALID_USAGE;
+        if (bt_comm_acquire(job->parent)) {
+            job->status =
+                bt_window_register(job->parent, job->win_buf, job->win_size, job->win_flags, &w);
+            bt_comm_release(job->parent);
+        }
+        __atomic_store_n(job->win_out, w, __ATOMIC_RELEASE);
+        return;
+    }
+    if (job->shrink) { /* the parent may be revoked already: it is not acquired */
+        struct bt_comm *nc = NULL;
+        job->status =
+            bt_comm_shrink(job->parent, job->excl, job->nexcl, job->shrink_flags, cfg, &nc);
+        __atomic_store_n(job->newcomm_p, nc, __ATOMIC_RELEASE);
+        return;
+    }
     if (job->parent) {
         struct bt_comm *nc = NULL;
         job->status = BT_ERR_INVALID_USAGE;
         if (bt_comm_acquire(job->parent)) {
-            job->status = bt_comm_split(job->parent, job->color, job->key,
-                                        job->has_config ? &job->config : NULL, &nc);
+            job->status = bt_comm_split(job->parent, job->color, job->key, cfg, &nc);
             bt_comm_release(job->parent);
         }
-        *job->newcomm_p = nc;
+        __atomic_store_n(job->newcomm_p, nc, __ATOMIC_RELEASE);
         return;
     }
     job->status = job->comm->init_status = bt_comm_start(job->comm, job->id);
@@ -221,6 +254,123 @@ bt_status_t bt_for_each_comm(const struct bt_op *ops, int nops, int (*want)(cons
     return st;
 }
 
+/* The communicators a group uses: its inits' new comms, the parents it splits or shrinks,
+ * its ops' comms; each once. */
+static int group_comms(struct bt_comm **out)
+{
+    int n = 0;
+    for (int i = 0; i < grp.ninits + grp.nops; i++) {
+        struct bt_comm *c = i < grp.ninits
+                                ? (grp.inits[i].comm ? grp.inits[i].comm : grp.inits[i].parent)
+                                : grp.ops[i - grp.ninits].comm;
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = out[k] == c;
+        if (!seen)
+            out[n++] = c;
+    }
+    return n;
+}
+
+/* Everything the group runs; the non-blocking end moves it into a job of its own. */
+struct group_job {
+    struct bt_init_job *inits;
+    int ninits;
+    struct bt_op *ops;
+    int nops;
+    struct bt_comm **comms; /* each busy until the job ends */
+    int ncomms;
+};
+
+static bt_status_t group_run(struct bt_init_job *inits, int ninits, struct bt_op *ops, int nops,
+                             bt_status_t st)
+{
+    if (ninits > 0 && st == BT_OK) {
+        st = run_inits(inits, ninits);
+    } else if (ninits > 0) {
+        /* The group failed: its inits do not run; handles already returned report it. */
+        for (int i = 0; i < ninits; i++)
+            if (inits[i].comm) {
+                inits[i].comm->init_status = st;
+                bt_comm_set_async_error(inits[i].comm, st);
+            }
+    }
+    for (int i = 0; i < ninits; i++)
+        init_job_release(&inits[i]);
+    if (st == BT_OK && nops > 0)
+        st = bt_launch(ops, nops);
+    return st;
+}
+
+static void *group_job_main(void *arg)
+{
+    struct group_job *j = arg;
+    bt_status_t st = group_run(j->inits, j->ninits, j->ops, j->nops, BT_OK);
+    for (int i = 0; i < j->ncomms; i++) {
+        if (st != BT_OK) /* what ncclCommGetAsyncError reports once the job is done */
+            bt_comm_set_async_error(j->comms[i], st);
+        atomic_store_explicit(&j->comms[i]->busy, 0, memory_order_release);
+    }
+    free(j->inits);
+    free(j->ops);
+    free(j->comms);
+    free(j);
+    return NULL;
+}
+
+/* Move the group into a job and start its thread: BT_IN_PROGRESS, or the failure to start
+ * it (then nothing ran and nothing is busy). */
+static bt_status_t group_start_job(struct bt_comm **comms, int ncomms)
+{
+    struct group_job *j = calloc(1, sizeof(*j));
+    if (j) {
+        j->inits = grp.ninits ? malloc(sizeof(*j->inits) * (size_t)grp.ninits) : NULL;
+        j->ops = grp.nops ? malloc(sizeof(*j->ops) * (size_t)grp.nops) : NULL;
+    }
+    if (!j || (grp.ninits && !j->inits) || (grp.nops && !j->ops)) {
+        BT_WARN("out of memory for a non-blocking group of %d operations", grp.nops + grp.ninits);
+        if (j) {
+            free(j->inits);
+            free(j->ops);
+        }
+        free(j);
+        free(comms);
+        return BT_ERR_SYSTEM;
+    }
+    if (grp.ninits)
+        memcpy(j->inits, grp.inits, sizeof(*j->inits) * (size_t)grp.ninits);
+    if (grp.nops)
+        memcpy(j->ops, grp.ops, sizeof(*j->ops) * (size_t)grp.nops);
+    j->ninits = grp.ninits;
+    j->nops = grp.nops;
+    j->comms = comms;
+    j->ncomms = ncomms;
+    for (int i = 0; i < ncomms; i++) {
+        int init = 0;
+        for (int k = 0; k < grp.ninits && !init; k++)
+            init = grp.inits[k].comm == comms[i];
+        atomic_store_explicit(&comms[i]->busy, init ? BT_BUSY_INIT : BT_BUSY_OPS,
+                              memory_order_release);
+    }
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &attr, group_job_main, j);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        BT_WARN("cannot start the thread of a non-blocking group");
+        for (int i = 0; i < ncomms; i++)
+            atomic_store_explicit(&comms[i]->busy, 0, memory_order_release);
+        free(j->inits);
+        free(j->ops);
+        free(j->comms);
+        free(j);
+        return BT_ERR_SYSTEM;
+    }
+    return BT_IN_PROGRESS;
+}
+
 bt_status_t bt_group_end(void)
 {
     if (grp.depth == 0) {
@@ -235,18 +385,40 @@ bt_status_t bt_group_end(void)
         BT_WARN("ncclGroupEnd: a call inside the group failed (error %d); none of the group's "
                 "%d operations ran",
                 (int)st, grp.nops);
-    if (grp.ninits > 0 && st == BT_OK) {
-        st = run_inits(grp.inits, grp.ninits);
-    } else if (grp.ninits > 0) {
-        /* The group failed: its inits do not run; handles already returned report it. */
-        for (int i = 0; i < grp.ninits; i++)
-            if (grp.inits[i].comm) {
-                grp.inits[i].comm->init_status = st;
-                bt_comm_set_async_error(grp.inits[i].comm, st);
+    /* Non-blocking when its communicators are (all of them: a mix is refused, as NCCL). */
+    struct bt_comm **comms = NULL;
+    int ncomms = 0, nonblocking = 0;
+    if (st == BT_OK && grp.ninits + grp.nops > 0) {
+        comms = malloc(sizeof(*comms) * (size_t)(grp.ninits + grp.nops));
+        if (!comms) {
+            BT_WARN("out of memory ending a group of %d operations", grp.nops + grp.ninits);
+            st = BT_ERR_SYSTEM;
+        } else {
+            ncomms = group_comms(comms);
+            int nb = 0;
+            for (int i = 0; i < ncomms; i++)
+                nb += !comms[i]->config.blocking;
+            if (nb > 0 && nb < ncomms) {
+                BT_WARN("ncclGroupEnd: the group mixes blocking and non-blocking communicators "
+                        "(%d of %d non-blocking: config.blocking / COMM_BLOCKING); none of its "
+                        "operations ran",
+                        nb, ncomms);
+                st = BT_ERR_INVALID_ARG;
             }
+            nonblocking = nb > 0 && nb == ncomms;
+        }
     }
-    if (st == BT_OK && grp.nops > 0)
-        st = bt_launch(grp.ops, grp.nops);
+    if (st == BT_OK && nonblocking) {
+        st = group_start_job(comms, ncomms); /* takes comms */
+        comms = NULL;
+        if (st == BT_IN_PROGRESS) {
+            grp.ninits = 0; /* the job owns them now */
+            grp.nops = 0;
+        }
+    }
+    free(comms);
+    if (st != BT_IN_PROGRESS)
+        st = group_run(grp.inits, grp.ninits, grp.ops, grp.nops, st);
 
     grp.nops = 0;
     grp.ninits = 0;

@@ -12,12 +12,20 @@
 #include "core/launch.h"
 
 /* A deferred init, run at GroupEnd concurrently with the group's others: either join a
- * rendezvous (comm allocated, id set), or split `parent` (then *newcomm_p is written). */
+ * rendezvous (comm allocated, id set), or split or shrink `parent` (then *newcomm_p is
+ * written). */
 struct bt_init_job {
     struct bt_comm *comm;
     unsigned char id[BT_UNIQUE_ID_BYTES];
     struct bt_comm *parent;
     int color, key, has_config;
+    int shrink, shrink_flags, nexcl; /* a shrink: excl[nexcl] sorted, owned by the job */
+    int *excl;
+    int win; /* a window registration on `parent`: *win_out is written */
+    void *win_buf;
+    size_t win_size;
+    int win_flags;
+    struct bt_window **win_out;
     struct bt_comm_config config;
     struct bt_comm **newcomm_p;
     bt_status_t status;
@@ -25,6 +33,11 @@ struct bt_init_job {
 
 int bt_group_depth(void);
 void bt_group_start(void);
+
+/* The outermost end runs the group: at once when its communicators are blocking; else in a
+ * thread of its own, returning BT_IN_PROGRESS, each communicator busy until it is done
+ * (ncclCommGetAsyncError then reports the result). Blocking and non-blocking communicators
+ * in one group: BT_ERR_INVALID_ARG, nothing runs. */
 bt_status_t bt_group_end(void);
 
 /* Record a failed call inside the group: GroupEnd returns it and runs nothing. */

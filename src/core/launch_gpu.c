@@ -20,6 +20,7 @@
 #include "core/group.h"
 #include "core/launch.h"
 #include "core/plan.h"
+#include "core/window.h"
 #include "core/watch.h"
 #include "device/device.h"
 #include "exec/cuda/cuda.h"
@@ -81,6 +82,7 @@ static bt_status_t setup_one(struct bt_comm *comm, void *unused)
         .rings = comm->channels,
         .nrings = comm->nchannels,
         .min_nchannels = comm->tune.min_nchannels,
+        .max_nchannels = comm->config.max_ctas,
         .host_slot = comm->simple_slot,
     };
     struct bt_cuda_comm *cc = NULL;
@@ -226,6 +228,39 @@ static bt_status_t launch_p2p(const struct bt_plan_target *tg, struct bt_op *ops
     return bt_cuda_kargs_launch(cc, &a, stream);
 }
 
+/* An AllReduce whose input lies in a window every rank mapped, where the tuner says the
+ * window kernel wins: every rank decides alike (the same size, the window at the same offset
+ * on every rank: what NCCL_WIN_COLL_SYMMETRIC promises). 1 when it was queued. */
+static int launch_window(struct bt_op *op, bt_status_t *st)
+{
+    struct bt_comm *comm = op->comm;
+    size_t bytes = op->count * bt_dtype_size(op->dtype);
+    if (op->coll != BT_COLL_ALLREDUCE || !comm->windows)
+        return 0;
+    const struct bt_window *w = bt_window_find(comm, op->sendbuf, bytes);
+    int max_blocks = comm->cuda->nch < BT_WIN_MAX_BLOCKS ? comm->cuda->nch : BT_WIN_MAX_BLOCKS;
+    int nb = w ? bt_tune_window(&comm->tune, comm->nranks, bytes, max_blocks) : 0;
+    if (nb == 0)
+        return 0;
+    struct bt_cuda_wargs a;
+    memset(&a, 0, sizeof(a));
+    size_t off = (size_t)((const char *)op->sendbuf - w->base);
+    for (int r = 0; r < comm->nranks; r++) {
+        a.src[r] = w->peers[r].base + off;
+        a.flags[r] = w->peers[r].flags;
+    }
+    a.dst = op->recvbuf;
+    a.count = op->count;
+    a.redop = op->redop;
+    a.nranks = comm->nranks;
+    a.rank = comm->rank;
+    a.seq = op->seq;
+    BT_TRACE(BT_LOG_COLL, "rank %d: AllReduce #%llu of %zu bytes through window %p, %d blocks",
+             comm->rank, (unsigned long long)op->seq, bytes, (void *)w->base, nb);
+    *st = bt_cuda_window_launch(comm->cuda, &a, nb, op->stream);
+    return 1;
+}
+
 /* A one-rank collective: the output is the input (AllReduce, Broadcast, ...). */
 static bt_status_t launch_single(struct bt_op *op)
 {
@@ -265,8 +300,12 @@ static bt_status_t launch_comm_ops(struct bt_op *ops, int i0, int i1)
             ;
         else if (comm->nranks == 1)
             BT_CHECK(launch_single(op));
-        else
-            BT_CHECK(launch_coll(tg, op));
+        else {
+            bt_status_t st = BT_OK;
+            if (!launch_window(op, &st))
+                st = launch_coll(tg, op);
+            BT_CHECK(st);
+        }
         i++;
     }
     return BT_OK;

@@ -166,7 +166,12 @@ void bt_liveness_report_net(struct bt_comm *comm, int peer)
 /* The tests as the lower layers take them: a context argument and a rank. */
 static int peer_down(void *comm, int peer)
 {
-    return bt_liveness_down(comm, peer);
+    /* A revoked comm's bootstrap carries the shrink, among ranks that failed (they all did:
+     * that is why they shrink) but still run: only a process that is gone is down then. */
+    struct bt_comm *c = comm;
+    if (atomic_load_explicit(&c->revoked, memory_order_acquire))
+        return bt_liveness_gone(c, peer);
+    return bt_liveness_down(c, peer);
 }
 
 static int report_down(void *comm, int peer, const char *what, int wait_ms)

@@ -31,6 +31,12 @@ static bt_status_t gate(struct bt_comm *comm)
                 (void *)comm, (int)comm->init_status);
         return comm->init_status != BT_OK ? comm->init_status : BT_ERR_INVALID_USAGE;
     }
+    if (atomic_load_explicit(&comm->revoked, memory_order_acquire)) {
+        BT_WARN("rank %d: communicator %p was revoked (ncclCommRevoke or a NCCL_SHRINK_ABORT "
+                "shrink); only ncclCommShrink, ncclCommDestroy and ncclCommAbort apply to it",
+                comm->rank, (void *)comm);
+        return BT_ERR_INVALID_USAGE;
+    }
     bt_status_t async = bt_comm_async_error(comm); /* a GPU kernel's report included */
     if (async != BT_OK) {
         BT_WARN("rank %d: communicator %p has failed earlier (error %d); destroy or abort it",
@@ -136,7 +142,7 @@ void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
 bt_status_t bt_plan_begin(struct bt_op *op)
 {
     struct bt_comm *comm = op->comm;
-    bt_log_set_rank(comm->rank);
+    bt_log_set_comm(comm->rank, comm->config.name);
     op->seq = 0; /* send/recv sequences differ between ranks: no number */
     if (!bt_coll_is_p2p(op->coll))
         bt_arrival_start(comm, op->seq = ++comm->ncolls); /* this rank has called it */

@@ -114,7 +114,7 @@ static void look_setup(struct watched *e)
     if (e->setup_told || !hang_ns || bt_time_ns() - e->setup_since < hang_ns)
         return;
     e->setup_told = 1;
-    bt_log_set_rank(e->comm->rank);
+    bt_log_set_comm(e->comm->rank, e->comm->config.name);
     char first[48] = "a send/recv";
     if (e->setup_seq)
         snprintf(first, sizeof(first), "collective #%llu", (unsigned long long)e->setup_seq);
@@ -132,7 +132,7 @@ static void look(struct watched *e)
     volatile struct bt_cuda_report *r = cc->report_h;
     char what[160];
     if (__atomic_load_n(&r->stalled, __ATOMIC_ACQUIRE)) {
-        bt_log_set_rank(comm->rank);
+        bt_log_set_comm(comm->rank, comm->config.name);
         describe(what, sizeof(what), &r->stall_at);
         BT_REPORT("hang report: GPU %s has waited %d s for rank %d %s", what,
                   (int)bt_param_hang_report(), r->stall_at.peer, direction(r->stall_at.is_send));
@@ -143,7 +143,7 @@ static void look(struct watched *e)
     int err = __atomic_load_n(&r->error, __ATOMIC_ACQUIRE);
     if (err != BT_CUDA_KERR_NONE && !e->error_told) {
         e->error_told = 1;
-        bt_log_set_rank(comm->rank);
+        bt_log_set_comm(comm->rank, comm->config.name);
         describe(what, sizeof(what), &r->error_at);
         if (err == BT_CUDA_KERR_ABORT) {
             BT_INFO(BT_LOG_COLL, "GPU %s stopped by ncclCommAbort while waiting for rank %d", what,

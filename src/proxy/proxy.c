@@ -558,18 +558,25 @@ err_free:
     return BT_ERR_SYSTEM;
 }
 
+void bt_proxy_stop(struct bt_proxy *p)
+{
+    if (!p || p->progress_joined)
+        return;
+    pthread_mutex_lock(&p->pool_lock);
+    atomic_store_explicit(&p->stop, 1, memory_order_release);
+    pthread_cond_signal(&p->pool_cond);
+    pthread_mutex_unlock(&p->pool_lock);
+    pthread_join(p->progress_thread, NULL);
+    p->progress_joined = 1;
+}
+
 void bt_proxy_destroy(struct bt_proxy *p)
 {
     if (!p)
         return;
     /* Off the registry first, so no dump walks it while it goes away. */
     bt_proxy_registry_remove(p);
-
-    pthread_mutex_lock(&p->pool_lock);
-    atomic_store_explicit(&p->stop, 1, memory_order_release);
-    pthread_cond_signal(&p->pool_cond);
-    pthread_mutex_unlock(&p->pool_lock);
-    pthread_join(p->progress_thread, NULL);
+    bt_proxy_stop(p);
 
     proxy_stop_service(p);
     pthread_cond_destroy(&p->pool_cond);

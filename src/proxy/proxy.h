@@ -192,4 +192,9 @@ void bt_proxy_dump_all(FILE *out);
  */
 void bt_proxy_destroy(struct bt_proxy *proxy);
 
+/* Only the first half of destroy: every op completes (BT_ERR_INVALID_USAGE), later posts
+ * fail and the progress thread ends; the ops stay readable and the proxy allocated until
+ * bt_proxy_destroy (ncclCommRevoke). NULL ok. caller: the owner, as destroy. */
+void bt_proxy_stop(struct bt_proxy *proxy);
+
 #endif

@@ -30,13 +30,14 @@ struct bt_proxy_call_req {
 };
 
 struct bt_proxy {
-    char name[64];
+    char name[112];
     volatile int *abort_flag;
     _Atomic int stop;  /* destroy asks both threads to stop */
     _Atomic int error; /* first error of a progress function (bt_status_t) */
 
     /* progress thread and op pool */
     pthread_t progress_thread;
+    int progress_joined;      /* bt_proxy_stop ended it already (owner's thread only) */
     pthread_mutex_t run_lock; /* held for a progress round (see above) */
     _Atomic int drivers;      /* threads between bt_proxy_drive_begin and _end */
     int64_t rounds;           /* run_lock: rounds since the pending list was last taken */

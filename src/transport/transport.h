@@ -58,7 +58,7 @@ struct bt_transport_ctx {
     const struct bt_peer_info *peers; /* [nranks] */
     struct bt_bootstrap *bs;
     volatile int *abort_flag;
-    char name[48];          /* for the proxy's threads and logs */
+    char name[112];         /* for the proxy's threads and logs */
     struct bt_proxy *proxy; /* the CPU proxy, started by the first connector that needs one */
     char proxy_cpus[256];   /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
     char nic[32];           /* network device nearest this rank's GPU (topology), or "" */

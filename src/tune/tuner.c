@@ -130,6 +130,8 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
     set->ll128_threshold = bt_param_ll128_threshold();
     set->tree_threshold = bt_param_tree_threshold();
     set->direct_threshold = bt_param_direct_threshold();
+    set->win_min = bt_param_win_min_bytes();
+    set->win_max = bt_param_win_max_bytes();
     set->min_nchannels = (int32_t)bt_param_min_nchannels();
     set->ll_ok = (uint8_t)list_allows(protos, "LL");
     set->simple_ok = (uint8_t)list_allows(protos, "Simple");
@@ -147,6 +149,25 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
                 algos);
         set->ring_ok = 1;
     }
+}
+
+/* The window AllReduce: each rank reads (n - 1) inputs and writes one output, the least any
+ * AllReduce can move at n = 2, against a ring's 2 (n - 1) / n per rank; so beyond two ranks
+ * its bound shrinks as 2 / n (a model prediction until measured at n > 2, docs/TUNING.md).
+ * A block per WIN_BYTES_PER_BLOCK of input. */
+#define WIN_MIN_DEFAULT 0
+#define WIN_MAX_DEFAULT_2 (64ull << 20)
+#define WIN_BYTES_PER_BLOCK (128u << 10)
+
+int bt_tune_window(const struct bt_tune_settings *set, int nranks, size_t bytes, int max_blocks)
+{
+    uint64_t lo = set->win_min >= 0 ? (uint64_t)set->win_min : WIN_MIN_DEFAULT;
+    uint64_t hi = set->win_max >= 0 ? (uint64_t)set->win_max
+                                    : WIN_MAX_DEFAULT_2 * 2 / (uint64_t)(nranks > 2 ? nranks : 2);
+    if (bytes == 0 || bytes < lo || bytes > hi || max_blocks < 1)
+        return 0;
+    size_t nb = bt_div_up(bytes, WIN_BYTES_PER_BLOCK);
+    return nb < (size_t)max_blocks ? (int)nb : max_blocks;
 }
 
 /* A set of (algorithm, protocol) candidates, one bit each. */

@@ -17,12 +17,18 @@
 struct bt_tune_settings {
     int64_t ll_threshold, tree_threshold, direct_threshold; /* bytes; -1: the default */
     int64_t ll128_threshold;
+    int64_t win_min, win_max; /* bytes: the window AllReduce between these (-1: default) */
     int32_t min_nchannels;
     uint8_t ll_ok, simple_ok, ll128_ok, ring_ok, tree_ok, direct_ok;
     uint8_t pad[2];
 };
 
 void bt_tune_settings_from_env(struct bt_tune_settings *set);
+
+/* An AllReduce of `bytes` on `nranks` ranks whose input lies in a window every rank mapped
+ * (core/window.h): the blocks the window kernel should run it with (at most `max_blocks`), or
+ * 0 when the FIFO paths win there. The defaults and their measurements: docs/TUNING.md. */
+int bt_tune_window(const struct bt_tune_settings *set, int nranks, size_t bytes, int max_blocks);
 
 /* The defaults the settings fall back on, per executor: measured on host memory for the host
  * executor (bt_tune_host_defaults), on the GPU machine for CUDA mode (bt_tune_gpu_defaults);

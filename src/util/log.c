@@ -17,6 +17,7 @@ unsigned bt_log_subsys_cached = BT_LOG_INIT | BT_LOG_ENV;
 static pthread_mutex_t bt_log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char bt_last_error[1024];
 static __thread int bt_log_rank = -1;
+static __thread char bt_log_name[64];
 static char bt_hostname[64];
 
 static unsigned parse_subsys(const char *s)
@@ -81,6 +82,16 @@ int bt_log_init(void)
 void bt_log_set_rank(int rank)
 {
     bt_log_rank = rank;
+    bt_log_name[0] = '\0';
+}
+
+void bt_log_set_comm(int rank, const char *name)
+{
+    bt_log_rank = rank;
+    if (!name || !name[0])
+        bt_log_name[0] = '\0';
+    else if (strcmp(bt_log_name, name) != 0) /* the hot path sets the same name again */
+        snprintf(bt_log_name, sizeof(bt_log_name), "%s", name);
 }
 
 const char *bt_log_last_error(void)
@@ -105,8 +116,10 @@ void bt_log(int level, unsigned subsys, const char *file, int line, const char *
     if (lvl < level && level != BT_LEVEL_REPORT)
         return;
 
-    char rankbuf[16] = "";
-    if (bt_log_rank >= 0)
+    char rankbuf[80] = "";
+    if (bt_log_rank >= 0 && bt_log_name[0])
+        snprintf(rankbuf, sizeof(rankbuf), " [%d %s]", bt_log_rank, bt_log_name);
+    else if (bt_log_rank >= 0)
         snprintf(rankbuf, sizeof(rankbuf), " [%d]", bt_log_rank);
     const char *what = level == BT_LEVEL_WARN     ? "WARN"
                        : level == BT_LEVEL_TRACE  ? "TRACE"

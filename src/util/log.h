@@ -45,6 +45,8 @@ const char *bt_log_last_error(void);
 
 /* The rank printed in this thread's log prefix (-1: none). */
 void bt_log_set_rank(int rank);
+/* The same and the communicator's name (config.commName; NULL or "": none), as "[rank name]". */
+void bt_log_set_comm(int rank, const char *name);
 
 static inline int bt_log_enabled(int level, unsigned subsys)
 {

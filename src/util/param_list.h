@@ -26,6 +26,9 @@ BT_PARAM_INT(bootstrap_timeout, "BOOTSTRAP_TIMEOUT", 120,
              "seconds init waits for all ranks to reach the rendezvous")
 
 /* communicator */
+BT_PARAM_INT(comm_blocking, "COMM_BLOCKING", 1,
+             "0: communicators whose config leaves `blocking` unset are non-blocking (init, "
+             "split, shrink and group ends return ncclInProgress and finish in the background)")
 BT_PARAM_STR(device, "DEVICE", NULL, "'cpu' makes every communicator a host-memory communicator")
 BT_PARAM_INT(check_pointers, "CHECK_POINTERS", 0, "validate buffer pointers before each collective")
 BT_PARAM_INT(set_thread_name, "SET_THREAD_NAME", 1,
@@ -111,6 +114,12 @@ BT_PARAM_INT(direct_threshold, "DIRECT_THRESHOLD", -1,
              "the tuner decides)")
 BT_PARAM_INT(tree_threshold, "TREE_THRESHOLD", -1,
              "AllReduce bytes below which Tree is used (-1: the tuner decides)")
+BT_PARAM_INT(win_min_bytes, "WIN_MIN_BYTES", -1,
+             "GPU AllReduce with its input in a symmetric window (ncclCommWindowRegister): "
+             "bytes from which the window kernel reads the peers' inputs directly (-1: the "
+             "tuner's default)")
+BT_PARAM_INT(win_max_bytes, "WIN_MAX_BYTES", -1,
+             "... and up to which (-1: the tuner's default; 0: never)")
 
 /* waiting */
 BT_PARAM_INT(spin_count, "SPIN_COUNT", 2000,

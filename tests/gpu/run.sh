@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -106,6 +106,33 @@ if [ "$what" = onegpu ]; then
     if [ -n "${SWEEP:-}" ]; then
         BUILD="$BUILD" OUT="$OUT" tests/gpu/sweep_libs.sh build-libs/*/ "$BUILD/lib"
     fi
+fi
+
+if [ "$what" = windows ]; then
+    # one GPU, two ranks of one process: every collective with buffers in symmetric windows,
+    # the non-blocking/revoke/shrink test, the usual one-GPU tests, then AllReduce 8 B..4 MB
+    # with windows and without, alternating (WIN_ROUNDS pairs), and baton-perf -R 2 (one rank:
+    # two processes cannot share a GPU)
+    for t in "BATON_TEST_WINDOWS=1 gpu_test_gpu_colls" "BATON_X=1 gpu_test_gpu_colls" \
+        "BATON_X=1 gpu_test_gpu_nonblocking" "BATON_X=1 gpu_test_gpu_parity" \
+        "BATON_X=1 gpu_test_gpu_random"; do
+        v=${t% *} bin=${t##* }
+        log="$OUT/win-$bin-$(echo "$v" | tr ' =' '_-').log"
+        echo "== $bin ($v)"
+        start=$SECONDS
+        env $v BATON_TEST_SAME_GPU=1 timeout "${TEST_TIMEOUT:-600}" "$BUILD/tests/$bin" >"$log" 2>&1
+        echo "rc=$? in $((SECONDS - start)) s: $(tail -n 3 "$log" | tr '\n' ' ')"
+    done
+    for k in $(seq 1 "${WIN_ROUNDS:-3}"); do
+        for w in "" --windows; do
+            log="$OUT/win-onepro-${w:-plain}-$k.txt"
+            BATON_TEST_SAME_GPU=1 "$BUILD/bin/baton-one-process" --same-gpu $w allreduce 8 4194304 \
+                20 5 >"$log" 2>&1
+            echo "== one-process ${w:-without windows} round $k: rc=$? $(grep '# wrong' "$log")"
+        done
+    done
+    "$BUILD/bin/baton-perf" allreduce -b 8 -e 4M -f 4 -R 2 -c 1 >"$OUT/win-perf-R2.txt" 2>&1
+    echo "== baton-perf -R 2, one rank: rc=$? $(grep -E 'R 2|wrong' "$OUT/win-perf-R2.txt" | tr '\n' ' ')"
 fi
 
 if [ "$what" = sanitize ] || [ "$what" = all ]; then

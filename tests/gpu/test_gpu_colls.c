@@ -13,7 +13,8 @@
  * With more than 2 ranks (BATON_TEST_GPUS=4 or 8) inputs are 0 or 1, so that partial sums of
  * 8 ranks stay exact in e5m2 too.
  * Two modes: N processes with one GPU each (ncclCommInitRank), and one process driving
- * every GPU (ncclCommInitAll, collectives inside ncclGroupStart/End). Needs N GPUs.
+ * every GPU (ncclCommInitAll, collectives inside ncclGroupStart/End), that one also with every
+ * buffer in a symmetric window (BATON_TEST_WINDOWS=1 with BATON_TEST_SAME_GPU=1). Needs N GPUs.
  */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -454,17 +455,33 @@ static int rank_main(int rank, int nranks, void *arg)
     return 0;
 }
 
-/* One process, every GPU: every case as a group over the communicators. */
-static void single_process(int one_gpu)
+/* One process, every GPU: every case as a group over the communicators. windows: each
+ * rank's buffer (sized once for the largest case) is a symmetric window, registered in one
+ * group, so AllReduces read the peers' inputs directly where the tuner says so. */
+static void single_process(int one_gpu, int windows)
 {
     ncclComm_t comms[MAX_NR];
     int devs[MAX_NR] = {0};
     BT_TEST_OK(ncclCommInitAll(comms, NR, one_gpu ? devs : NULL));
     struct rank_bufs b[MAX_NR];
+    ncclWindow_t win[MAX_NR] = {NULL};
     memset(b, 0, sizeof(b));
     for (int g = 0; g < NR; g++) {
         CU(cudaSetDevice(one_gpu ? 0 : g));
         CU(cudaStreamCreateWithFlags(&b[g].stream, cudaStreamNonBlocking));
+        if (windows) { /* the largest case: 64M floats in and out */
+            b[g].cap = ((size_t)128 << 20) * 4 + 2 * 256;
+            CU(cudaMalloc((void **)&b[g].base, b[g].cap));
+        }
+    }
+    if (windows) {
+        BT_TEST_OK(ncclGroupStart());
+        for (int g = 0; g < NR; g++)
+            BT_TEST_OK(ncclCommWindowRegister(comms[g], b[g].base, b[g].cap, &win[g],
+                                              NCCL_WIN_COLL_SYMMETRIC));
+        BT_TEST_OK(ncclGroupEnd());
+        for (int g = 0; g < NR; g++)
+            BT_TEST_CHECK(win[g] != NULL, "rank %d: no window", g);
     }
     size_t wrong = 0;
     int ncases = 0;
@@ -503,14 +520,15 @@ static void single_process(int one_gpu)
         }
     }
     for (int g = 0; g < NR; g++) {
+        BT_TEST_OK(ncclCommWindowDeregister(comms[g], win[g]));
         BT_TEST_OK(ncclCommDestroy(comms[g]));
         CU(cudaSetDevice(one_gpu ? 0 : g));
         CU(cudaFree(b[g].base));
         CU(cudaStreamDestroy(b[g].stream));
     }
     BT_TEST_CHECK(wrong == 0, "one process: %zu wrong elements over %d cases", wrong, ncases);
-    printf("one process, %d ranks on %s: %d cases ok\n", NR, one_gpu ? "GPU 0" : "as many GPUs",
-           ncases);
+    printf("one process, %d ranks on %s%s: %d cases ok\n", NR, one_gpu ? "GPU 0" : "as many GPUs",
+           windows ? ", buffers in windows" : "", ncases);
 }
 
 int main(void)
@@ -527,7 +545,8 @@ int main(void)
     if (same && atoi(same)) {
         /* two ranks of up to 64 blocks each fit an H200's 132 SMs; more would not run at once */
         BT_TEST_CHECK(NR == 2, "BATON_TEST_SAME_GPU runs 2 ranks (BATON_TEST_GPUS=%d)", NR);
-        single_process(1);
+        const char *w = getenv("BATON_TEST_WINDOWS");
+        single_process(1, w && atoi(w));
         printf("test_gpu_colls: ok (one process, every rank on GPU 0)\n");
         return 0;
     }
@@ -537,7 +556,8 @@ int main(void)
     int n = 0;
     CU(cudaGetDeviceCount(&n));
     BT_TEST_CHECK(n >= NR, "this test needs %d GPUs, the process sees %d", NR, n);
-    single_process(0);
+    single_process(0, 0);
+    single_process(0, 1);
     printf("test_gpu_colls: ok\n");
     return 0;
 }

@@ -138,6 +138,9 @@ struct colls_suite {
     int soak_s;
     long soak_cases;
     unsigned soak_sizes;
+    /* 1: both arenas registered as symmetric windows (ncclCommWindowRegister) for the run,
+     * so every case's buffers lie inside windows */
+    int windows;
 };
 
 /* ---- inputs ------------------------------------------------------------------------- */
@@ -886,6 +889,14 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     BT_TEST_CHECK(cnt == nranks && me == rank, "count %d rank %d, want %d %d", cnt, me, nranks,
                   rank);
 
+    ncclWindow_t win[2] = {NULL, NULL};
+    if (s->windows) {
+        BT_TEST_OK(ncclCommWindowRegister(x.comm, x.a, x.cap + CT_GUARD, &win[0],
+                                          NCCL_WIN_COLL_SYMMETRIC));
+        BT_TEST_OK(ncclCommWindowRegister(x.comm, x.b, x.cap + CT_GUARD, &win[1],
+                                          NCCL_WIN_COLL_SYMMETRIC));
+        BT_TEST_CHECK(win[0] && win[1], "window registration gave no window");
+    }
     const int soak = s->soak_s > 0 || s->soak_cases > 0;
     if (soak)
         ct_soak(&x);
@@ -915,6 +926,11 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     ncclResult_t async = ncclSuccess;
     BT_TEST_OK(ncclCommGetAsyncError(x.comm, &async));
     BT_TEST_CHECK(async == ncclSuccess, "async error %d after the cases", (int)async);
+    for (int i = 0; i < 2; i++)
+        BT_TEST_OK(ncclCommWindowDeregister(x.comm, win[i]));
+    if (s->windows)
+        BT_TEST_CHECK(ncclCommWindowDeregister(x.comm, win[0]) == ncclInvalidArgument,
+                      "a window deregistered twice was accepted");
     BT_TEST_OK(ncclCommDestroy(x.comm));
     free(x.a);
     free(x.b);

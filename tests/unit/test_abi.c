@@ -166,13 +166,14 @@ static void check_unsupported(void)
 {
     ncclTeam_t t = {4, 1, 1};
 
-    CHECK_EQ(ncclCommRevoke(NULL, NCCL_REVOKE_DEFAULT), ncclInvalidUsage);
-    BT_TEST_CHECK(strstr(bt_log_last_error(), "ncclCommRevoke is not supported by Baton yet"),
-                  "last error is \"%s\"", bt_log_last_error());
-    CHECK_EQ(ncclCommShrink(NULL, NULL, 0, NULL, NULL, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);
-    CHECK_EQ(ncclCommWindowRegister(NULL, NULL, 0, NULL, NCCL_WIN_DEFAULT), ncclInvalidUsage);
-    CHECK_EQ(ncclCommWindowDeregister(NULL, NULL), ncclInvalidUsage);
+    /* implemented now: NULL comms answer as NCCL does */
+    CHECK_EQ(ncclCommRevoke(NULL, NCCL_REVOKE_DEFAULT), ncclSuccess);
+    CHECK_EQ(ncclCommShrink(NULL, NULL, 0, NULL, NULL, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+    CHECK_EQ(ncclCommWindowRegister(NULL, NULL, 0, NULL, NCCL_WIN_DEFAULT), ncclInvalidArgument);
+    CHECK_EQ(ncclCommWindowDeregister(NULL, NULL), ncclInvalidArgument);
     CHECK_EQ(ncclDevCommCreate(NULL, NULL, NULL), ncclInvalidUsage);
+    BT_TEST_CHECK(strstr(bt_log_last_error(), "ncclDevCommCreate is not supported by Baton yet"),
+                  "last error is \"%s\"", bt_log_last_error());
     CHECK_EQ(ncclDevCommDestroy(NULL, NULL), ncclInvalidUsage);
     CHECK_EQ(ncclLsaBarrierCreateRequirement(t, 1, NULL, NULL), ncclInvalidUsage);
     CHECK_EQ(ncclGinBarrierCreateRequirement(NULL, t, 1, NULL, NULL), ncclInvalidUsage);

@@ -28,7 +28,8 @@ struct bt_cuda_setup {
     int shm_all;                    /* every peer reachable through host shared memory */
     const struct bt_channel *rings; /* the communicator's host channels: their ring order */
     int nrings;
-    int min_nchannels; /* MIN_NCHANNELS, rank 0's */
+    int min_nchannels; /* MIN_NCHANNELS (or config.minCTAs, the larger), rank 0's */
+    int max_nchannels; /* config.maxCTAs: at most this many blocks per collective */
     size_t host_slot;  /* Simple slot of the communicator's host connectors */
 };
 
@@ -55,5 +56,39 @@ void bt_cuda_kargs_init(struct bt_cuda_kargs *a, const struct bt_cuda_comm *cc);
 struct bt_work *bt_cuda_kargs_add(struct bt_cuda_kargs *a, int block);
 bt_status_t bt_cuda_kargs_launch(struct bt_cuda_comm *cc, const struct bt_cuda_kargs *a,
                                  void *stream);
+
+/* ---- windows (exec/cuda/window.c; core/window.c registers them) ---- */
+
+/* What a rank tells its peers of its window. */
+struct bt_cuda_win_export {
+    void *base;                 /* the window, in the exporter's address space */
+    struct bt_win_flags *flags; /* its barrier flags (device memory it allocated) */
+    int dev;
+    uint64_t data_off;              /* the window's offset in its allocation */
+    unsigned char data_handle[64];  /* cudaIpcMemHandle_t of that allocation */
+    unsigned char flags_handle[64]; /* ... and of the flags */
+};
+
+/* A peer's window as this rank addresses it. */
+struct bt_cuda_win_map {
+    char *base;
+    struct bt_win_flags *flags;
+    void *opened_data, *opened_flags; /* cudaIpcOpenMemHandle's mappings, or NULL */
+};
+
+/* Export the window at `buf` (device memory of the current device): allocates its zeroed
+ * flags. unexport frees them (after the window's kernels are done). */
+bt_status_t bt_cuda_window_export(void *buf, struct bt_cuda_win_export *out);
+void bt_cuda_window_unexport(struct bt_cuda_win_export *mine);
+
+/* Map a peer's export (same_process: its pointers are ours) / unmap it. */
+bt_status_t bt_cuda_window_open(const struct bt_cuda_win_export *peer, int same_process,
+                                struct bt_cuda_win_map *map);
+void bt_cuda_window_close(struct bt_cuda_win_map *map);
+
+/* Queue a window AllReduce (a's h is filled here) on `stream`, in the communicator's kernel
+ * order. */
+bt_status_t bt_cuda_window_launch(struct bt_cuda_comm *cc, struct bt_cuda_wargs *a, int nblocks,
+                                  void *stream);
 
 #endif

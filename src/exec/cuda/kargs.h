@@ -72,9 +72,35 @@ static_assert(sizeof(struct bt_cuda_kargs) <= BT_CUDA_PARAM_LIMIT, "kernel param
 _Static_assert(sizeof(struct bt_cuda_kargs) <= BT_CUDA_PARAM_LIMIT, "kernel parameters too large");
 #endif
 
+/* The window AllReduce (device/window.cuh): every rank's input lies in a registered window
+ * that every rank has mapped, so each block reads its share of every rank's input straight
+ * from the peers' memory, folds them in rank order and writes its own output; no FIFO, no
+ * copy. Entry and exit barriers per block, through flags in each rank's window state:
+ * flags[block][rank] (written by the peers) and the block's own count of collectives run. */
+#define BT_WIN_MAX_RANKS 16
+#define BT_WIN_MAX_BLOCKS 32
+struct bt_win_flags {
+    uint64_t flag[BT_WIN_MAX_BLOCKS][BT_WIN_MAX_RANKS]; /* [b][r]: rank r's block b reached */
+    uint64_t count[BT_WIN_MAX_BLOCKS];                  /* this rank's block b: collectives run */
+};
+
+struct bt_cuda_wargs {
+    struct bt_cuda_khdr h;
+    const char *src[BT_WIN_MAX_RANKS];            /* rank r's input, as this rank addresses it */
+    struct bt_win_flags *flags[BT_WIN_MAX_RANKS]; /* rank r's flags, as addressed here */
+    char *dst;
+    size_t count; /* elements */
+    struct bt_redop redop;
+    int nranks, rank;
+    uint64_t seq; /* the collective's number, for reports */
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* Launch the window AllReduce for `a->redop.dtype` with `nblocks` blocks (<=
+ * BT_WIN_MAX_BLOCKS); the CUDA error code of the launch. */
+int bt_cuda_window_kernel_launch(const struct bt_cuda_wargs *a, int nblocks, void *stream);
 /* Launch the kernel for the works' dtype (all works of a launch share it) with `nblocks`
  * blocks on `stream` (cudaStream_t); returns the CUDA error code (0 = cudaSuccess). */
 int bt_cuda_kernel_launch(const struct bt_cuda_kargs *args, int nblocks, void *stream);

@@ -45,6 +45,8 @@ bt_status_t bt_cuda_comm_create(const struct bt_cuda_setup *s, struct bt_cuda_co
     int64_t nch = bt_param_max_nchannels();
     if (nch <= 0)
         nch = BT_GPU_NCHANNELS;
+    if (s->max_nchannels > 0 && nch > s->max_nchannels)
+        nch = s->max_nchannels; /* config.maxCTAs */
     cc->nch = (int)(nch > BT_GPU_MAX_CHANNELS ? BT_GPU_MAX_CHANNELS : nch);
     /* send/recv parts: as many as fit a launch with every peer in both directions */
     cc->np2p = cc->nranks > 1 ? (BT_CUDA_MAX_WORKS - 8) / (2 * (cc->nranks - 1)) : 1;
@@ -233,4 +235,18 @@ bt_status_t bt_cuda_kargs_launch(struct bt_cuda_comm *cc, const struct bt_cuda_k
     BT_CHECK(cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream), "kernel launch"));
     BT_CHECK(order_streams_after(cc, stream, id));
     return bt_cuda_hostconn_post(cc, a);
+}
+
+bt_status_t bt_cuda_window_launch(struct bt_cuda_comm *cc, struct bt_cuda_wargs *a, int nblocks,
+                                  void *stream)
+{
+    struct bt_cuda_kargs k;
+    bt_cuda_kargs_init(&k, cc);
+    a->h = k.h;
+    BT_CHECK(bt_cuda_hostconn_reap(cc, 0));
+    unsigned long long id;
+    BT_CHECK(order_streams(cc, stream, &id));
+    BT_CHECK(cuda_status((cudaError_t)bt_cuda_window_kernel_launch(a, nblocks, stream),
+                         "window kernel launch"));
+    return order_streams_after(cc, stream, id);
 }

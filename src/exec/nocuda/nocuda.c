@@ -50,3 +50,39 @@ bt_status_t bt_cuda_kargs_launch(struct bt_cuda_comm *cc, const struct bt_cuda_k
     (void)stream;
     return BT_ERR_INTERNAL;
 }
+
+bt_status_t bt_cuda_window_export(void *buf, struct bt_cuda_win_export *out)
+{
+    (void)buf;
+    (void)out;
+    return BT_ERR_INTERNAL;
+}
+
+void bt_cuda_window_unexport(struct bt_cuda_win_export *mine)
+{
+    (void)mine;
+}
+
+bt_status_t bt_cuda_window_open(const struct bt_cuda_win_export *peer, int same_process,
+                                struct bt_cuda_win_map *map)
+{
+    (void)peer;
+    (void)same_process;
+    (void)map;
+    return BT_ERR_INTERNAL;
+}
+
+void bt_cuda_window_close(struct bt_cuda_win_map *map)
+{
+    (void)map;
+}
+
+bt_status_t bt_cuda_window_launch(struct bt_cuda_comm *cc, struct bt_cuda_wargs *a, int nblocks,
+                                  void *stream)
+{
+    (void)cc;
+    (void)a;
+    (void)nblocks;
+    (void)stream;
+    return BT_ERR_INTERNAL;
+}
