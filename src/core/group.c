@@ -152,9 +152,26 @@ static void run_job(struct bt_init_job *job)
         bt_comm_set_async_error(job->comm, job->status);
 }
 
-static void *init_thread(void *arg)
+/* The communicator a job works on: its new one, or the parent it splits, shrinks or
+ * registers a window with. Jobs of one communicator run one after the other, in group order
+ * (their bootstrap exchanges would mix otherwise); jobs of different ones at once. */
+static const struct bt_comm *job_key(const struct bt_init_job *job)
 {
-    run_job(arg);
+    return job->comm ? job->comm : job->parent;
+}
+
+struct init_lane {
+    struct bt_init_job *jobs;
+    int n, first; /* the lane is every job whose key is jobs[first]'s */
+};
+
+static void *init_lane_main(void *arg)
+{
+    struct init_lane *l = arg;
+    const struct bt_comm *key = job_key(&l->jobs[l->first]);
+    for (int i = l->first; i < l->n; i++)
+        if (job_key(&l->jobs[i]) == key)
+            run_job(&l->jobs[i]);
     return NULL;
 }
 
@@ -168,19 +185,31 @@ static bt_status_t run_inits(struct bt_init_job *jobs, int n)
         return jobs[0].status;
     }
     pthread_t *th = calloc((size_t)n, sizeof(*th));
+    struct init_lane *lanes = calloc((size_t)n, sizeof(*lanes));
     int *started = calloc((size_t)n, sizeof(*started));
-    if (!th || !started) {
+    if (!th || !lanes || !started) {
         free(th);
+        free(lanes);
         free(started);
         return BT_ERR_SYSTEM;
     }
     for (int i = 0; i < n; i++) {
-        if (pthread_create(&th[i], NULL, init_thread, &jobs[i]) != 0) {
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = job_key(&jobs[k]) == job_key(&jobs[i]);
+        if (seen)
+            continue; /* runs in the lane of the first job of its communicator */
+        lanes[i] = (struct init_lane){.jobs = jobs, .n = n, .first = i};
+        if (pthread_create(&th[i], NULL, init_lane_main, &lanes[i]) != 0) {
             BT_WARN("cannot start a thread for a communicator init or split in a group");
-            jobs[i].status = BT_ERR_SYSTEM;
-            if (jobs[i].comm) {
-                jobs[i].comm->init_status = BT_ERR_SYSTEM;
-                bt_comm_set_async_error(jobs[i].comm, BT_ERR_SYSTEM);
+            for (int k = i; k < n; k++) {
+                if (job_key(&jobs[k]) != job_key(&jobs[i]))
+                    continue;
+                jobs[k].status = BT_ERR_SYSTEM;
+                if (jobs[k].comm) {
+                    jobs[k].comm->init_status = BT_ERR_SYSTEM;
+                    bt_comm_set_async_error(jobs[k].comm, BT_ERR_SYSTEM);
+                }
             }
             continue;
         }
@@ -193,6 +222,7 @@ static bt_status_t run_inits(struct bt_init_job *jobs, int n)
         if (jobs[i].status != BT_OK && st == BT_OK)
             st = jobs[i].status;
     free(th);
+    free(lanes);
     free(started);
     return st;
 }

@@ -228,35 +228,37 @@ static bt_status_t launch_p2p(const struct bt_plan_target *tg, struct bt_op *ops
     return bt_cuda_kargs_launch(cc, &a, stream);
 }
 
-/* An AllReduce whose input lies in a window every rank mapped, where the tuner says the
- * window kernel wins: every rank decides alike (the same size, the window at the same offset
- * on every rank: what NCCL_WIN_COLL_SYMMETRIC promises). 1 when it was queued. */
+/* An AllReduce whose input and output lie in windows every rank mapped, where the tuner says
+ * the window kernel wins: every rank decides alike (the same size, the windows at the same
+ * offsets on every rank: what NCCL_WIN_COLL_SYMMETRIC promises). 1 when it was queued. */
 static int launch_window(struct bt_op *op, bt_status_t *st)
 {
     struct bt_comm *comm = op->comm;
     size_t bytes = op->count * bt_dtype_size(op->dtype);
     if (op->coll != BT_COLL_ALLREDUCE || !comm->windows)
         return 0;
-    const struct bt_window *w = bt_window_find(comm, op->sendbuf, bytes);
+    const struct bt_window *ws = bt_window_find(comm, op->sendbuf, bytes);
+    const struct bt_window *wr = ws ? bt_window_find(comm, op->recvbuf, bytes) : NULL;
     int max_blocks = comm->cuda->nch < BT_WIN_MAX_BLOCKS ? comm->cuda->nch : BT_WIN_MAX_BLOCKS;
-    int nb = w ? bt_tune_window(&comm->tune, comm->nranks, bytes, max_blocks) : 0;
+    int nb = wr ? bt_tune_window(&comm->tune, comm->nranks, bytes, max_blocks) : 0;
     if (nb == 0)
         return 0;
     struct bt_cuda_wargs a;
     memset(&a, 0, sizeof(a));
-    size_t off = (size_t)((const char *)op->sendbuf - w->base);
+    size_t soff = (size_t)((const char *)op->sendbuf - ws->base);
+    size_t roff = (size_t)((const char *)op->recvbuf - wr->base);
     for (int r = 0; r < comm->nranks; r++) {
-        a.src[r] = w->peers[r].base + off;
-        a.flags[r] = w->peers[r].flags;
+        a.src[r] = ws->peers[r].base + soff;
+        a.dst[r] = wr->peers[r].base + roff;
+        a.flags[r] = ws->peers[r].flags; /* the input window's: one per AllReduce */
     }
-    a.dst = op->recvbuf;
     a.count = op->count;
     a.redop = op->redop;
     a.nranks = comm->nranks;
     a.rank = comm->rank;
     a.seq = op->seq;
-    BT_TRACE(BT_LOG_COLL, "rank %d: AllReduce #%llu of %zu bytes through window %p, %d blocks",
-             comm->rank, (unsigned long long)op->seq, bytes, (void *)w->base, nb);
+    BT_TRACE(BT_LOG_COLL, "rank %d: AllReduce #%llu of %zu bytes through windows, %d blocks",
+             comm->rank, (unsigned long long)op->seq, bytes, nb);
     *st = bt_cuda_window_launch(comm->cuda, &a, nb, op->stream);
     return 1;
 }

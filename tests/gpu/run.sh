@@ -113,9 +113,9 @@ if [ "$what" = windows ]; then
     # the non-blocking/revoke/shrink test, the usual one-GPU tests, then AllReduce 8 B..4 MB
     # with windows and without, alternating (WIN_ROUNDS pairs), and baton-perf -R 2 (one rank:
     # two processes cannot share a GPU)
-    for t in "BATON_TEST_WINDOWS=1 gpu_test_gpu_colls" "BATON_X=1 gpu_test_gpu_colls" \
-        "BATON_X=1 gpu_test_gpu_nonblocking" "BATON_X=1 gpu_test_gpu_parity" \
-        "BATON_X=1 gpu_test_gpu_random"; do
+    # (WIN_TESTS="ENV=1 test;ENV=2 test" runs only those)
+    IFS=';' read -r -a wtests <<<"${WIN_TESTS:-BATON_TEST_WINDOWS=1 gpu_test_gpu_colls;BATON_X=1 gpu_test_gpu_colls;BATON_X=1 gpu_test_gpu_nonblocking;BATON_X=1 gpu_test_gpu_parity;BATON_X=1 gpu_test_gpu_random}"
+    for t in "${wtests[@]}"; do
         v=${t% *} bin=${t##* }
         log="$OUT/win-$bin-$(echo "$v" | tr ' =' '_-').log"
         echo "== $bin ($v)"
@@ -126,8 +126,8 @@ if [ "$what" = windows ]; then
     for k in $(seq 1 "${WIN_ROUNDS:-3}"); do
         for w in "" --windows; do
             log="$OUT/win-onepro-${w:-plain}-$k.txt"
-            BATON_TEST_SAME_GPU=1 "$BUILD/bin/baton-one-process" --same-gpu $w allreduce 8 4194304 \
-                20 5 >"$log" 2>&1
+            BATON_TEST_SAME_GPU=1 timeout "${ONEPRO_TIMEOUT:-120}" "$BUILD/bin/baton-one-process" \
+                --same-gpu $w allreduce 8 4194304 20 5 >"$log" 2>&1
             echo "== one-process ${w:-without windows} round $k: rc=$? $(grep '# wrong' "$log")"
         done
     done

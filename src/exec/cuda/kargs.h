@@ -72,11 +72,11 @@ static_assert(sizeof(struct bt_cuda_kargs) <= BT_CUDA_PARAM_LIMIT, "kernel param
 _Static_assert(sizeof(struct bt_cuda_kargs) <= BT_CUDA_PARAM_LIMIT, "kernel parameters too large");
 #endif
 
-/* The window AllReduce (device/window.cuh): every rank's input lies in a registered window
- * that every rank has mapped, so each block reads its share of every rank's input straight
- * from the peers' memory, folds them in rank order and writes its own output; no FIFO, no
- * copy. Entry and exit barriers per block, through flags in each rank's window state:
- * flags[block][rank] (written by the peers) and the block's own count of collectives run. */
+/* The window AllReduce (kernel_window.cu): every rank's input and output lie in registered
+ * windows every rank has mapped, so rank r reduces part r of the elements straight from the
+ * ranks' inputs and writes it into every rank's output (a two-shot without FIFOs). Entry and
+ * exit barriers per block, through flags in each rank's window state: flags[block][rank]
+ * (written by the peers) and the block's own count of collectives run. */
 #define BT_WIN_MAX_RANKS 16
 #define BT_WIN_MAX_BLOCKS 32
 struct bt_win_flags {
@@ -87,9 +87,9 @@ struct bt_win_flags {
 struct bt_cuda_wargs {
     struct bt_cuda_khdr h;
     const char *src[BT_WIN_MAX_RANKS];            /* rank r's input, as this rank addresses it */
+    char *dst[BT_WIN_MAX_RANKS];                  /* rank r's output, likewise */
     struct bt_win_flags *flags[BT_WIN_MAX_RANKS]; /* rank r's flags, as addressed here */
-    char *dst;
-    size_t count; /* elements */
+    size_t count;                                 /* elements */
     struct bt_redop redop;
     int nranks, rank;
     uint64_t seq; /* the collective's number, for reports */

@@ -1,16 +1,19 @@
 /*
- * The window AllReduce (kargs.h: struct bt_cuda_wargs): every rank's input is in a window
- * every rank has mapped, so block b of each rank
- *   1. tells every peer's block b that it has arrived (its input is ready), and waits until
- *      every peer's block b has told it the same (entry barrier);
- *   2. reads its share of the n inputs straight from the ranks' memory, 8-byte words, folds
- *      them in rank order (each pre-multiplied and rounded to T first, as the one-shot
- *      folds, so every rank gets the same bits) and writes its own output;
- *   3. tells every peer it is done reading, and waits until every peer is (exit barrier):
- *      only then may a rank's caller overwrite its input.
- * Barrier values come from a count each rank's block keeps in device memory, so a replayed
- * CUDA graph counts on. Every wait watches the abort flag and TIMEOUT (sync.cuh).
- * One kernel per dtype, all in this unit: they are small.
+ * The window AllReduce (kargs.h: struct bt_cuda_wargs): every rank's input and output lie in
+ * windows every rank has mapped, so it runs as a two-shot without FIFOs. Rank r owns part r
+ * of the elements; block b of rank r
+ *   1. tells every peer's block b that it has arrived (its input is ready, its output free),
+ *      and waits until every peer's block b has told it the same (entry barrier);
+ *   2. reads its share of part r from every rank's input, 8-byte words, folds them in rank
+ *      order (each pre-multiplied and rounded to T first) and writes the result into every
+ *      rank's output: each word of part r is read and written by this one thread only, so an
+ *      in-place AllReduce (input = output) is safe, and every rank gets the same bits;
+ *   3. tells every peer it is done, and waits until every peer is (exit barrier): then every
+ *      part of this rank's output is written and no peer reads its input any more.
+ * Each rank reads about one input's worth and writes one output's worth, (n - 1) / n of it
+ * over the links. Barrier values come from a count each rank's block keeps in device memory,
+ * so a replayed CUDA graph counts on. Every wait watches the abort flag and TIMEOUT
+ * (sync.cuh). One kernel per dtype, all in this unit: they are small.
  */
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -52,8 +55,10 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
         return;
 
     const size_t nbytes = a.count * sizeof(T), nwords = bt_div_up(nbytes, 8);
-    const size_t per = bt_div_up(nwords, gridDim.x);
-    const size_t w0 = (size_t)b * per, w1 = w0 + per < nwords ? w0 + per : nwords;
+    const size_t part = bt_div_up(nwords, n), p0 = part * (size_t)a.rank;
+    const size_t p1 = p0 + part < nwords ? p0 + part : nwords;
+    const size_t per = p1 > p0 ? bt_div_up(p1 - p0, gridDim.x) : 0;
+    const size_t w0 = p0 + (size_t)b * per, w1 = w0 + per < p1 ? w0 + per : p1;
     const bool pre = a.redop.pre_mul, post = a.redop.post_div;
     for (size_t wi = w0 + threadIdx.x; wi < w1; wi += blockDim.x) {
         const size_t off = wi * 8;
@@ -69,9 +74,10 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
         }
         if (post)
             acc = word_scale<T, true>(acc, a.redop);
-        st_bytes(a.dst + off, acc, nb);
+        for (int r = 0; r < n; r++)
+            st_bytes(a.dst[r] + off, acc, nb);
     }
-    __syncthreads(); /* every read of the peers' inputs is done */
+    __syncthreads(); /* every read and write of this block is done */
     if (win_barrier(a, b, 2 * e))
         return;
     if (threadIdx.x == 0)
