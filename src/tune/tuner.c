@@ -157,7 +157,7 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
  * A block per WIN_BYTES_PER_BLOCK of input. */
 #define WIN_MIN_DEFAULT 0
 #define WIN_MAX_DEFAULT_2 (64ull << 20)
-#define WIN_BYTES_PER_BLOCK (128u << 10)
+#define WIN_BYTES_PER_BLOCK (32u << 10)
 
 int bt_tune_window(const struct bt_tune_settings *set, int nranks, size_t bytes, int max_blocks)
 {
