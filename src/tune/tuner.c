@@ -155,7 +155,7 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
  * AllReduce can move at n = 2, against a ring's 2 (n - 1) / n per rank; so beyond two ranks
  * its bound shrinks as 2 / n (a model prediction until measured at n > 2, docs/TUNING.md).
  * A block per WIN_BYTES_PER_BLOCK of input. */
-#define WIN_MIN_DEFAULT 0
+#define WIN_MIN_DEFAULT (64u << 10)
 #define WIN_MAX_DEFAULT_2 (64ull << 20)
 #define WIN_BYTES_PER_BLOCK (32u << 10)
 
