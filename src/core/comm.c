@@ -77,6 +77,17 @@ int bt_comm_is_live(const struct bt_comm *c)
     return found;
 }
 
+int bt_comm_nonblocking(const struct bt_comm *c)
+{
+    int nb = -1;
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < registry_n && nb < 0; i++)
+        if (registry[i] == c && c->magic == BT_COMM_MAGIC)
+            nb = !c->config.blocking;
+    pthread_mutex_unlock(&registry_lock);
+    return nb;
+}
+
 int bt_comm_acquire(struct bt_comm *c)
 {
     int ok = 0;

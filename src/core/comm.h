@@ -142,6 +142,10 @@ static inline int bt_comm_valid(const struct bt_comm *c)
 /* 1 if `c` is a communicator that exists and is not destroyed. Thread-safe. */
 int bt_comm_is_live(const struct bt_comm *c);
 
+/* 1 if `c` is a live non-blocking communicator, 0 if a live blocking one, -1 if it is not
+ * live (destroyed, perhaps by another thread, while an op of it was queued here). */
+int bt_comm_nonblocking(const struct bt_comm *c);
+
 /* Take (and give back) a use of a live, not aborted communicator for the length of a
  * launch or split; ncclCommAbort waits until no use is left before freeing. Returns 0
  * when the handle is dead, destroyed or aborted (nothing is touched then). */

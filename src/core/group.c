@@ -426,8 +426,9 @@ bt_status_t bt_group_end(void)
         } else {
             ncomms = group_comms(comms);
             int nb = 0;
-            for (int i = 0; i < ncomms; i++)
-                nb += !comms[i]->config.blocking;
+            for (int i = 0; i < ncomms; i++) /* a comm destroyed meanwhile counts as blocking:
+                                                 the launch then refuses it */
+                nb += bt_comm_nonblocking(comms[i]) == 1;
             if (nb > 0 && nb < ncomms) {
                 BT_WARN("ncclGroupEnd: the group mixes blocking and non-blocking communicators "
                         "(%d of %d non-blocking: config.blocking / COMM_BLOCKING); none of its "
