@@ -13,6 +13,7 @@
 #include "core/window.h"
 #include "device/device.h"
 #include "nccl.h"
+#include "util/hostmem.h"
 #include "util/param.h"
 
 BT_API const char *batonVersionString(void)
@@ -573,21 +574,18 @@ BT_API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
     const char *devp = bt_param_str_device();
     if (!(devp && strcmp(devp, "cpu") == 0) && bt_device_current() >= 0)
         return (ncclResult_t)bt_device_mem_alloc(ptr, size);
-    /* Without a device the memory collectives use is host memory; page-aligned like cuMem. */
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, size ? size : 1) != 0) {
-        BT_WARN("ncclMemAlloc: cannot allocate %zu bytes of host memory", size);
-        return ncclSystemError;
-    }
-    *ptr = p;
-    return ncclSuccess;
+    /* Without a device the memory collectives use is host memory, page-aligned like cuMem
+     * and shareable: a window on it can be mapped by the other processes of the host. */
+    return (ncclResult_t)bt_hostmem_alloc(size ? size : 1, ptr);
 }
 
 BT_API ncclResult_t ncclMemFree(void *ptr)
 {
+    if (!ptr || bt_hostmem_free(ptr))
+        return ncclSuccess;
     if (bt_device_ptr_is_device(ptr))
         return (ncclResult_t)bt_device_mem_free(ptr);
-    free(ptr);
+    free(ptr); /* not ours: what a caller may pass after mixing up allocators */
     return ncclSuccess;
 }
 

@@ -59,6 +59,9 @@ enum bt_algo {
     BT_ALGO_DIRECT = 2, /* one-shot: every rank sends to every rank (coll/direct.h) */
     BT_NUM_ALGOS,
     BT_ALGO_TREE_DOWN = BT_NUM_ALGOS, /* a tree work's down half: internal to the launch */
+    /* an AllReduce through windows on host memory (exec/host/window.h): no connectors, its
+     * steps are the window barriers'; its `scratch` holds its struct bt_host_win_args */
+    BT_ALGO_WINDOW,
 };
 
 #define BT_PRIM_MAX_PEERS 2

@@ -30,6 +30,8 @@
 #include "exec/host/executor.h"
 #include "exec/host/proxied.h"
 #include "exec/host/reduce.h"
+#include "exec/host/window.h"
+#include "core/window.h"
 #include "transport/connect.h"
 #include "util/array.h"
 #include "util/param.h"
@@ -317,6 +319,60 @@ static bt_status_t place_coll(struct bt_comm *comm, const struct bt_op *op)
     return BT_OK;
 }
 
+/* An AllReduce whose input and output lie in host-memory windows every rank mapped, where the
+ * tuner says the window AllReduce wins: one window work on channel 0's lane, fenced like any
+ * collective (exec/host/window.h). 1 when placed (*st: the outcome). */
+static int place_window(struct bt_comm *comm, const struct bt_op *op, bt_status_t *st)
+{
+    size_t bytes = op->count * bt_dtype_size(op->dtype);
+    if (op->coll != BT_COLL_ALLREDUCE || !comm->windows)
+        return 0;
+    const struct bt_window *ws = bt_window_find(comm, op->sendbuf, bytes);
+    const struct bt_window *wr =
+        ws && ws->on_host ? bt_window_find(comm, op->recvbuf, bytes) : NULL;
+    if (!wr || !wr->on_host || bt_tune_window(&comm->tune, comm->nranks, bytes, 1) == 0)
+        return 0;
+    /* the arena holds a one-shot scratch per AllReduce (arena_reserve): far more than this */
+    struct bt_host_win_args *a = (struct bt_host_win_args *)(void *)arena_take(sizeof(*a));
+    *st = BT_ERR_SYSTEM;
+    if (!a)
+        return 1;
+    size_t soff = (size_t)((const char *)op->sendbuf - ws->base);
+    size_t roff = (size_t)((const char *)op->recvbuf - wr->base);
+    a->n = comm->nranks;
+    a->rank = comm->rank;
+    for (int r = 0; r < comm->nranks; r++) {
+        a->src[r] = ws->host_peers[r].base + soff;
+        a->dst[r] = wr->host_peers[r].base + roff;
+        a->flags[r] = ws->host_peers[r].flags; /* the input window's: one per AllReduce */
+    }
+    struct bt_work *w = new_work();
+    memset(w, 0, sizeof(*w));
+    w->coll = BT_COLL_ALLREDUCE;
+    w->algo = BT_ALGO_WINDOW;
+    w->redop = op->redop;
+    w->sendbuf = op->sendbuf;
+    w->recvbuf = op->recvbuf;
+    w->esize = bt_dtype_size(op->dtype);
+    w->count = op->count;
+    w->nranks = comm->nranks;
+    w->rank = comm->rank;
+    w->nsteps = BT_HOST_WIN_STEPS;
+    w->seq = op->seq;
+    w->abort_flag = &comm->abort_flag;
+    w->owner = comm;
+    w->scratch = (char *)a;
+    struct bt_fence *fence = &ls.fences[ls.nfences++];
+    fence->remaining = 1;
+    w->fence = fence;
+    w->after = comm->last_fence;
+    comm->last_fence = fence;
+    BT_TRACE(BT_LOG_COLL, "rank %d: AllReduce #%llu of %zu bytes through host windows", comm->rank,
+             (unsigned long long)op->seq, bytes);
+    *st = push(&comm->channels[0].lane, w);
+    return 1;
+}
+
 /* One rank: the collective is a local copy (with the op's pre/post for reductions). */
 static void run_single_rank(const struct bt_op *op)
 {
@@ -435,8 +491,10 @@ bt_status_t bt_launch_host(struct bt_op *ops, int nops)
             continue;
         } else if (comm->nranks == 1) {
             run_single_rank(op);
-        } else {
+        } else if (!place_window(comm, op, &st)) {
             BT_CHECK_GOTO(place_coll(comm, op), st, fail);
+        } else if (st != BT_OK) {
+            goto fail;
         }
     }
 
@@ -450,6 +508,8 @@ bt_status_t bt_launch_host(struct bt_op *ops, int nops)
     int drive = bt_param_proxy_drive() != 0;
     for (int i = 0; i < ls.nworks; i++) {
         struct bt_comm *comm = ls.works[i].owner;
+        if (ls.works[i].algo == BT_ALGO_WINDOW)
+            continue; /* no connectors */
         BT_CHECK_GOTO(
             bt_host_proxied_post(&ls.px, &ls.works[i], comm->shm_all ? NULL : &comm->tctx, drive),
             st, fail);

@@ -8,6 +8,8 @@
 #include "core/comm.h"
 #include "device/device.h"
 #include "exec/cuda/kargs.h"
+#include "exec/host/window.h"
+#include "util/hostmem.h"
 #include "util/log.h"
 
 #define WIN_SYMMETRIC 0x01 /* NCCL_WIN_COLL_SYMMETRIC */
@@ -15,9 +17,14 @@
 /* What each rank tells the others at registration. */
 struct win_info {
     int on_device; /* the buffer is device memory of the comm's GPU */
-    int exported;  /* `exp` is valid */
+    int exported;  /* `exp` (GPU) or the host fields are valid */
     uint64_t size;
     struct bt_cuda_win_export exp;
+    /* host memory: the buffer and the flags as this rank addresses them, and where a peer
+     * process finds them (util/hostmem.h; fd -1: not shareable, same process only) */
+    void *hbase, *hflags;
+    int hfd, hflags_fd;
+    uint64_t hoff, hlen, hflags_len;
 };
 
 /* Whether rank r's window can be mapped here at all: GPU memory on this host, in this IPC
@@ -35,8 +42,73 @@ static int same_process(const struct bt_comm *comm, int r)
     return p->pid == me->pid && p->pid_ns == me->pid_ns && p->host_hash == me->host_hash;
 }
 
+static void unmap_host(struct bt_window *w)
+{
+    if (w->host_peers) {
+        for (int r = 0; r < w->comm->nranks; r++) {
+            bt_hostmem_unmap(w->host_peers[r].map, w->host_peers[r].map_len);
+            bt_hostmem_unmap(w->host_peers[r].fmap, w->host_peers[r].fmap_len);
+        }
+        free(w->host_peers);
+        w->host_peers = NULL;
+    }
+    if (w->host_flags)
+        bt_hostmem_free(w->host_flags);
+    w->host_flags = NULL;
+}
+
+/* Host memory: map every peer's window and flags; 1 when all are. */
+static int map_all_host(struct bt_window *w, const struct win_info *all)
+{
+    struct bt_comm *comm = w->comm;
+    w->host_peers = calloc((size_t)comm->nranks, sizeof(*w->host_peers));
+    if (!w->host_peers)
+        return 0;
+    for (int r = 0; r < comm->nranks; r++) {
+        struct bt_host_win_peer *p = &w->host_peers[r];
+        const struct win_info *i = &all[r];
+        if (r == comm->rank || same_process(comm, r)) {
+            p->base = i->hbase;
+            p->flags = i->hflags;
+            continue;
+        }
+        if (i->hfd < 0 || i->hflags_fd < 0 ||
+            bt_hostmem_map(comm->peers[r].pid, i->hfd, i->hlen, &p->map) != BT_OK)
+            return 0;
+        p->map_len = i->hlen;
+        if (bt_hostmem_map(comm->peers[r].pid, i->hflags_fd, i->hflags_len, &p->fmap) != BT_OK)
+            return 0;
+        p->fmap_len = i->hflags_len;
+        p->base = (char *)p->map + i->hoff;
+        p->flags = p->fmap;
+    }
+    return 1;
+}
+
+/* Host memory: fill this rank's host fields; 0 when the window cannot be direct. */
+static int export_host(struct bt_window *w, struct win_info *me)
+{
+    void *f = NULL;
+    if (bt_hostmem_alloc(sizeof(struct bt_win_flags), &f) != BT_OK)
+        return 0;
+    w->host_flags = f;
+    size_t off = 0, len = 0;
+    me->hbase = w->base;
+    me->hflags = f;
+    me->hfd = -1;
+    if (bt_hostmem_find(w->base, &me->hfd, &off, &len) && off + w->size > len)
+        me->hfd = -1; /* reaches past its allocation: not shareable */
+    me->hoff = off;
+    me->hlen = len;
+    size_t foff = 0;
+    bt_hostmem_find(f, &me->hflags_fd, &foff, &len);
+    me->hflags_len = len;
+    return 1;
+}
+
 static void unmap(struct bt_window *w)
 {
+    unmap_host(w);
     if (!w->peers)
         return;
     for (int r = 0; r < w->comm->nranks; r++)
@@ -90,7 +162,18 @@ bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int
     int want = (flags & WIN_SYMMETRIC) && comm->cuda_dev >= 0 && comm->nranks > 1 &&
                comm->nranks <= BT_WIN_MAX_RANKS && comm->local_ranks == comm->nranks;
     int prev = -1;
-    if (want && bt_device_ptr_is_device(buf)) {
+    int on_device = bt_device_ptr_is_device(buf);
+    /* host memory: ranks of one process, or processes of one host and PID namespace (a
+     * peer's memory is opened through /proc/<pid>/fd) */
+    int want_host = (flags & WIN_SYMMETRIC) && !on_device && comm->nranks > 1 &&
+                    comm->nranks <= BT_HOST_WIN_MAX_RANKS && comm->local_ranks == comm->nranks;
+    for (int r = 0; r < comm->nranks && want_host; r++)
+        want_host = comm->peers[r].pid_ns == comm->peers[comm->rank].pid_ns;
+    if (want_host) {
+        w->on_host = 1;
+        me->exported = export_host(w, me);
+        want = 1;
+    } else if (want && on_device) {
         prev = bt_device_get();
         me->on_device = 1;
         if (bt_device_set(comm->cuda_dev) == BT_OK && bt_cuda_window_export(buf, &me->exp) == BT_OK)
@@ -100,8 +183,8 @@ bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
     int ok = want;
     for (int r = 0; r < comm->nranks && ok; r++)
-        ok = mappable(comm, all, r);
-    ok = ok && map_all(w, all);
+        ok = w->on_host ? all[r].exported && !all[r].on_device : mappable(comm, all, r);
+    ok = ok && (w->on_host ? map_all_host(w, all) : map_all(w, all));
     /* Direct only if every rank mapped every peer: all of them take the same path. */
     int *oks = calloc((size_t)comm->nranks, sizeof(int));
     if (!oks) {

@@ -4,8 +4,11 @@
  * (NCCL_WIN_COLL_SYMMETRIC), every rank maps every peer's window and its barrier flags
  * (exec/cuda/window.c) and an AllReduce whose input lies in the window runs the window
  * kernel: each rank reads the peers' inputs straight from their memory (launch_gpu.c decides
- * where, tune/tuner.h's bt_tune_window). Anywhere else a window is registered and accepted,
- * and collectives on it run as on any buffer.
+ * where, tune/tuner.h's bt_tune_window). On host memory likewise where every rank can map
+ * every peer's window: ranks of one process, or processes of one host whose windows are
+ * ncclMemAlloc's shareable memory (util/hostmem.h); the host executor then runs the same
+ * AllReduce (exec/host/window.h). Anywhere else a window is registered and accepted, and
+ * collectives on it run as on any buffer.
  */
 #ifndef BT_CORE_WINDOW_H
 #define BT_CORE_WINDOW_H
@@ -21,11 +24,19 @@ struct bt_window {
     struct bt_comm *comm;
     char *base;
     size_t size;
-    int flags;  /* NCCL_WIN_* */
-    int direct; /* every rank's window is mapped here: the window kernel may read it */
+    int flags;   /* NCCL_WIN_* */
+    int direct;  /* every rank's window is mapped here: the window kernel may read it */
+    int on_host; /* host memory (direct: host_peers), else GPU memory (direct: peers) */
     struct bt_cuda_win_export mine;
     struct bt_cuda_win_map *peers; /* [nranks] when direct (own: mine) */
-    struct bt_window *next;        /* the comm's list */
+    struct bt_host_win_peer {
+        char *base;
+        struct bt_win_flags *flags;
+        void *map, *fmap; /* this rank's mappings of the peer's memory (or NULL) */
+        size_t map_len, fmap_len;
+    } * host_peers;                  /* [nranks] when direct on host memory */
+    struct bt_win_flags *host_flags; /* this rank's, shareable (util/hostmem.h) */
+    struct bt_window *next;          /* the comm's list */
 };
 
 /* Collective: every rank of `comm` registers its own buffer (its own size). */

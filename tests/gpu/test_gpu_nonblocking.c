@@ -9,7 +9,8 @@
  *   - windows registered non-blocking in a group, an AllReduce of 1 MB through them;
  *   - revoke while rank 0's kernel waits for rank 1, which never launches: the kernel ends
  *     (the stream synchronizes within 2 s), then a NCCL_SHRINK_ABORT shrink of rank 0 alone
- *     runs a one-rank AllReduce; the old comms are aborted.
+ *     runs a one-rank AllReduce; the old comms are aborted;
+ *   - windows in CUDA graphs (blocking comms): captured window AllReduces replayed.
  */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -72,6 +73,116 @@ static void allreduce_nb(ncclComm_t *c, int32_t **buf, cudaStream_t *st, size_t 
                 BT_TEST_CHECK(0, "%s: rank %d [%zu] = %d", what, r, i, h[i]);
     }
     free(h);
+}
+
+/* Windows in CUDA graphs: a blocking pair of ranks, 256 KB in windows (the window kernel's
+ * range), each rank's AllReduce captured on its own stream inside one group, the two graphs
+ * replayed together three times, then an AllReduce outside the graphs: the barrier counts
+ * live in device memory, so replays and the eager call after them agree. */
+static void graph_windows(void)
+{
+    const size_t count = 65536;
+    ncclComm_t g[2];
+    int devs[2] = {dev_of(0), dev_of(1)};
+    BT_TEST_OK(ncclCommInitAll(g, 2, devs));
+    int32_t *buf[2];
+    cudaStream_t st[2];
+    ncclWindow_t w[2];
+    for (int r = 0; r < 2; r++) {
+        CU(cudaSetDevice(dev_of(r)));
+        CU(cudaMalloc((void **)&buf[r], count * sizeof(int32_t)));
+        CU(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
+    }
+    BT_TEST_OK(ncclGroupStart());
+    for (int r = 0; r < 2; r++)
+        BT_TEST_OK(ncclCommWindowRegister(g[r], buf[r], count * sizeof(int32_t), &w[r],
+                                          NCCL_WIN_COLL_SYMMETRIC));
+    BT_TEST_OK(ncclGroupEnd());
+    /* the comms' GPU setup (allocations) happens at their first operation: not in a capture */
+    BT_TEST_OK(ncclGroupStart());
+    for (int r = 0; r < 2; r++) {
+        CU(cudaSetDevice(dev_of(r)));
+        BT_TEST_OK(ncclAllReduce(buf[r], buf[r], 7, ncclInt32, ncclSum, g[r], st[r]));
+    }
+    BT_TEST_OK(ncclGroupEnd());
+    for (int r = 0; r < 2; r++)
+        CU(cudaStreamSynchronize(st[r]));
+    cudaGraph_t graph[2];
+    cudaGraphExec_t exec[2];
+    for (int r = 0; r < 2; r++) {
+        CU(cudaSetDevice(dev_of(r)));
+        CU(cudaStreamBeginCapture(st[r], cudaStreamCaptureModeThreadLocal));
+    }
+    BT_TEST_OK(ncclGroupStart());
+    for (int r = 0; r < 2; r++) {
+        CU(cudaSetDevice(dev_of(r)));
+        BT_TEST_OK(ncclAllReduce(buf[r], buf[r], count, ncclInt32, ncclSum, g[r], st[r]));
+    }
+    BT_TEST_OK(ncclGroupEnd());
+    for (int r = 0; r < 2; r++) {
+        CU(cudaSetDevice(dev_of(r)));
+        CU(cudaStreamEndCapture(st[r], &graph[r]));
+        CU(cudaGraphInstantiate(&exec[r], graph[r], 0));
+    }
+    int32_t *h = malloc(count * sizeof(int32_t));
+    for (int rep = 0; rep < 4; rep++) {
+        for (int r = 0; r < 2; r++) {
+            for (size_t i = 0; i < count; i++)
+                h[i] = (int32_t)(i % 101) * (rep + 1) + r;
+            CU(cudaSetDevice(dev_of(r)));
+            CU(cudaMemcpy(buf[r], h, count * sizeof(int32_t), cudaMemcpyHostToDevice));
+        }
+        CU(cudaDeviceSynchronize());
+        if (rep < 3) {
+            for (int r = 0; r < 2; r++) {
+                CU(cudaSetDevice(dev_of(r)));
+                CU(cudaGraphLaunch(exec[r], st[r]));
+            }
+        } else { /* eager, after the replays */
+            BT_TEST_OK(ncclGroupStart());
+            for (int r = 0; r < 2; r++) {
+                CU(cudaSetDevice(dev_of(r)));
+                BT_TEST_OK(ncclAllReduce(buf[r], buf[r], count, ncclInt32, ncclSum, g[r], st[r]));
+            }
+            BT_TEST_OK(ncclGroupEnd());
+        }
+        for (int r = 0; r < 2; r++) {
+            CU(cudaSetDevice(dev_of(r)));
+            CU(cudaStreamSynchronize(st[r]));
+            CU(cudaMemcpy(h, buf[r], count * sizeof(int32_t), cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < count; i++)
+                if (h[i] != 2 * (int32_t)(i % 101) * (rep + 1) + 1)
+                    BT_TEST_CHECK(0, "graph rep %d: rank %d [%zu] = %d", rep, r, i, h[i]);
+        }
+    }
+    /* the output outside any window: the FIFO path, the same result */
+    int32_t *out[2];
+    BT_TEST_OK(ncclGroupStart());
+    for (int r = 0; r < 2; r++) {
+        CU(cudaSetDevice(dev_of(r)));
+        CU(cudaMalloc((void **)&out[r], count * sizeof(int32_t)));
+        BT_TEST_OK(ncclAllReduce(buf[r], out[r], count, ncclInt32, ncclSum, g[r], st[r]));
+    }
+    BT_TEST_OK(ncclGroupEnd());
+    for (int r = 0; r < 2; r++) {
+        CU(cudaSetDevice(dev_of(r)));
+        CU(cudaStreamSynchronize(st[r]));
+        CU(cudaMemcpy(h, out[r], count * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < count; i++)
+            if (h[i] != 2 * (2 * (int32_t)(i % 101) * 4 + 1))
+                BT_TEST_CHECK(0, "out of window: rank %d [%zu] = %d", r, i, h[i]);
+        CU(cudaFree(out[r]));
+    }
+    free(h);
+    for (int r = 0; r < 2; r++) {
+        CU(cudaGraphExecDestroy(exec[r]));
+        CU(cudaGraphDestroy(graph[r]));
+        BT_TEST_OK(ncclCommWindowDeregister(g[r], w[r]));
+        BT_TEST_OK(ncclCommDestroy(g[r]));
+        CU(cudaFree(buf[r]));
+        CU(cudaStreamDestroy(st[r]));
+    }
+    printf("windows in CUDA graphs: 3 replays and an eager AllReduce exact\n");
 }
 
 int main(void)
@@ -149,6 +260,7 @@ int main(void)
         CU(cudaFree(buf[r]));
         CU(cudaStreamDestroy(st[r]));
     }
+    graph_windows();
     printf("test_gpu_nonblocking: ok\n");
     return 0;
 }

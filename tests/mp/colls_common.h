@@ -138,8 +138,8 @@ struct colls_suite {
     int soak_s;
     long soak_cases;
     unsigned soak_sizes;
-    /* 1: both arenas registered as symmetric windows (ncclCommWindowRegister) for the run,
-     * so every case's buffers lie inside windows */
+    /* 1: both arenas from ncclMemAlloc, registered as symmetric windows
+     * (ncclCommWindowRegister) for the run, so every case's buffers lie inside windows */
     int windows;
 };
 
@@ -878,8 +878,13 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     if (s->simple_slot + 8 > per)
         per = s->simple_slot + 8;
     x.cap = per * (size_t)nranks + CT_GUARD;
-    x.a = malloc(x.cap + CT_GUARD);
-    x.b = malloc(x.cap + CT_GUARD);
+    if (s->windows) { /* shareable host memory: the peers map the windows on it */
+        BT_TEST_OK(ncclMemAlloc((void **)&x.a, x.cap + CT_GUARD));
+        BT_TEST_OK(ncclMemAlloc((void **)&x.b, x.cap + CT_GUARD));
+    } else {
+        x.a = malloc(x.cap + CT_GUARD);
+        x.b = malloc(x.cap + CT_GUARD);
+    }
     BT_TEST_CHECK(x.a && x.b, "out of memory");
 
     BT_TEST_OK(ncclCommInitRank(&x.comm, nranks, arg->id, rank));
@@ -932,8 +937,13 @@ static int ct_rank_main(int rank, int nranks, void *argp)
         BT_TEST_CHECK(ncclCommWindowDeregister(x.comm, win[0]) == ncclInvalidArgument,
                       "a window deregistered twice was accepted");
     BT_TEST_OK(ncclCommDestroy(x.comm));
-    free(x.a);
-    free(x.b);
+    if (s->windows) {
+        BT_TEST_OK(ncclMemFree(x.a));
+        BT_TEST_OK(ncclMemFree(x.b));
+    } else {
+        free(x.a);
+        free(x.b);
+    }
     bt_test_leaks_end(&leaks);
     if (rank == 0 || x.nfailed)
         fprintf(stderr, "[%s] nranks=%d rank=%d: %ld cases, %ld elements checked, %ld failed\n",

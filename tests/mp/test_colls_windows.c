@@ -1,10 +1,12 @@
 /*
  * Every collective, dtype and op (small sizes, and the 3 MiB subset) with both buffers inside
- * symmetric windows (ncclCommWindowRegister on each rank's arenas), on 2 and 3 rank
- * processes, host memory: registration is collective, the collectives give the same results
- * as without windows, and deregistration is clean (a second one is refused). On GPU memory
- * the same matrix runs in tests/gpu/test_gpu_colls (window variant), where AllReduce reads
- * the peers' windows directly.
+ * symmetric windows (ncclCommWindowRegister on each rank's arenas, from ncclMemAlloc), on 2
+ * and 3 rank processes, host memory: registration is collective, every rank maps every
+ * peer's windows, AllReduce from WIN_MIN_BYTES on runs the window AllReduce (the others as
+ * on any buffer), the results are those of the FIFO paths, and deregistration is clean (a
+ * second one is refused). WIN_MIN_BYTES=0 here, so the small sizes go through
+ * windows too. On GPU memory the same matrix runs in tests/gpu/test_gpu_colls
+ * (window variant).
  */
 #include "colls_common.h"
 
@@ -16,8 +18,11 @@ static const struct ct_big_case big[] = {
     {CT_BROADCAST, 1 /* uint8 */, 0},      {CT_ALLTOALL, 2 /* int32 */, 0},
 };
 
+static const char *const env[] = {"BATON_WIN_MIN_BYTES=0", NULL};
+
 static const struct colls_suite suite = {
     .name = "colls-windows",
+    .env = env,
     .ranks = ranks,
     .nrank_counts = sizeof(ranks) / sizeof(ranks[0]),
     .colls = CT_ALL_COLLS,

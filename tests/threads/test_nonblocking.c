@@ -336,6 +336,32 @@ static void windows_in_group(void)
                 BT_TEST_CHECK(buf[i][k] == N * k * (round + 1) + N * (N - 1) / 2,
                               "window AllReduce rank %d [%d] = %d", i, k, buf[i][k]);
     }
+    /* A second window overlapping the first is accepted; an AllReduce on a buffer outside
+     * every window is exact (it runs as on any buffer). */
+    ncclWindow_t over[N];
+    int32_t *tail[N];
+    BT_TEST_OK(ncclGroupStart());
+    for (int i = 0; i < N; i++)
+        BT_TEST_OK(
+            ncclCommWindowRegister(c[i], buf[i] + 1024, 1024 * sizeof(int32_t), &over[i], 0));
+    BT_TEST_OK(ncclGroupEnd());
+    BT_TEST_OK(ncclGroupStart());
+    for (int i = 0; i < N; i++) {
+        tail[i] = malloc(8192 * sizeof(int32_t));
+        memcpy(tail[i], buf[i], 4096 * sizeof(int32_t));
+        for (int k = 4096; k < 8192; k++)
+            tail[i][k] = k + i;
+        BT_TEST_OK(
+            ncclAllReduce(tail[i] + 2048, tail[i] + 2048, 6144, ncclInt32, ncclSum, c[i], NULL));
+    }
+    BT_TEST_OK(ncclGroupEnd());
+    for (int i = 0; i < N; i++) {
+        for (int k = 4096; k < 8192; k++)
+            BT_TEST_CHECK(tail[i][k] == N * k + N * (N - 1) / 2, "out of window [%d] = %d", k,
+                          tail[i][k]);
+        BT_TEST_OK(ncclCommWindowDeregister(c[i], over[i]));
+        free(tail[i]);
+    }
     ncclWindow_t bad;
     BT_TEST_CHECK(ncclCommWindowRegister(c[0], NULL, 64, &bad, 0) == ncclInvalidArgument,
                   "a NULL window was accepted");

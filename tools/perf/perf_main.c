@@ -559,16 +559,16 @@ static void perf_print_preamble(struct perf_ctx *ctx)
 }
 
 /*
- * The benchmark's buffers. -R (GPU memory; nccl-tests' local_register): from ncclMemAlloc,
- * then registered, 1 with ncclCommRegister, 2 as symmetric windows (ncclCommWindowRegister,
- * collective: every rank calls it; what NCCL's symmetric kernels need). A library that
- * refuses the registration runs unregistered (Baton has no windows: its kernels use its own
- * peer-mapped buffers either way); the preamble says which happened.
+ * The benchmark's buffers. -R (nccl-tests' local_register): from ncclMemAlloc, then
+ * registered, 1 with ncclCommRegister (GPU memory only), 2 as symmetric windows
+ * (ncclCommWindowRegister, collective: every rank calls it; what NCCL's symmetric kernels
+ * need, and Baton's window AllReduce, on GPU and host memory). A library that refuses the
+ * registration runs unregistered; the preamble says which happened.
  */
 static int perf_alloc_buffers(struct perf_ctx *ctx, size_t send_bytes, size_t recv_bytes)
 {
     const int how = ctx->a.local_register;
-    if (how == 0 || ctx->mem != &perf_mem_cuda) {
+    if (how == 0 || (how == 1 && ctx->mem != &perf_mem_cuda)) {
         if (how != 0) {
             snprintf(ctx->reg_note, sizeof(ctx->reg_note), "-R %d ignored: host memory", how);
         }

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "coll/window.h"
 #include "coll/work.h"
 
 #define BT_CUDA_MAX_WORKS 128 /* per launch (31 KB of parameters); more: several launches */
@@ -77,13 +78,6 @@ _Static_assert(sizeof(struct bt_cuda_kargs) <= BT_CUDA_PARAM_LIMIT, "kernel para
  * ranks' inputs and writes it into every rank's output (a two-shot without FIFOs). Entry and
  * exit barriers per block, through flags in each rank's window state: flags[block][rank]
  * (written by the peers) and the block's own count of collectives run. */
-#define BT_WIN_MAX_RANKS 16
-#define BT_WIN_MAX_BLOCKS 32
-struct bt_win_flags {
-    uint64_t flag[BT_WIN_MAX_BLOCKS][BT_WIN_MAX_RANKS]; /* [b][r]: rank r's block b reached */
-    uint64_t count[BT_WIN_MAX_BLOCKS];                  /* this rank's block b: collectives run */
-};
-
 struct bt_cuda_wargs {
     struct bt_cuda_khdr h;
     const char *src[BT_WIN_MAX_RANKS];            /* rank r's input, as this rank addresses it */

@@ -1,4 +1,5 @@
 #include "exec/host/executor.h"
+#include "exec/host/window.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -260,8 +261,8 @@ int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
  * own lane reports. */
 static int blocked_conns(const struct bt_work *w, struct bt_conn **out)
 {
-    if (w->step == 0 && w->after && w->after->remaining > 0)
-        return 0;
+    if ((w->step == 0 && w->after && w->after->remaining > 0) || w->algo == BT_ALGO_WINDOW)
+        return 0; /* a window work waits on peers, not connectors: bt_host_window_waiting */
     struct bt_prim p;
     bt_algo_prim(w, w->step, &p);
     size_t nbytes = p.nelem * w->esize;
@@ -279,6 +280,17 @@ static int blocked_conns(const struct bt_work *w, struct bt_conn **out)
  * no progress for N s"). */
 static void report_blocked(const struct bt_work *w, const char *why, int is_report)
 {
+    if (w->algo == BT_ALGO_WINDOW) {
+        int peers[BT_HOST_WIN_MAX_RANKS], n = bt_host_window_waiting(w, peers);
+        for (int i = 0; i < n; i++)
+            bt_log(is_report ? BT_LEVEL_REPORT : BT_LEVEL_WARN, BT_LOG_ALL, __FILE__, __LINE__,
+                   "%s #%llu (%llu x %zu bytes, through windows) %s at step %llu/%llu waiting "
+                   "for rank %d to %s",
+                   bt_coll_name(w->coll), (unsigned long long)w->seq, (unsigned long long)w->count,
+                   w->esize, why, (unsigned long long)w->step, (unsigned long long)w->nsteps,
+                   peers[i], w->step == 1 ? "arrive" : "finish its part");
+        return;
+    }
     struct bt_conn *c[2 * BT_PRIM_MAX_PEERS];
     int n = blocked_conns(w, c);
     for (int i = 0; i < n; i++) {
@@ -306,6 +318,14 @@ static void report_blocked(const struct bt_work *w, const char *why, int is_repo
 static int waits_on_gone_peer(const struct bt_work *w, const struct bt_wait_policy *wait,
                               uint64_t stalled_ns)
 {
+    if (w->algo == BT_ALGO_WINDOW) {
+        int peers[BT_HOST_WIN_MAX_RANKS];
+        int n = bt_host_window_waiting(w, peers);
+        for (int i = 0; i < n; i++)
+            if (wait->peer_gone(w, peers[i], stalled_ns))
+                return 1;
+        return 0;
+    }
     struct bt_conn *c[2 * BT_PRIM_MAX_PEERS];
     int n = blocked_conns(w, c);
     for (int i = 0; i < n; i++)
@@ -342,9 +362,15 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
                     blocked = w; /* the previous collective is still running */
                     break;
                 }
-                struct bt_prim p;
-                bt_algo_prim(w, w->step, &p);
-                if (!bt_host_prim_try(w, &p)) {
+                int ran;
+                if (w->algo == BT_ALGO_WINDOW) {
+                    ran = bt_host_window_step(w);
+                } else {
+                    struct bt_prim p;
+                    bt_algo_prim(w, w->step, &p);
+                    ran = bt_host_prim_try(w, &p);
+                }
+                if (!ran) {
                     blocked = w;
                     break;
                 }
