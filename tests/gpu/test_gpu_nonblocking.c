@@ -122,8 +122,9 @@ static void graph_windows(void)
     for (int r = 0; r < 2; r++) {
         CU(cudaSetDevice(dev_of(r)));
         CU(cudaStreamEndCapture(st[r], &graph[r]));
-        CU(cudaGraphInstantiate(&exec[r], graph[r], 0));
     }
+    for (int r = 0; r < 2; r++) /* not while this thread still captures the other stream */
+        CU(cudaGraphInstantiate(&exec[r], graph[r], 0));
     int32_t *h = malloc(count * sizeof(int32_t));
     for (int rep = 0; rep < 4; rep++) {
         for (int r = 0; r < 2; r++) {
