@@ -330,7 +330,8 @@ static int place_window(struct bt_comm *comm, const struct bt_op *op, bt_status_
     const struct bt_window *ws = bt_window_find(comm, op->sendbuf, bytes);
     const struct bt_window *wr =
         ws && ws->on_host ? bt_window_find(comm, op->recvbuf, bytes) : NULL;
-    if (!wr || !wr->on_host || bt_tune_window(&comm->tune, comm->nranks, bytes, 1) == 0)
+    if (!wr || !wr->on_host ||
+        bt_tune_window(&comm->tune, &bt_tune_host_defaults, comm->nranks, bytes, 1) == 0)
         return 0;
     /* the arena holds a one-shot scratch per AllReduce (arena_reserve): far more than this */
     struct bt_host_win_args *a = (struct bt_host_win_args *)(void *)arena_take(sizeof(*a));

@@ -240,7 +240,9 @@ static int launch_window(struct bt_op *op, bt_status_t *st)
     const struct bt_window *ws = bt_window_find(comm, op->sendbuf, bytes);
     const struct bt_window *wr = ws ? bt_window_find(comm, op->recvbuf, bytes) : NULL;
     int max_blocks = comm->cuda->nch < BT_WIN_MAX_BLOCKS ? comm->cuda->nch : BT_WIN_MAX_BLOCKS;
-    int nb = wr ? bt_tune_window(&comm->tune, comm->nranks, bytes, max_blocks) : 0;
+    int nb =
+        wr ? bt_tune_window(&comm->tune, &bt_tune_gpu_defaults, comm->nranks, bytes, max_blocks)
+           : 0;
     if (nb == 0)
         return 0;
     struct bt_cuda_wargs a;

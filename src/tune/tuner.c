@@ -47,6 +47,7 @@ static int list_allows(const char *list, const char *name)
  */
 const struct bt_tune_defaults bt_tune_host_defaults = {
     .ll_threshold = 256,
+    .win_min = 2048, /* below it the one-shot LL won at 8-32 B (docs/TUNING.md) */
     .local.c =
         {
             [R][SI] = {0.90f, 0.72f, 6.8f},
@@ -87,6 +88,7 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
  */
 const struct bt_tune_defaults bt_tune_gpu_defaults = {
     .ll_threshold = 512 * 1024,
+    .win_min = 64 * 1024, /* below it within the noise of the LL one-shot (docs/TUNING.md) */
     .ll_cap_off_nvlink = 512 * 1024,
     .local.c =
         {
@@ -155,13 +157,13 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
  * AllReduce can move at n = 2, against a ring's 2 (n - 1) / n per rank; so beyond two ranks
  * its bound shrinks as 2 / n (a model prediction until measured at n > 2, docs/TUNING.md).
  * A block per WIN_BYTES_PER_BLOCK of input. */
-#define WIN_MIN_DEFAULT (64u << 10)
 #define WIN_MAX_DEFAULT_2 (64ull << 20)
 #define WIN_BYTES_PER_BLOCK (32u << 10)
 
-int bt_tune_window(const struct bt_tune_settings *set, int nranks, size_t bytes, int max_blocks)
+int bt_tune_window(const struct bt_tune_settings *set, const struct bt_tune_defaults *def,
+                   int nranks, size_t bytes, int max_blocks)
 {
-    uint64_t lo = set->win_min >= 0 ? (uint64_t)set->win_min : WIN_MIN_DEFAULT;
+    uint64_t lo = set->win_min >= 0 ? (uint64_t)set->win_min : def->win_min;
     uint64_t hi = set->win_max >= 0 ? (uint64_t)set->win_max
                                     : WIN_MAX_DEFAULT_2 * 2 / (uint64_t)(nranks > 2 ? nranks : 2);
     if (bytes == 0 || bytes < lo || bytes > hi || max_blocks < 1)

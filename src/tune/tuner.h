@@ -25,10 +25,14 @@ struct bt_tune_settings {
 
 void bt_tune_settings_from_env(struct bt_tune_settings *set);
 
+struct bt_tune_defaults;
+
 /* An AllReduce of `bytes` on `nranks` ranks whose input lies in a window every rank mapped
- * (core/window.h): the blocks the window kernel should run it with (at most `max_blocks`), or
- * 0 when the FIFO paths win there. The defaults and their measurements: docs/TUNING.md. */
-int bt_tune_window(const struct bt_tune_settings *set, int nranks, size_t bytes, int max_blocks);
+ * (core/window.h): the blocks the window kernel should run it with (at most `max_blocks`; the
+ * host executor passes 1), or 0 when the FIFO paths win there. `def`: the executor's defaults
+ * (win_min); the measurements behind them: docs/TUNING.md. */
+int bt_tune_window(const struct bt_tune_settings *set, const struct bt_tune_defaults *def,
+                   int nranks, size_t bytes, int max_blocks);
 
 /* The defaults the settings fall back on, per executor: measured on host memory for the host
  * executor (bt_tune_host_defaults), on the GPU machine for CUDA mode (bt_tune_gpu_defaults);
@@ -45,6 +49,7 @@ struct bt_tune_defaults {
     size_t ll_bytes_per_channel;     /* LL ring: likewise; 0: one channel */
     size_t direct_bytes_per_channel; /* one-shot: likewise; 0: one channel */
     size_t net_bytes_per_channel;    /* through the network: likewise; 0: one channel */
+    size_t win_min;                  /* AllReduce through windows from this many bytes */
 };
 
 extern const struct bt_tune_defaults bt_tune_host_defaults;
