@@ -11,6 +11,7 @@
 #include "exec/host/window.h"
 #include "util/hostmem.h"
 #include "util/log.h"
+#include "util/param.h"
 
 #define WIN_SYMMETRIC 0x01 /* NCCL_WIN_COLL_SYMMETRIC */
 
@@ -164,9 +165,11 @@ bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int
     int prev = -1;
     int on_device = bt_device_ptr_is_device(buf);
     /* host memory: ranks of one process, or processes of one host and PID namespace (a
-     * peer's memory is opened through /proc/<pid>/fd) */
-    int want_host = (flags & WIN_SYMMETRIC) && !on_device && comm->nranks > 1 &&
-                    comm->nranks <= BT_HOST_WIN_MAX_RANKS && comm->local_ranks == comm->nranks;
+     * peer's memory is opened through /proc/<pid>/fd); not with SHM_DISABLE=1, which asks for no
+     * shared memory between the ranks */
+    int want_host = (flags & WIN_SYMMETRIC) && !on_device && !bt_param_shm_disable() &&
+                    comm->nranks > 1 && comm->nranks <= BT_HOST_WIN_MAX_RANKS &&
+                    comm->local_ranks == comm->nranks;
     for (int r = 0; r < comm->nranks && want_host; r++)
         want_host = comm->peers[r].pid_ns == comm->peers[comm->rank].pid_ns;
     if (want_host) {
