@@ -489,6 +489,34 @@ void bt_comm_free(struct bt_comm *comm)
 
 /* ---- split -------------------------------------------------------------------------- */
 
+/* A child of `parent` made of its ranks members[0..m) (new rank i is parent rank
+ * members[i]; this rank is members[newrank]): the first member makes the rendezvous and hands
+ * its id to the others over the parent's bootstrap (`tag`), and each starts the comm. */
+static bt_status_t child_start(struct bt_comm *parent, const int *members, int m, int newrank,
+                               int tag, const struct bt_comm_config *config,
+                               struct bt_comm **child_p)
+{
+    unsigned char id[BT_UNIQUE_ID_BYTES];
+    if (newrank == 0) {
+        BT_CHECK(bt_bootstrap_unique_id_new(id));
+        for (int i = 1; i < m; i++)
+            BT_CHECK(bt_bootstrap_send(parent->bs, members[i], tag, id, sizeof(id)));
+    } else {
+        BT_CHECK(bt_bootstrap_recv(parent->bs, members[0], tag, id, sizeof(id)));
+    }
+    struct bt_comm *nc = NULL;
+    BT_CHECK(bt_comm_alloc(m, newrank, &nc));
+    nc->cuda_dev = parent->cuda_dev;
+    nc->config = config ? *config : parent->config;
+    bt_status_t st = bt_comm_start(nc, id);
+    if (st != BT_OK) {
+        bt_comm_free(nc);
+        return st;
+    }
+    *child_p = nc;
+    return BT_OK;
+}
+
 struct split_info {
     int color, key, rank;
 };
@@ -507,11 +535,11 @@ bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
     int n = parent->nranks;
     struct split_info *all = calloc((size_t)n, sizeof(*all));
     struct split_info *members = calloc((size_t)n, sizeof(*members));
+    int *ranks = calloc((size_t)n, sizeof(*ranks));
     bt_status_t st = BT_OK;
-    struct bt_comm *nc = NULL;
 
     *newcomm_p = NULL;
-    if (!all || !members) {
+    if (!all || !members || !ranks) {
         st = BT_ERR_SYSTEM;
         goto out;
     }
@@ -528,32 +556,16 @@ bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
             members[m++] = all[r];
     qsort(members, (size_t)m, sizeof(*members), split_cmp);
     int newrank = 0;
-    for (int i = 0; i < m; i++)
+    for (int i = 0; i < m; i++) {
+        ranks[i] = members[i].rank;
         if (members[i].rank == parent->rank)
             newrank = i;
-
-    /* The first member creates the rendezvous and hands its id to the others. */
-    unsigned char id[BT_UNIQUE_ID_BYTES];
-    if (newrank == 0) {
-        BT_CHECK_GOTO(bt_bootstrap_unique_id_new(id), st, out);
-        for (int i = 1; i < m; i++)
-            BT_CHECK_GOTO(bt_bootstrap_send(parent->bs, members[i].rank, tag, id, sizeof(id)), st,
-                          out);
-    } else {
-        BT_CHECK_GOTO(bt_bootstrap_recv(parent->bs, members[0].rank, tag, id, sizeof(id)), st, out);
     }
-    BT_CHECK_GOTO(bt_comm_alloc(m, newrank, &nc), st, out);
-    nc->cuda_dev = parent->cuda_dev;
-    nc->config = config ? *config : parent->config;
-    st = bt_comm_start(nc, id);
-    if (st != BT_OK) {
-        bt_comm_free(nc);
-        goto out;
-    }
-    *newcomm_p = nc;
+    st = child_start(parent, ranks, m, newrank, tag, config, newcomm_p);
 out:
     free(all);
     free(members);
+    free(ranks);
     return st;
 }
 
@@ -568,7 +580,10 @@ bt_status_t bt_comm_shrink(struct bt_comm *parent, const int *excl, int nexcl, i
     /* New ranks in parent order, the excluded left out (NCCL numbers them so too). The
      * first remaining rank makes the rendezvous and tells each other one; the tag is the
      * excluded set's, so ranks that took part in different shrinks never mix messages. */
-    int n = parent->nranks, m = 0, newrank = -1, first = -1;
+    int n = parent->nranks, m = 0, newrank = -1;
+    int *ranks = calloc((size_t)n, sizeof(*ranks));
+    if (!ranks)
+        return BT_ERR_SYSTEM;
     uint64_t h = BT_FNV1A_INIT;
     for (int r = 0, k = 0; r < n; r++) {
         if (k < nexcl && excl[k] == r) {
@@ -576,38 +591,16 @@ bt_status_t bt_comm_shrink(struct bt_comm *parent, const int *excl, int nexcl, i
             k++;
             continue;
         }
-        if (first < 0)
-            first = r;
         if (r == parent->rank)
             newrank = m;
-        m++;
+        ranks[m++] = r;
     }
     int tag = BT_TAG_SHRINK + (int)(h % 0x8000);
-    unsigned char id[BT_UNIQUE_ID_BYTES];
-    if (newrank == 0) {
-        BT_CHECK(bt_bootstrap_unique_id_new(id));
-        for (int r = first + 1, k = 0; r < n; r++) {
-            while (k < nexcl && excl[k] < r)
-                k++;
-            if (k < nexcl && excl[k] == r)
-                continue;
-            BT_CHECK(bt_bootstrap_send(parent->bs, r, tag, id, sizeof(id)));
-        }
-    } else {
-        BT_CHECK(bt_bootstrap_recv(parent->bs, first, tag, id, sizeof(id)));
-    }
-    struct bt_comm *nc = NULL;
-    BT_CHECK(bt_comm_alloc(m, newrank, &nc));
-    nc->cuda_dev = parent->cuda_dev;
-    nc->config = config ? *config : parent->config;
-    bt_status_t st = bt_comm_start(nc, id);
-    if (st != BT_OK) {
-        bt_comm_free(nc);
-        return st;
-    }
-    BT_INFO(BT_LOG_INIT, "comm %p rank %d: shrunk from comm %p rank %d (%d of %d ranks left%s)",
-            (void *)nc, newrank, (void *)parent, parent->rank, m, n,
-            flags & BT_SHRINK_ABORT ? ", parent revoked" : "");
-    *newcomm_p = nc;
-    return BT_OK;
+    bt_status_t st = child_start(parent, ranks, m, newrank, tag, config, newcomm_p);
+    free(ranks);
+    if (st == BT_OK)
+        BT_INFO(BT_LOG_INIT, "comm %p rank %d: shrunk from comm %p rank %d (%d of %d ranks left%s)",
+                (void *)*newcomm_p, newrank, (void *)parent, parent->rank, m, n,
+                flags & BT_SHRINK_ABORT ? ", parent revoked" : "");
+    return st;
 }

@@ -325,12 +325,9 @@ static bt_status_t place_coll(struct bt_comm *comm, const struct bt_op *op)
 static int place_window(struct bt_comm *comm, const struct bt_op *op, bt_status_t *st)
 {
     size_t bytes = op->count * bt_dtype_size(op->dtype);
-    if (op->coll != BT_COLL_ALLREDUCE || !comm->windows)
-        return 0;
-    const struct bt_window *ws = bt_window_find(comm, op->sendbuf, bytes);
-    const struct bt_window *wr =
-        ws && ws->on_host ? bt_window_find(comm, op->recvbuf, bytes) : NULL;
-    if (!wr || !wr->on_host ||
+    const struct bt_window *ws, *wr;
+    if (op->coll != BT_COLL_ALLREDUCE ||
+        !bt_window_pair(comm, op->sendbuf, op->recvbuf, bytes, 1, &ws, &wr) ||
         bt_tune_window(&comm->tune, &bt_tune_host_defaults, comm->nranks, bytes, 1) == 0)
         return 0;
     /* the arena holds a one-shot scratch per AllReduce (arena_reserve): far more than this */

@@ -235,14 +235,12 @@ static int launch_window(struct bt_op *op, bt_status_t *st)
 {
     struct bt_comm *comm = op->comm;
     size_t bytes = op->count * bt_dtype_size(op->dtype);
-    if (op->coll != BT_COLL_ALLREDUCE || !comm->windows)
+    const struct bt_window *ws, *wr;
+    if (op->coll != BT_COLL_ALLREDUCE ||
+        !bt_window_pair(comm, op->sendbuf, op->recvbuf, bytes, 0, &ws, &wr))
         return 0;
-    const struct bt_window *ws = bt_window_find(comm, op->sendbuf, bytes);
-    const struct bt_window *wr = ws ? bt_window_find(comm, op->recvbuf, bytes) : NULL;
     int max_blocks = comm->cuda->nch < BT_WIN_MAX_BLOCKS ? comm->cuda->nch : BT_WIN_MAX_BLOCKS;
-    int nb =
-        wr ? bt_tune_window(&comm->tune, &bt_tune_gpu_defaults, comm->nranks, bytes, max_blocks)
-           : 0;
+    int nb = bt_tune_window(&comm->tune, &bt_tune_gpu_defaults, comm->nranks, bytes, max_blocks);
     if (nb == 0)
         return 0;
     struct bt_cuda_wargs a;

@@ -274,3 +274,19 @@ const struct bt_window *bt_window_find(const struct bt_comm *comm, const void *p
             return w;
     return NULL;
 }
+
+int bt_window_pair(const struct bt_comm *comm, const void *send, const void *recv, size_t bytes,
+                   int on_host, const struct bt_window **ws_p, const struct bt_window **wr_p)
+{
+    if (!comm->windows)
+        return 0;
+    const struct bt_window *ws = bt_window_find(comm, send, bytes);
+    if (!ws || ws->on_host != on_host)
+        return 0;
+    const struct bt_window *wr = bt_window_find(comm, recv, bytes);
+    if (!wr || wr->on_host != on_host)
+        return 0;
+    *ws_p = ws;
+    *wr_p = wr;
+    return 1;
+}

@@ -53,4 +53,10 @@ void bt_window_free_all(struct bt_comm *comm);
 /* The direct window holding [p, p + bytes), or NULL. */
 const struct bt_window *bt_window_find(const struct bt_comm *comm, const void *p, size_t bytes);
 
+/* Whether an AllReduce's input and output ([send|recv, + bytes)) both lie in direct windows
+ * of one kind (on_host: host memory, else GPU memory): the window AllReduce's condition; the
+ * windows in *ws_p, *wr_p. */
+int bt_window_pair(const struct bt_comm *comm, const void *send, const void *recv, size_t bytes,
+                   int on_host, const struct bt_window **ws_p, const struct bt_window **wr_p);
+
 #endif

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "nonblocking.h"
 #include "nccl.h"
 
 #define CU(call)                                                                                   \
@@ -31,18 +32,6 @@ static int dev_of(int r)
 {
     const char *s = getenv("BATON_TEST_SAME_GPU");
     return s && atoi(s) ? 0 : r;
-}
-
-static ncclResult_t wait_done(ncclComm_t c)
-{
-    double end = bt_test_now_s() + 60;
-    ncclResult_t r = ncclInProgress;
-    while (r == ncclInProgress && bt_test_now_s() < end) {
-        BT_TEST_OK(ncclCommGetAsyncError(c, &r));
-        if (r == ncclInProgress)
-            usleep(100);
-    }
-    return r;
 }
 
 /* AllReduce of count int32 on each rank's buffer, issued without a group, checked. */
@@ -63,7 +52,7 @@ static void allreduce_nb(ncclComm_t *c, int32_t **buf, cudaStream_t *st, size_t 
         BT_TEST_CHECK(res == ncclInProgress, "%s: rank %d returned %d", what, r, (int)res);
     }
     for (int r = 0; r < 2; r++)
-        BT_TEST_CHECK(wait_done(c[r]) == ncclSuccess, "%s: rank %d failed", what, r);
+        BT_TEST_CHECK(bt_test_wait_done(c[r]) == ncclSuccess, "%s: rank %d failed", what, r);
     for (int r = 0; r < 2; r++) {
         CU(cudaSetDevice(dev_of(r)));
         CU(cudaStreamSynchronize(st[r]));
@@ -199,7 +188,7 @@ int main(void)
         BT_TEST_CHECK(res == ncclInProgress, "init of rank %d returned %d", r, (int)res);
     }
     for (int r = 0; r < 2; r++)
-        BT_TEST_CHECK(wait_done(c[r]) == ncclSuccess, "init of rank %d failed", r);
+        BT_TEST_CHECK(bt_test_wait_done(c[r]) == ncclSuccess, "init of rank %d failed", r);
 
     const size_t count = 1 << 20;
     int32_t *buf[2];
@@ -220,7 +209,7 @@ int main(void)
     ncclResult_t res = ncclGroupEnd();
     BT_TEST_CHECK(res == ncclInProgress, "window group returned %d", (int)res);
     for (int r = 0; r < 2; r++)
-        BT_TEST_CHECK(wait_done(c[r]) == ncclSuccess && w[r], "window of rank %d", r);
+        BT_TEST_CHECK(bt_test_wait_done(c[r]) == ncclSuccess && w[r], "window of rank %d", r);
     allreduce_nb(c, buf, st, count / 4, "AllReduce 1 MB through windows");
     allreduce_nb(c, buf, st, 7, "AllReduce 28 B through windows");
     for (int r = 0; r < 2; r++)
@@ -231,7 +220,7 @@ int main(void)
     BT_TEST_CHECK(ncclAllReduce(buf[0], buf[0], 4096, ncclInt32, ncclSum, c[0], st[0]) ==
                       ncclInProgress,
                   "lone AllReduce");
-    BT_TEST_CHECK(wait_done(c[0]) == ncclSuccess, "the lone AllReduce was not queued");
+    BT_TEST_CHECK(bt_test_wait_done(c[0]) == ncclSuccess, "the lone AllReduce was not queued");
     usleep(200000);
     BT_TEST_CHECK(cudaStreamQuery(st[0]) == cudaErrorNotReady, "the lone kernel did not wait");
     double t0 = bt_test_now_s();
@@ -244,12 +233,12 @@ int main(void)
     ncclComm_t k = NULL;
     res = ncclCommShrink(c[0], &excl, 1, &k, NULL, NCCL_SHRINK_ABORT);
     BT_TEST_CHECK(res == ncclInProgress, "shrink returned %d", (int)res);
-    BT_TEST_CHECK(wait_done(c[0]) == ncclSuccess && k, "shrink failed");
+    BT_TEST_CHECK(bt_test_wait_done(c[0]) == ncclSuccess && k, "shrink failed");
     int32_t one[4] = {5, 6, 7, 8}, got[4];
     CU(cudaMemcpy(buf[0], one, sizeof(one), cudaMemcpyHostToDevice));
     BT_TEST_CHECK(ncclAllReduce(buf[0], buf[0], 4, ncclInt32, ncclSum, k, st[0]) == ncclInProgress,
                   "AllReduce on the shrunk comm");
-    BT_TEST_CHECK(wait_done(k) == ncclSuccess, "AllReduce on the shrunk comm failed");
+    BT_TEST_CHECK(bt_test_wait_done(k) == ncclSuccess, "AllReduce on the shrunk comm failed");
     CU(cudaStreamSynchronize(st[0]));
     CU(cudaMemcpy(got, buf[0], sizeof(got), cudaMemcpyDeviceToHost));
     BT_TEST_CHECK(memcmp(one, got, sizeof(one)) == 0, "one-rank AllReduce changed the data");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "nonblocking.h"
 #include "nccl.h"
 
 #define COUNT (1u << 20)
@@ -26,18 +27,6 @@ struct ids {
     ncclUniqueId a, b;
     char logdir[64];
 };
-
-static ncclResult_t wait_done(ncclComm_t c)
-{
-    double end = bt_test_now_s() + 60;
-    ncclResult_t r = ncclInProgress;
-    while (r == ncclInProgress && bt_test_now_s() < end) {
-        BT_TEST_OK(ncclCommGetAsyncError(c, &r));
-        if (r == ncclInProgress)
-            usleep(100);
-    }
-    return r;
-}
 
 #define IN_PROGRESS(call)                                                                          \
     do {                                                                                           \
@@ -51,7 +40,7 @@ static void allreduce_check(ncclComm_t c, int me, int n, size_t count, const cha
     for (size_t i = 0; i < count; i++)
         v[i] = (int32_t)(i % 977) + 100 * me;
     IN_PROGRESS(ncclAllReduce(v, v, count, ncclInt32, ncclSum, c, NULL));
-    BT_TEST_CHECK(wait_done(c) == ncclSuccess, "%s failed", what);
+    BT_TEST_CHECK(bt_test_wait_done(c) == ncclSuccess, "%s failed", what);
     for (size_t i = 0; i < count; i++)
         if (v[i] != n * (int32_t)(i % 977) + 100 * n * (n - 1) / 2)
             BT_TEST_CHECK(0, "%s [%zu] = %d", what, i, v[i]);
@@ -67,7 +56,7 @@ static int rank_main(int rank, int n, void *argp)
 
     ncclComm_t c;
     IN_PROGRESS(ncclCommInitRank(&c, n, ids->a, rank));
-    BT_TEST_CHECK(wait_done(c) == ncclSuccess, "init failed");
+    BT_TEST_CHECK(bt_test_wait_done(c) == ncclSuccess, "init failed");
     int cnt = -1;
     BT_TEST_OK(ncclCommCount(c, &cnt));
     BT_TEST_CHECK(cnt == n, "count %d", cnt);
@@ -84,7 +73,7 @@ static int rank_main(int rank, int n, void *argp)
     BT_TEST_OK(ncclSend(ring, 64, ncclInt32, (rank + 1) % n, c, NULL));
     BT_TEST_OK(ncclRecv(from, 64, ncclInt32, (rank + n - 1) % n, c, NULL));
     IN_PROGRESS(ncclGroupEnd());
-    BT_TEST_CHECK(wait_done(c) == ncclSuccess, "group failed");
+    BT_TEST_CHECK(bt_test_wait_done(c) == ncclSuccess, "group failed");
     for (int i = 0; i < 1024; i++)
         BT_TEST_CHECK(out[i] == n * (rank * 1024 + i) + n * (n - 1) / 2, "ReduceScatter [%d]", i);
     for (int i = 0; i < 64; i++)
@@ -105,7 +94,7 @@ static int rank_main(int rank, int n, void *argp)
     /* Split (key reverses the order) and shrink. */
     ncclComm_t s = NULL, k = NULL;
     IN_PROGRESS(ncclCommSplit(c, 0, -rank, &s, NULL));
-    BT_TEST_CHECK(wait_done(c) == ncclSuccess && s, "split failed");
+    BT_TEST_CHECK(bt_test_wait_done(c) == ncclSuccess && s, "split failed");
     int me = -1;
     BT_TEST_OK(ncclCommUserRank(s, &me));
     BT_TEST_CHECK(me == n - 1 - rank, "split rank %d", me);
@@ -113,7 +102,7 @@ static int rank_main(int rank, int n, void *argp)
     if (rank != 2) {
         int excl = 2;
         IN_PROGRESS(ncclCommShrink(c, &excl, 1, &k, NULL, NCCL_SHRINK_DEFAULT));
-        BT_TEST_CHECK(wait_done(c) == ncclSuccess && k, "shrink failed");
+        BT_TEST_CHECK(bt_test_wait_done(c) == ncclSuccess && k, "shrink failed");
         BT_TEST_OK(ncclCommUserRank(k, &me));
         BT_TEST_CHECK(me == rank, "shrink rank %d", me);
         allreduce_check(k, me, n - 1, 65536, "AllReduce on the shrunk comm");

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "nonblocking.h"
 #include "nccl.h"
 
 #define N 3
@@ -34,23 +35,10 @@ static ncclConfig_t nonblocking_config(void)
     return cfg;
 }
 
-/* Poll until the comm's last call is done; its result. */
-static ncclResult_t wait_done(ncclComm_t c)
-{
-    double end = bt_test_now_s() + 60;
-    ncclResult_t r = ncclInProgress;
-    while (r == ncclInProgress && bt_test_now_s() < end) {
-        BT_TEST_OK(ncclCommGetAsyncError(c, &r));
-        if (r == ncclInProgress)
-            usleep(200);
-    }
-    return r;
-}
-
 static void wait_all_ok(ncclComm_t *c, int n, const char *what)
 {
     for (int i = 0; i < n; i++) {
-        ncclResult_t r = wait_done(c[i]);
+        ncclResult_t r = bt_test_wait_done(c[i]);
         BT_TEST_CHECK(r == ncclSuccess, "%s: rank %d ended with %d", what, i, (int)r);
     }
 }
@@ -152,7 +140,7 @@ static void nonblocking_lifecycle(void)
     BT_TEST_OK(ncclAllReduce(&f, &f, 1, ncclFloat, ncclSum, c[0], NULL));
     BT_TEST_CHECK(ncclGroupEnd() == ncclInvalidArgument, "a mixed group was not refused");
     BT_TEST_OK(ncclCommDestroy(blk));
-    BT_TEST_CHECK(wait_done(c[0]) == ncclSuccess, "the refused group touched rank 0");
+    BT_TEST_CHECK(bt_test_wait_done(c[0]) == ncclSuccess, "the refused group touched rank 0");
 
     /* Split: ncclInProgress, *newcomm written when done; the children are non-blocking. */
     ncclComm_t s[N];
