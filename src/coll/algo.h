@@ -10,15 +10,17 @@
 #include "coll/p2p.h"
 #include "coll/ring.h"
 #include "coll/tree.h"
+#include "coll/twoshot.h"
 #include "coll/work.h"
 
 static inline BT_HD uint64_t bt_algo_nsteps(const struct bt_work *w)
 {
     switch (w->coll) {
     case BT_COLL_ALLREDUCE:
-        return w->algo == BT_ALGO_RING     ? bt_ring_allreduce_nsteps(w)
-               : w->algo == BT_ALGO_DIRECT ? bt_direct_allreduce_nsteps(w)
-                                           : bt_tree_allreduce_nsteps(w);
+        return w->algo == BT_ALGO_RING      ? bt_ring_allreduce_nsteps(w)
+               : w->algo == BT_ALGO_DIRECT  ? bt_direct_allreduce_nsteps(w)
+               : w->algo == BT_ALGO_TWOSHOT ? bt_twoshot_allreduce_nsteps(w)
+                                            : bt_tree_allreduce_nsteps(w);
     case BT_COLL_ALLGATHER:
         return bt_ring_allgather_nsteps(w);
     case BT_COLL_REDUCESCATTER:
@@ -58,6 +60,8 @@ static inline BT_HD void bt_algo_prim(const struct bt_work *w, uint64_t k, struc
             bt_ring_allreduce_prim(w, k, p);
         else if (w->algo == BT_ALGO_DIRECT)
             bt_direct_allreduce_prim(w, k, p);
+        else if (w->algo == BT_ALGO_TWOSHOT)
+            bt_twoshot_allreduce_prim(w, k, p);
         else
             bt_tree_allreduce_prim(w, w->algo == BT_ALGO_TREE_DOWN, k, p);
         return;

@@ -55,14 +55,21 @@ static inline const char *bt_coll_name(int coll)
 
 enum bt_algo {
     BT_ALGO_RING = 0,
-    BT_ALGO_TREE = 1,   /* a tree work's up half (the whole work at the root) */
-    BT_ALGO_DIRECT = 2, /* one-shot: every rank sends to every rank (coll/direct.h) */
+    BT_ALGO_TREE = 1,    /* a tree work's up half (the whole work at the root) */
+    BT_ALGO_DIRECT = 2,  /* one-shot: every rank sends to every rank (coll/direct.h) */
+    BT_ALGO_TWOSHOT = 3, /* reduce-scatter, all-gather by direct sends (coll/twoshot.h) */
     BT_NUM_ALGOS,
     BT_ALGO_TREE_DOWN = BT_NUM_ALGOS, /* a tree work's down half: internal to the launch */
     /* an AllReduce through windows on host memory (exec/host/window.h): no connectors, its
      * steps are the window barriers'; its `scratch` holds its struct bt_host_win_args */
     BT_ALGO_WINDOW,
 };
+
+/* The algorithms that run over a connector pair with every peer (the one-shot's). */
+static inline BT_HD int bt_algo_all_peers(int algo)
+{
+    return algo == BT_ALGO_DIRECT || algo == BT_ALGO_TWOSHOT;
+}
 
 #define BT_PRIM_MAX_PEERS 2
 

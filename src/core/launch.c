@@ -259,7 +259,7 @@ static bt_status_t coll_conns(struct bt_comm *comm, int algo, int c)
         BT_CHECK(need_conn(comm, &ch->ring_send, ch->ring.next, 1, BT_LINK_RING, c));
         return need_conn(comm, &ch->ring_recv, ch->ring.prev, 0, BT_LINK_RING, c);
     }
-    if (algo == BT_ALGO_DIRECT) {
+    if (bt_algo_all_peers(algo)) {
         for (int r = 0; r < comm->nranks; r++) {
             if (r == comm->rank)
                 continue;

@@ -45,6 +45,21 @@ bt_status_t bt_launch_gpu(struct bt_op *ops, int nops);
  * up already; a one-rank PreMulSum with a host-immediate scalar other than 1). */
 bt_status_t bt_launch_gpu_check(const struct bt_op *ops, int nops);
 
+/* A GPU communicator `cc` as the planner's target (what bt_launch_gpu plans against; set:
+ * the tuner's settings, rank 0's; net_*: the network between hosts, 0: unknown or none). */
+struct bt_cuda_comm;
+struct bt_plan_target;
+struct bt_tune_settings;
+void bt_launch_gpu_target(const struct bt_cuda_comm *cc, const struct bt_tune_settings *set,
+                          float net_gbps, float net_latency_us, void *owner,
+                          struct bt_plan_target *tg);
+/* The target a communicator of `nranks` ranks on one host, one GPU each, would plan against
+ * with the default geometry (every GPU pair NVLink when `nvlink_all`: LL128 slots), for tools
+ * and tests that ask what the tuner picks on a machine not at hand (baton-topo --file). `cc`
+ * holds the geometry the target points into. */
+void bt_launch_gpu_model(int nranks, int nvlink_all, const struct bt_tune_settings *set,
+                         struct bt_cuda_comm *cc, struct bt_plan_target *tg);
+
 /* Wait for a GPU communicator's kernels, then free its CUDA state (none: nothing). */
 void bt_launch_gpu_free(struct bt_comm *comm);
 

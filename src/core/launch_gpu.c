@@ -26,43 +26,62 @@
 #include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
 
-/* The CUDA executor as a plan's target: its device channels and connectors. */
-static void gpu_target(struct bt_comm *comm, struct bt_plan_target *tg)
+void bt_launch_gpu_target(const struct bt_cuda_comm *cc, const struct bt_tune_settings *set,
+                          float net_gbps, float net_latency_us, void *owner,
+                          struct bt_plan_target *tg)
 {
-    const struct bt_cuda_comm *cc = comm->cuda;
     int direct_max = cc->np2p < cc->nch ? cc->np2p : cc->nch; /* its connector parts */
     if (direct_max > BT_CUDA_ONEPASS_MAX_WORKS)               /* what a launch carries */
         direct_max = BT_CUDA_ONEPASS_MAX_WORKS;
     *tg = (struct bt_plan_target){
-        .rank = comm->rank,
-        .nranks = comm->nranks,
-        .set = &comm->tune,
+        .rank = cc->rank,
+        .nranks = cc->nranks,
+        .set = set,
         .def = &bt_tune_gpu_defaults,
-        .owner = comm,
+        .owner = owner,
         .max_channels = cc->nch,
         .simple_slot = cc->slot,
         .ll_payload = cc->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
         /* LL128 runs only in the one-pass one-shot (kernel.cu), up to its rank count */
-        .ll128_payload = comm->nranks <= BT_CUDA_ONEPASS_MAX_RANKS
+        .ll128_payload = cc->nranks <= BT_CUDA_ONEPASS_MAX_RANKS
                              ? cc->ll128_slot / BT_LL128_LINE * BT_LL128_PAYLOAD
                              : 0,
         .direct_slot = cc->slot,
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
         .direct_max_channels = direct_max,
         .shm_all = !cc->net, /* through the network: Simple, one channel */
-        .net_gbps = comm->net_link.gbps,
-        .net_latency_us = comm->net_link.latency_us,
+        .shared_gpu = cc->nsame > 1,
+        .net_gbps = net_gbps,
+        .net_latency_us = net_latency_us,
         .align = BT_CUDA_ALIGN,
         .chan = cc->dchan, /* device addresses: only the kernel dereferences them */
         .peer_send = cc->dpeer_send,
         .peer_recv = cc->dpeer_recv,
         .scratch = cc->dscratch,
         .scratch_stride = cc->scratch_bytes,
-        .p2p_parts = cc->np2p,
+        .p2p_parts = cc->np2p_run,
         .p2p_min_part = BT_CUDA_P2P_MIN_PART,
         .p2p_ll_max = cc->net ? 0 : BT_CUDA_P2P_LL_MAX,
         .p2p_slot = cc->slot,
     };
+}
+
+/* The CUDA executor as a plan's target: its device channels and connectors. */
+static void gpu_target(struct bt_comm *comm, struct bt_plan_target *tg)
+{
+    bt_launch_gpu_target(comm->cuda, &comm->tune, comm->net_link.gbps, comm->net_link.latency_us,
+                         comm, tg);
+}
+
+void bt_launch_gpu_model(int nranks, int nvlink_all, const struct bt_tune_settings *set,
+                         struct bt_cuda_comm *cc, struct bt_plan_target *tg)
+{
+    memset(cc, 0, sizeof(*cc));
+    cc->nranks = nranks;
+    bt_cuda_geometry_default(cc, 0);
+    if (!nvlink_all)
+        cc->ll128_slot = 0;
+    bt_launch_gpu_target(cc, set, 0, 0, NULL, tg);
 }
 
 /* ---- the first GPU operation: CUDA state and connectors ------------------------------- */

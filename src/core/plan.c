@@ -220,6 +220,7 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
         .direct_max_channels = tg->direct_max_channels,
         .tree_ok = tg->tree_ok,
         .shm_all = tg->shm_all,
+        .shared_gpu = tg->shared_gpu,
         .net_gbps = tg->net_gbps,
         .net_latency_us = tg->net_latency_us,
     };
@@ -259,13 +260,26 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
     /* Not for trees: their halves share the output between two lanes. */
     w->zero_copy = tg->zero_copy && t->algo != BT_ALGO_TREE && bt_param_net_zero_copy() &&
                    bufs_disjoint(op, tg->nranks);
-    if (t->algo == BT_ALGO_DIRECT) {
+    if (bt_algo_all_peers(t->algo)) {
         w->peer_send = tg->peer_send;
         w->peer_recv = tg->peer_recv;
         w->scratch = tg->scratch;
         w->scratch_stride = tg->scratch_stride;
     }
     w->nsteps = bt_algo_nsteps(w); /* channel 0's: each channel counts its own */
+}
+
+void bt_plan_pick(const struct bt_plan_target *tg, int coll, size_t bytes, int dtype,
+                  struct bt_tune_out *t)
+{
+    struct bt_op op = {.coll = coll, .dtype = dtype, .redop = {.dtype = dtype}};
+    size_t per =
+        bt_dtype_size(dtype) *
+        (coll == BT_COLL_ALLGATHER || coll == BT_COLL_REDUCESCATTER ? (size_t)tg->nranks : 1);
+    op.count = bytes / per > 0 ? bytes / per : 1;
+    struct bt_work w;
+    bt_plan_coll(tg, &op, t, &w);
+    t->nchannels = (int)(w.nchans > 1 ? w.nchans : 1); /* the channels that get elements */
 }
 
 int bt_plan_channel(struct bt_work *w, uint32_t c, struct bt_work *down)

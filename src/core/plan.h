@@ -51,6 +51,7 @@ struct bt_plan_target {
     size_t ll128_payload;           /* 0: no LL128 */
     size_t direct_slot;             /* bytes a one-shot Simple step carries */
     int direct_ok, direct_max_channels, tree_ok, shm_all;
+    int shared_gpu;                          /* ranks share a GPU (bt_tune_in's) */
     float net_gbps, net_latency_us;          /* the network's reported figures (bt_tune_in's) */
     size_t align;                            /* bytes: channel shares and send/recv parts start at
                                                 multiples of this (0: elements) */
@@ -103,6 +104,11 @@ int bt_plan_single(const struct bt_op *op);
  */
 void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
                   struct bt_work *w);
+
+/* What bt_plan_coll picks for a collective of `bytes` (as nccl-tests counts them) of `dtype`:
+ * the tuner's choice, with the channels that get elements (tools and tests). */
+void bt_plan_pick(const struct bt_plan_target *tg, int coll, size_t bytes, int dtype,
+                  struct bt_tune_out *t);
 
 /*
  * Channel c (< the planned work's nchans, or 0) of a planned collective, for an executor whose

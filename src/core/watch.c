@@ -148,6 +148,10 @@ static void look(struct watched *e)
         if (err == BT_CUDA_KERR_ABORT) {
             BT_INFO(BT_LOG_COLL, "GPU %s stopped by ncclCommAbort while waiting for rank %d", what,
                     r->error_at.peer);
+        } else if (err == BT_CUDA_KERR_PEER) {
+            BT_WARN("GPU %s: stopped because rank %d's kernel saw no progress for TIMEOUT=%d s; "
+                    "the communicator has failed (ncclRemoteError)",
+                    what, r->error_at.peer, (int)bt_param_timeout());
         } else {
             BT_WARN("GPU %s: no progress for TIMEOUT=%d s while waiting for rank %d %s; the "
                     "communicator has failed (ncclRemoteError)",

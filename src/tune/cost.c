@@ -24,6 +24,10 @@ double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, 
         hops = 2 * ceil_log2(nranks);
         moved = 2 * s;
         break;
+    case BT_ALGO_TWOSHOT:
+        hops = 2;
+        moved = 2 * (n - 1) / n * s;
+        break;
     default: /* BT_ALGO_DIRECT */
         hops = 1;
         moved = (n - 1) * s;

@@ -11,6 +11,7 @@
  *     ring     2(n - 1) hops            2(n - 1)/n x S
  *     tree     2 ceil(log2 n) hops      2 S            (up, then down; links as the ring's)
  *     direct   1 hop                    (n - 1) x S    (one-shot: every rank sends to every rank)
+ *     twoshot  2 hops                   2(n - 1)/n x S (reduce-scatter, all-gather, direct)
  *
  * The figures are fitted per executor and path to the AllReduce sweeps in bench/results
  * (docs/TUNING.md gives the fits and the crossovers they imply); the crossovers follow for

@@ -31,6 +31,7 @@ static int list_allows(const char *list, const char *name)
 #define R BT_ALGO_RING
 #define T BT_ALGO_TREE
 #define D BT_ALGO_DIRECT
+#define W BT_ALGO_TWOSHOT
 #define LL BT_PROTO_LL
 #define SI BT_PROTO_SIMPLE
 #define L128 BT_PROTO_LL128
@@ -56,6 +57,10 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
             [T][LL] = {0.20f, 0.60f, 1.2f},
             [D][SI] = {0.87f, 0.0f, 5.0f},
             [D][LL] = {0.68f, 0.0f, 1.2f},
+            /* the two-shot: 2 hops, the ring's copies (bench/results/host-twoshot-2026-12-02.md:
+             * 4 and 8 ranks on 2 cores, fastest at 64 KB, about the ring at 256 KB) */
+            [W][SI] = {2.0f, 0.72f, 6.5f},
+            [W][LL] = {0.68f, 0.60f, 1.2f},
         },
     .net.c =
         {
@@ -97,10 +102,31 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
             [D][SI] = {12.5f, 0.0f, 159.0f},
             [D][LL] = {5.5f, 0.0f, 95.0f},
             [D][L128] = {7.9f, 0.0f, 162.0f},
+            /* a prediction (docs/TUNING.md): the two-shot runs its 4n - 3 steps a loop in the
+             * general kernel, one connector each, on the one-shot's <= 8 channels at 8 ranks:
+             * about 2 us a step, 10 GB/s a block (scaled from one H200's 8-rank runs) */
+            [W][SI] = {45.0f, 3.0f, 80.0f},
+            [W][LL] = {20.0f, 2.0f, 40.0f},
         },
     .net.c =
         {
             [R][SI] = {10.0f, 20.0f, 14.0f},
+        },
+    /* 8 ranks of one process on one H200, 16 channels each (bench/results/
+     * gpu-1xh200-nranks-2026-12-02.md, 64 KB-64 MB): one-shot LL128 25 us + 100 GB/s, LL 28 us +
+     * 70 GB/s (one point), Simple 60 us + 72 GB/s; the LL ring 2 us + 14 hops of 3 us + 48 GB/s
+     * (512 KB-4 MB), the Simple ring 13 us + 14 hops of 6 us + 155 GB/s; the two-shot LL 58 us +
+     * 2 hops of 3 + 21 GB/s, Simple 109 us + 2 hops of 3 + 60 GB/s (its 4n - 3 steps a loop,
+     * one connector each, are the cost: never the fastest here). */
+    .shared_gpu.c =
+        {
+            [R][SI] = {13.0f, 6.0f, 155.0f},
+            [R][LL] = {2.0f, 3.0f, 48.0f},
+            [D][SI] = {60.0f, 0.0f, 72.0f},
+            [D][LL] = {28.0f, 0.0f, 70.0f},
+            [D][L128] = {25.0f, 0.0f, 100.0f},
+            [W][SI] = {109.0f, 3.0f, 60.0f},
+            [W][LL] = {58.0f, 3.0f, 21.0f},
         },
     .bytes_per_channel = 128 * 1024,
     .ll_bytes_per_channel = 16 * 1024,
@@ -111,6 +137,7 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
 #undef R
 #undef T
 #undef D
+#undef W
 #undef LL
 #undef SI
 #undef L128
@@ -146,8 +173,10 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
     set->ring_ok = (uint8_t)list_allows(algos, "Ring");
     set->tree_ok = (uint8_t)list_allows(algos, "Tree");
     set->direct_ok = (uint8_t)list_allows(algos, "Direct");
-    if (!set->ring_ok && !set->tree_ok && !set->direct_ok) {
-        BT_WARN("ALGO=%s allows no algorithm Baton implements (Ring, Tree, Direct); using Ring",
+    set->twoshot_ok = (uint8_t)list_allows(algos, "TwoShot");
+    if (!set->ring_ok && !set->tree_ok && !set->direct_ok && !set->twoshot_ok) {
+        BT_WARN("ALGO=%s allows no algorithm Baton implements (Ring, Tree, Direct, TwoShot); "
+                "using Ring",
                 algos);
         set->ring_ok = 1;
     }
@@ -182,7 +211,10 @@ static unsigned algo_bits(int algo)
 
 static unsigned proto_bits(int proto)
 {
-    return CAND(BT_ALGO_RING, proto) | CAND(BT_ALGO_TREE, proto) | CAND(BT_ALGO_DIRECT, proto);
+    unsigned bits = 0;
+    for (int a = 0; a < BT_NUM_ALGOS; a++)
+        bits |= CAND(a, proto);
+    return bits;
 }
 
 /* The overrides narrow the candidates but never empty them: keep only `keep`, or drop
@@ -203,8 +235,8 @@ static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_
 {
     const struct bt_tune_settings *env = in->set;
     int ok[BT_NUM_ALGOS] = {env->ring_ok, env->tree_ok && in->tree_ok,
-                            env->direct_ok && in->direct_ok};
-    if (!ok[BT_ALGO_RING] && !ok[BT_ALGO_TREE] && !ok[BT_ALGO_DIRECT])
+                            env->direct_ok && in->direct_ok, env->twoshot_ok && in->direct_ok};
+    if (!ok[BT_ALGO_RING] && !ok[BT_ALGO_TREE] && !ok[BT_ALGO_DIRECT] && !ok[BT_ALGO_TWOSHOT])
         ok[BT_ALGO_RING] = 1; /* e.g. ALGO=Tree where trees do not run */
     unsigned set = 0;
     for (int a = 0; a < BT_NUM_ALGOS; a++) {
@@ -243,6 +275,9 @@ static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_
         set = drop(set, proto_bits(BT_PROTO_LL));
 
     const struct bt_tune_costs *costs = in->shm_all ? &in->def->local : &in->def->net;
+    if (in->shm_all && in->shared_gpu &&
+        in->def->shared_gpu.c[BT_ALGO_RING][BT_PROTO_SIMPLE].gbps > 0)
+        costs = &in->def->shared_gpu;
     struct bt_tune_costs bounded;
     if (!in->shm_all && (in->net_gbps > 0 || in->net_latency_us > 0)) {
         bt_tune_costs_bound(costs, in->net_gbps, in->net_latency_us, &bounded);
@@ -288,28 +323,23 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     /* On the host over the network one thread (the launching one, or the proxy) moves every
      * channel's bytes, so more channels add interleaving, not bandwidth: one unless
      * MIN_NCHANNELS (GPUs: each channel is also a block copying through host memory). */
-    int nch;
-    if (out->algo == BT_ALGO_DIRECT)
-        nch = channels_for(in->bytes, def->direct_bytes_per_channel, in->direct_max_channels);
-    else if (out->proto == BT_PROTO_LL)
-        nch = channels_for(in->bytes, def->ll_bytes_per_channel, in->max_channels);
-    else if (!in->shm_all)
-        nch = channels_for(in->bytes, def->net_bytes_per_channel, in->max_channels);
-    else
-        nch = channels_for(in->bytes, def->bytes_per_channel, in->max_channels);
-    /* MIN_NCHANNELS applies where the defaults spread by size (on the host: the Simple
-     * ring, also over the network; its LL and one-shot works stay on one channel) */
+    /* the two-shot spreads as a ring (its traffic), over the one-shot's connectors */
     size_t per = out->algo == BT_ALGO_DIRECT ? def->direct_bytes_per_channel
                  : out->proto == BT_PROTO_LL ? def->ll_bytes_per_channel
                                              : def->bytes_per_channel;
-    int max = out->algo == BT_ALGO_DIRECT ? in->direct_max_channels : in->max_channels;
+    int max = bt_algo_all_peers(out->algo) ? in->direct_max_channels : in->max_channels;
+    int spread_simple = out->algo != BT_ALGO_DIRECT && out->proto != BT_PROTO_LL;
+    int nch = channels_for(in->bytes,
+                           spread_simple && !in->shm_all ? def->net_bytes_per_channel : per, max);
+    /* MIN_NCHANNELS applies where the defaults spread by size (on the host: the Simple
+     * ring, also over the network; its LL and one-shot works stay on one channel) */
     if (per != 0 && nch < env->min_nchannels)
         nch = env->min_nchannels < max ? env->min_nchannels : max;
     out->nchannels = nch;
 
     size_t slot = out->proto == BT_PROTO_LL      ? in->ll_payload
                   : out->proto == BT_PROTO_LL128 ? in->ll128_payload
-                  : out->algo == BT_ALGO_DIRECT  ? in->direct_slot
+                  : bt_algo_all_peers(out->algo) ? in->direct_slot
                                                  : in->simple_slot;
     out->chunk = slot / in->esize;
     if (out->chunk == 0)

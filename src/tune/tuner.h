@@ -19,8 +19,8 @@ struct bt_tune_settings {
     int64_t ll128_threshold;
     int64_t win_min, win_max; /* bytes: the window AllReduce between these (-1: default) */
     int32_t min_nchannels;
-    uint8_t ll_ok, simple_ok, ll128_ok, ring_ok, tree_ok, direct_ok;
-    uint8_t pad[2];
+    uint8_t ll_ok, simple_ok, ll128_ok, ring_ok, tree_ok, direct_ok, twoshot_ok;
+    uint8_t pad[1];
 };
 
 void bt_tune_settings_from_env(struct bt_tune_settings *set);
@@ -45,6 +45,9 @@ struct bt_tune_defaults {
                                         NVLink: the figures are NVLink's): LL up to this */
     struct bt_tune_costs local;      /* AllReduce, every peer through shm or peer mappings */
     struct bt_tune_costs net;        /* AllReduce, some peer behind the network */
+    struct bt_tune_costs shared_gpu; /* AllReduce, ranks sharing one GPU (TEST_SAME_GPU): every
+                                        byte moves within its memory, its SMs split between them;
+                                        all zero: use `local` */
     size_t bytes_per_channel;        /* Simple ring: a channel per this many bytes */
     size_t ll_bytes_per_channel;     /* LL ring: likewise; 0: one channel */
     size_t direct_bytes_per_channel; /* one-shot: likewise; 0: one channel */
@@ -71,6 +74,7 @@ struct bt_tune_in {
     int direct_max_channels;        /* channels one-shot may use (its connectors per peer) */
     int tree_ok;                    /* the executor runs trees */
     int shm_all;                    /* 0: some peer is behind the network (Simple only) */
+    int shared_gpu;                 /* ranks share a GPU (TEST_SAME_GPU): def->shared_gpu */
     /* The network between hosts as its devices report it (every rank's slowest device: the
      * same on every rank), 0: unknown or no other host. A link slower than the fitted
      * figures bounds them (tune/cost.h). */

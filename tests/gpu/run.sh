@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows]
+#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -135,6 +135,60 @@ if [ "$what" = windows ]; then
     echo "== baton-perf -R 2, one rank: rc=$? $(grep -E 'R 2|wrong' "$OUT/win-perf-R2.txt" | tr '\n' ' ')"
 fi
 
+if [ "$what" = nranks ]; then
+    # N ranks of one process on GPU 0 (TEST_SAME_GPU, a one-GPU machine): gpu_test_gpu_colls
+    # at each N of NLIST under each of NRANK_VARIANTS (every collective, dtype and op; the
+    # variants force AllReduce's algorithm and protocol), the random test at RANDOM_N ranks,
+    # the N-rank fault cases at FAULT_N, then AllReduce at 8 ranks per algorithm (ONEPRO_N,
+    # ONEPRO_VARIANTS) with baton-one-process, every output checked
+    IFS=';' read -r -a variants <<<"${NRANK_VARIANTS:-BATON_X=1;BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=Simple;BATON_ALGO=Direct BATON_PROTO=LL128}"
+    for n in ${NLIST:-2 3 4 8}; do
+        for v in "${variants[@]}"; do
+            log="$OUT/nranks-$n-colls-$(echo "$v" | tr ' =' '_-').log"
+            start=$SECONDS
+            env $v BATON_TEST_GPUS=$n BATON_TEST_SAME_GPU=1 timeout "${TEST_TIMEOUT:-600}" \
+                "$BUILD/tests/gpu_test_gpu_colls" >"$log" 2>&1
+            echo "== $n ranks, gpu_test_gpu_colls ($v): rc=$? in $((SECONDS - start)) s: $(tail -n 2 "$log" | tr '\n' ' ')"
+        done
+    done
+    for n in ${RANDOM_N:-}; do
+        log="$OUT/nranks-$n-random.log"
+        start=$SECONDS
+        BATON_TEST_GPUS=$n BATON_TEST_SAME_GPU=1 timeout "${TEST_TIMEOUT:-600}" \
+            "$BUILD/tests/gpu_test_gpu_random" >"$log" 2>&1
+        echo "== $n ranks, gpu_test_gpu_random: rc=$? in $((SECONDS - start)) s: $(tail -n 2 "$log" | tr '\n' ' ')"
+    done
+    for n in ${FAULT_N:-}; do
+        log="$OUT/nranks-$n-fault.log"
+        start=$SECONDS
+        BATON_TEST_GPUS=$n timeout "${TEST_TIMEOUT:-600}" "$BUILD/tests/gpu_test_gpu_fault" \
+            absent_ranks spin_ranks >"$log" 2>&1
+        echo "== $n ranks, gpu_test_gpu_fault: rc=$? in $((SECONDS - start)) s: $(grep -E 'callers failed|test_gpu|check failed' "$log" | tr '\n' ' ')"
+    done
+    IFS=';' read -r -a ovariants <<<"${ONEPRO_VARIANTS:-BATON_X=1;BATON_ALGO=Ring;BATON_ALGO=TwoShot;BATON_ALGO=Direct}"
+    for n in ${ONEPRO_N:-}; do
+        for v in "${ovariants[@]}"; do
+            log="$OUT/nranks-$n-onepro-$(echo "$v" | tr ' =' '_-').txt"
+            env $v BATON_TEST_SAME_GPU=1 timeout "${ONEPRO_TIMEOUT:-120}" "$BUILD/bin/baton-one-process" \
+                --same-gpu --ranks "$n" allreduce "${ONEPRO_MIN:-65536}" "${ONEPRO_MAX:-67108864}" 20 5 >"$log" 2>&1
+            echo "== $n ranks, one-process AllReduce ($v): rc=$? $(grep -c '' "$log") lines"
+        done
+    done
+    for n in ${SANITIZE_N:-}; do
+        CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+        IFS=';' read -r -a svariants <<<"${SANITIZE_VARIANTS:-BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=LL128;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple}"
+        for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
+            for v in "${svariants[@]}"; do
+                log="$OUT/nranks-$n-sanitize-$tool-$(echo "$v" | tr ' =' '_-').log"
+                env $v BATON_TEST_SAME_GPU=1 BATON_TIMEOUT=120 timeout 300 "$CS" --tool $tool \
+                    --error-exitcode 9 "$BUILD/bin/baton-one-process" --same-gpu --ranks "$n" \
+                    allreduce 8 262144 2 1 >"$log" 2>&1
+                echo "== $n ranks, compute-sanitizer --tool $tool ($v): rc=$? $(grep -E 'ERROR SUMMARY' "$log" | tr '\n' ' ')"
+            done
+        done
+    done
+fi
+
 if [ "$what" = sanitize ] || [ "$what" = all ]; then
     # compute-sanitizer on small AllReduces (direct LL, ring LL, Simple, one-shot LL128) in both
     # processes
@@ -191,6 +245,7 @@ if [ "$what" = tune ] || [ "$what" = all ]; then
         for v in "BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Direct BATON_PROTO=LL128" \
             "BATON_ALGO=Ring BATON_PROTO=LL" \
             "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Ring BATON_PROTO=Simple" \
+            "BATON_ALGO=TwoShot BATON_PROTO=LL" "BATON_ALGO=TwoShot BATON_PROTO=Simple" \
             "BATON_ALGO=Direct BATON_PROTO=LL BATON_MIN_NCHANNELS=16" \
             "BATON_ALGO=Ring BATON_PROTO=LL BATON_MIN_NCHANNELS=16" \
             "BATON_ALGO=Direct BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" \

@@ -8,6 +8,7 @@ dst=${2:-build-gpu}
 rm -rf "$dst"
 mkdir -p "$dst/bin" "$dst/lib" "$dst/tests"
 cp -a "$src"/bin/. "$dst/bin/"
+rm -f "$dst/bin/baton-topo" # the kernels again (internal library), and not run there
 cp -a "$src"/lib/. "$dst/lib/"
 cp -a "$src"/tests/gpu_test_* "$dst/tests/"
 du -sh "$dst"

@@ -14,7 +14,8 @@
  * 8 ranks stay exact in e5m2 too.
  * Two modes: N processes with one GPU each (ncclCommInitRank), and one process driving
  * every GPU (ncclCommInitAll, collectives inside ncclGroupStart/End), that one also with every
- * buffer in a symmetric window (BATON_TEST_WINDOWS=1 with BATON_TEST_SAME_GPU=1). Needs N GPUs.
+ * buffer in a symmetric window (BATON_TEST_WINDOWS=1 with BATON_TEST_SAME_GPU=1). Needs N GPUs,
+ * or one with BATON_TEST_SAME_GPU=1: the one-process mode with all N ranks on GPU 0.
  */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -543,8 +544,7 @@ int main(void)
      * GPU 0 (the library allows it within one process when asked) */
     const char *same = getenv("BATON_TEST_SAME_GPU");
     if (same && atoi(same)) {
-        /* two ranks of up to 64 blocks each fit an H200's 132 SMs; more would not run at once */
-        BT_TEST_CHECK(NR == 2, "BATON_TEST_SAME_GPU runs 2 ranks (BATON_TEST_GPUS=%d)", NR);
+        /* any rank count: the library cuts channels so that every rank's blocks fit the GPU */
         const char *w = getenv("BATON_TEST_WINDOWS");
         single_process(1, w && atoi(w));
         printf("test_gpu_colls: ok (one process, every rank on GPU 0)\n");

@@ -18,6 +18,13 @@
  *           and fails within TIMEOUT + 1 s.
  * absent_one_gpu  the absent case with both ranks in one process on GPU 0 (TEST_SAME_GPU;
  *           runs on a one-GPU machine; not in the default list).
+ * absent_ranks  BATON_TEST_GPUS ranks (default 4) of one process on GPU 0 (TEST_SAME_GPU): after
+ *           an AllReduce together, the last rank stops calling; every other rank gets
+ *           ncclRemoteError within TIMEOUT + 1 s (one-shot LL, 256 KB, and an 8 MB ring on
+ *           every channel), and aborting every communicator ends the process cleanly.
+ * spin_ranks  the same ranks, with a kernel holding all SMs of GPU 0 but 8 (harness/gpu_spin.h):
+ *           an AllReduce of 8 MB (more blocks than fit) on every rank either completes right or
+ *           ends with ncclRemoteError within TIMEOUT + 1 s on every rank, never a hang.
  * same_gpu  both ranks on GPU 0 (their kernels would wait on each other): ncclInvalidUsage
  *           at the first GPU operation on both, naming the other rank (needs 1 GPU).
  * The absent cases with the suffix _noboard run with ARRIVAL_BOARD=0, as across hosts: rank 0's
@@ -36,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_spin.h"
 #include "harness.h"
 #include "nccl.h"
 
@@ -377,6 +385,128 @@ static void absent_one_gpu_case(void)
     printf("absent_one_gpu: rank 0's report:\n%s", out);
 }
 
+/* N ranks of one process on GPU 0 (TEST_SAME_GPU), in a child whose stderr goes to `log`:
+ * one AllReduce of `count` floats together, then every rank but the last (absent) or every
+ * rank beside a kernel holding all SMs but 8 (spin) calls another. Each caller's outcome
+ * within TIMEOUT + 1 s, polled: its stream done with the right sums, or ncclRemoteError.
+ * Exit 0 when every caller ended in time (spin: either way; absent: with the error). */
+#define MAX_RANKS 16
+static void ranks_child(const char *log, int n, size_t count, int spin)
+{
+    if (!freopen(log, "w", stderr))
+        _exit(19);
+    setvbuf(stderr, NULL, _IONBF, 0);
+    ncclComm_t comms[MAX_RANKS];
+    int devs[MAX_RANKS] = {0};
+    if (ncclCommInitAll(comms, n, devs) != ncclSuccess)
+        _exit(21);
+    float *buf[MAX_RANKS];
+    cudaStream_t st[MAX_RANKS];
+    for (int r = 0; r < n; r++)
+        if (cudaMalloc((void **)&buf[r], count * sizeof(float)) != cudaSuccess ||
+            cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking) != cudaSuccess)
+            _exit(22);
+    ncclGroupStart();
+    for (int r = 0; r < n; r++)
+        ncclAllReduce(buf[r], buf[r], count, ncclFloat32, ncclSum, comms[r], st[r]);
+    if (ncclGroupEnd() != ncclSuccess || cudaDeviceSynchronize() != cudaSuccess)
+        _exit(23);
+    int callers = spin ? n : n - 1;
+    float *ones = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++)
+        ones[i] = 1.0f;
+    for (int r = 0; r < callers; r++)
+        if (cudaMemcpy(buf[r], ones, count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
+            _exit(22);
+    if (spin) {
+        int held = bt_test_spin_start(8, 4.0 * TIMEOUT_S);
+        if (held < 0)
+            _exit(27);
+        fprintf(stderr, "spin_ranks: a kernel holds %d SMs\n", held);
+    }
+    double start = now_s();
+    ncclGroupStart();
+    for (int r = 0; r < callers; r++)
+        ncclAllReduce(buf[r], buf[r], count, ncclFloat32, ncclSum, comms[r], st[r]);
+    if (ncclGroupEnd() != ncclSuccess)
+        _exit(24);
+    double took[MAX_RANKS];
+    ncclResult_t res[MAX_RANKS];
+    int left = callers;
+    for (int r = 0; r < callers; r++)
+        took[r] = -1;
+    while (left > 0 && now_s() - start < 3.0 * TIMEOUT_S) {
+        for (int r = 0; r < callers; r++) {
+            if (took[r] >= 0)
+                continue;
+            int done = cudaStreamQuery(st[r]) == cudaSuccess;
+            ncclCommGetAsyncError(comms[r], &res[r]);
+            if (done || res[r] != ncclSuccess) {
+                took[r] = now_s() - start;
+                left--;
+            }
+        }
+    }
+    if (spin)
+        bt_test_spin_stop();
+    int bad = 0, failed = 0;
+    for (int r = 0; r < callers; r++) {
+        if (took[r] < 0) {
+            fprintf(stderr, "rank %d: neither done nor failed after %.0f s\n", r, 3.0 * TIMEOUT_S);
+            bad = 1;
+            continue;
+        }
+        if (res[r] == ncclSuccess) {
+            if (cudaStreamSynchronize(st[r]) != cudaSuccess ||
+                cudaMemcpy(ones, buf[r], count * sizeof(float), cudaMemcpyDeviceToHost) !=
+                    cudaSuccess)
+                _exit(22);
+            size_t wrong = 0;
+            for (size_t i = 0; i < count; i++)
+                wrong += ones[i] != (float)n;
+            fprintf(stderr, "rank %d: done after %.2f s, %zu wrong\n", r, took[r], wrong);
+            bad |= wrong != 0 || !spin; /* absent: it cannot complete */
+        } else {
+            failed++;
+            fprintf(stderr, "rank %d: %s after %.2f s\n", r, ncclGetErrorString(res[r]), took[r]);
+            bad |= res[r] != ncclRemoteError || took[r] > TIMEOUT_S + 1.0;
+        }
+    }
+    fprintf(stderr, "%s: %d ranks, %zu floats: %d of %d callers failed\n",
+            spin ? "spin_ranks" : "absent_ranks", n, count, failed, callers);
+    for (int r = 0; r < n; r++)
+        ncclCommAbort(comms[r]);
+    free(ones);
+    _exit(bad ? 26 : 0);
+}
+
+static void ranks_case(int spin)
+{
+    const char *g = getenv("BATON_TEST_GPUS");
+    int n = g ? atoi(g) : 4;
+    BT_TEST_CHECK(n >= 2 && n <= MAX_RANKS, "BATON_TEST_GPUS=%s: 2..%d", g, MAX_RANKS);
+    setenv("BATON_TEST_SAME_GPU", "1", 1);
+    /* one-shot LL, 256 KB, an 8 MB ring on every channel the GPU fits */
+    size_t counts[] = {1024, 64 * 1024, 2 * 1024 * 1024};
+    for (int i = spin ? 2 : 0; i < 3; i++) {
+        char log[256], out[16384];
+        snprintf(log, sizeof(log), "/tmp/baton-gpu-fault-%d-ranks.log", (int)getpid());
+        pid_t pid = fork();
+        BT_TEST_CHECK(pid >= 0, "fork");
+        if (pid == 0)
+            ranks_child(log, n, counts[i], spin);
+        int status;
+        BT_TEST_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+        slurp(log, out, sizeof(out));
+        unlink(log);
+        BT_TEST_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "%s (%zu floats): ended with status 0x%x:\n%s",
+                      spin ? "spin_ranks" : "absent_ranks", counts[i], status, out);
+        printf("%s", out);
+    }
+    unsetenv("BATON_TEST_SAME_GPU");
+}
+
 static void same_gpu_case(void)
 {
     struct shared *sh = shared_new();
@@ -430,7 +560,10 @@ int main(int argc, char **argv)
             unsetenv("BATON_ARRIVAL_BOARD");
         }
         const char *c = name;
-        int need = strcmp(c, "same_gpu") == 0 || strcmp(c, "absent_one_gpu") == 0 ? 1 : 2;
+        int need = strcmp(c, "same_gpu") == 0 || strcmp(c, "absent_one_gpu") == 0 ||
+                           strcmp(c, "absent_ranks") == 0 || strcmp(c, "spin_ranks") == 0
+                       ? 1
+                       : 2;
         BT_TEST_CHECK(ngpus >= need, "case %s needs %d GPUs, this machine has %d", c, need, ngpus);
         if (strcmp(c, "same_gpu") == 0)
             same_gpu_case();
@@ -442,10 +575,14 @@ int main(int argc, char **argv)
             absent_one_gpu_case();
         else if (strcmp(c, "kill") == 0)
             kill_cases();
+        else if (strcmp(c, "absent_ranks") == 0)
+            ranks_case(0);
+        else if (strcmp(c, "spin_ranks") == 0)
+            ranks_case(1);
         else
             BT_TEST_CHECK(0,
                           "unknown case %s (same_gpu, absent, absent_first, absent_one_gpu (each "
-                          "absent case also with _noboard), kill)",
+                          "absent case also with _noboard), kill, absent_ranks, spin_ranks)",
                           c);
     }
     printf("test_gpu_fault: ok\n");

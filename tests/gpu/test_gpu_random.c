@@ -8,8 +8,12 @@
  * Float bound: with two ranks every element is one fold of two inputs, done in float (half
  * and bfloat16 fold in float and round once), so the result must equal the reference
  * rounded once from the exact sum: bit for bit. Integers wrap and are exact.
+ * More ranks (BATON_TEST_GPUS=N, up to 8) fold in an order that depends on the algorithm
+ * (ring order, rank order, the two-shot's), so their float inputs are chosen for every partial
+ * result to be exact in the dtype: halves for sums, powers of two for products. Then any
+ * order gives the reference's bits, which folds the ranks' inputs in rank order.
  * BT_RANDOM_CASES overrides the count (default 10000), BT_RANDOM_SEED the seed.
- * BATON_TEST_SAME_GPU=1: both ranks in one process on GPU 0 (a one-GPU machine).
+ * BATON_TEST_SAME_GPU=1: every rank in one process on GPU 0 (a one-GPU machine).
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -20,7 +24,8 @@
 #include "harness.h"
 #include "nccl.h"
 
-#define NR 2
+#define MAX_NR 8
+static int NR = 2;
 #define MAX_COUNT (256u << 10) /* elements: up to 2 MB, past every path's threshold */
 
 #define CU(call)                                                                                   \
@@ -123,6 +128,11 @@ static void input(const struct rcase *c, int r, size_t i, void *dst)
 {
     uint64_t s = (i + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(r + 1) * 0xC2B2AE3D27D4EB4Full;
     int v = (int)(next64(&s) % 7) - 3; /* -3..3 */
+    double f = c->t == ncclFloat32 || c->t == ncclFloat64 ? v * 0.1 : v * 0.5;
+    if (NR > 2) { /* every partial result exact: halves for sums, +-2^k for products */
+        static const double pow2[] = {-2, -1, -0.5, 0.5, 1, 2, 1};
+        f = c->op == ncclProd ? pow2[v + 3] : v * 0.5;
+    }
     switch (c->t) {
     case ncclInt8:
     case ncclUint8: {
@@ -143,22 +153,22 @@ static void input(const struct rcase *c, int r, size_t i, void *dst)
         break;
     }
     case ncclFloat16: {
-        uint16_t x = f_to_h((float)v * 0.5f);
+        uint16_t x = f_to_h((float)f);
         memcpy(dst, &x, 2);
         break;
     }
     case ncclBfloat16: {
-        uint16_t x = f_to_bf16((float)v * 0.5f);
+        uint16_t x = f_to_bf16((float)f);
         memcpy(dst, &x, 2);
         break;
     }
     case ncclFloat32: {
-        float x = (float)v * 0.1f;
+        float x = (float)f;
         memcpy(dst, &x, 4);
         break;
     }
     default: {
-        double x = (double)v * 0.1;
+        double x = f;
         memcpy(dst, &x, 8);
         break;
     }
@@ -265,7 +275,7 @@ struct rank_state {
     int rank;
     ncclComm_t comm;
     cudaStream_t stream;
-    char *dsend, *drecv, *hin, *hpeer, *hout, *want;
+    char *dsend, *drecv, *hin, *hout, *want, *hother;
     size_t wrong, bytes_total;
 };
 
@@ -279,19 +289,24 @@ static void rank_open(struct rank_state *st, int rank)
     CU(cudaMalloc((void **)&st->dsend, cap));
     CU(cudaMalloc((void **)&st->drecv, cap));
     st->hin = malloc(cap);
-    st->hpeer = malloc(cap);
     st->hout = malloc(cap);
-    st->want = malloc(8);
-    BT_TEST_CHECK(st->hin && st->hpeer && st->hout && st->want, "out of memory");
+    st->want = malloc(cap);
+    st->hother = malloc(8);
+    BT_TEST_CHECK(st->hin && st->hout && st->want && st->hother, "out of memory");
 }
 
 /* Case k's inputs into place; returns the send and receive pointers. */
 static void case_stage(struct rank_state *st, const struct rcase *c, char **send, char **recv)
 {
     size_t es = esize(c->t), n = c->count;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) { /* own input, and the reference: the ranks in order */
         input(c, st->rank, i, st->hin + i * es);
-        input(c, 1 - st->rank, i, st->hpeer + i * es);
+        char *want = st->want + i * es;
+        input(c, 0, i, want);
+        for (int r = 1; r < NR; r++) {
+            input(c, r, i, st->hother);
+            reference(c, want, st->hother, want);
+        }
     }
     *recv = st->drecv + c->off * es;
     *send = c->inplace ? *recv : st->dsend + c->off * es;
@@ -308,11 +323,7 @@ static void case_check(struct rank_state *st, const struct rcase *c, const char 
     CU(cudaStreamSynchronize(st->stream));
     CU(cudaMemcpy(st->hout, recv, n * es, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n; i++) {
-        /* rank order: rank 0's input first */
-        const char *a = st->rank == 0 ? st->hin + i * es : st->hpeer + i * es;
-        const char *b = st->rank == 0 ? st->hpeer + i * es : st->hin + i * es;
-        reference(c, a, b, st->want);
-        if (memcmp(st->want, st->hout + i * es, es) != 0 && bad++ < 2)
+        if (memcmp(st->want + i * es, st->hout + i * es, es) != 0 && bad++ < 2)
             fprintf(
                 stderr, "rank %d case %ld: dtype %d op %d count %zu off %zu%s: element %zu wrong\n",
                 st->rank, k, (int)c->t, (int)c->op, n, c->off, c->inplace ? " in place" : "", i);
@@ -331,9 +342,9 @@ static int rank_close(struct rank_state *st, long ncases)
     CU(cudaFree(st->drecv));
     CU(cudaStreamDestroy(st->stream));
     free(st->hin);
-    free(st->hpeer);
     free(st->hout);
     free(st->want);
+    free(st->hother);
     BT_TEST_CHECK(st->wrong == 0, "rank %d: %zu wrong elements over %ld AllReduces", st->rank,
                   st->wrong, ncases);
     printf("rank %d: %ld random AllReduces (%zu bytes), every element exact\n", st->rank, ncases,
@@ -367,12 +378,12 @@ static int rank_main(int rank, int nranks, void *arg)
     return rank_close(&st, ncases);
 }
 
-/* BATON_TEST_SAME_GPU=1 (a one-GPU machine): both ranks in this process on GPU 0, one thread,
- * each case's two AllReduces in one group (two processes on one GPU would wait on each other
+/* BATON_TEST_SAME_GPU=1 (a one-GPU machine): every rank in this process on GPU 0, one thread,
+ * each case's AllReduces in one group (two processes on one GPU would wait on each other
  * forever: their kernels time-slice). */
 static int same_gpu_main(const ncclUniqueId *id)
 {
-    struct rank_state st[NR];
+    struct rank_state st[MAX_NR];
     CU(cudaSetDevice(0));
     for (int r = 0; r < NR; r++)
         rank_open(&st[r], r);
@@ -384,7 +395,7 @@ static int same_gpu_main(const ncclUniqueId *id)
     long ncases = cases_asked(&s);
     for (long k = 0; k < ncases; k++) {
         struct rcase c = pick(&s);
-        char *send[NR], *recv[NR];
+        char *send[MAX_NR], *recv[MAX_NR];
         for (int r = 0; r < NR; r++)
             case_stage(&st[r], &c, &send[r], &recv[r]);
         BT_TEST_OK(ncclGroupStart());
@@ -402,6 +413,10 @@ static int same_gpu_main(const ncclUniqueId *id)
 
 int main(void)
 {
+    const char *g = getenv("BATON_TEST_GPUS");
+    if (g)
+        NR = atoi(g);
+    BT_TEST_CHECK(NR >= 2 && NR <= MAX_NR, "BATON_TEST_GPUS=%s: 2..%d", g, MAX_NR);
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
     const char *same = getenv("BATON_TEST_SAME_GPU");

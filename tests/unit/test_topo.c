@@ -7,16 +7,24 @@
  *   dgx8       8 GPUs on NVSwitch (18 links), a NIC per GPU behind its switch: every pair
  *              NVL at 18 x 25 GB/s, GPU i -> NIC i (rails), no warning
  *   gpu2split  2 GPUs on different sockets, one NIC: SYS, and warnings for both problems
- * and every file survives a save and reload unchanged.
+ * and every file survives a save and reload unchanged; and what the tuner picks for a job of
+ * one rank per GPU on pcie8 and dgx8 (the CUDA executor's default geometry, as baton-topo
+ * prints it): one-shot LL for small AllReduces, LL128 only where every pair is NVLink, the
+ * Simple ring for large ones, LL rings for small AllGathers.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "coll/redop.h"
+#include "core/launch.h"
+#include "core/plan.h"
+#include "exec/cuda/cuda_comm.h"
 #include "graph/ring_plan.h"
+#include "harness.h"
 #include "topo/topo.h"
+#include "tune/tuner.h"
 
 static struct bt_topo t, t2;
 
@@ -195,6 +203,36 @@ static void test_gpu2split(void)
     count_warnings(&t, "GPU 1 (NUMA node 1) has its nearest NIC eth0 on NUMA node 0");
 }
 
+struct pick {
+    int coll;
+    size_t bytes;
+    int algo, proto, nch;
+};
+
+/* The tuner's picks for 8 ranks on machine `name` (pins what baton-topo --file prints). */
+static void test_picks(const char *name, const struct pick *want, int nwant)
+{
+    load(name, &t);
+    int gpu[BT_TOPO_MAX_GPUS], x, y;
+    for (int g = 0; g < t.ngpus; g++)
+        gpu[g] = g;
+    int nvl = bt_topo_p2p_within(&t, t.ngpus, gpu, BT_PATH_NVL, &x, &y);
+    struct bt_tune_settings set;
+    bt_tune_settings_from_env(&set);
+    static struct bt_cuda_comm cc;
+    struct bt_plan_target tg;
+    bt_launch_gpu_model(t.ngpus, nvl, &set, &cc, &tg);
+    for (int i = 0; i < nwant; i++) {
+        struct bt_tune_out o;
+        bt_plan_pick(&tg, want[i].coll, want[i].bytes, BT_FLOAT32, &o);
+        BT_TEST_CHECK(o.algo == want[i].algo && o.proto == want[i].proto &&
+                          o.nchannels == want[i].nch,
+                      "%s, coll %d, %zu B: algo %d proto %d %d channels, expected %d %d %d", name,
+                      want[i].coll, want[i].bytes, o.algo, o.proto, o.nchannels, want[i].algo,
+                      want[i].proto, want[i].nch);
+    }
+}
+
 /* save -> load gives the same paths and NICs */
 static void test_roundtrip(const char *name)
 {
@@ -226,6 +264,32 @@ int main(void)
     test_pcie8();
     test_dgx8();
     test_gpu2split();
+    enum { AR = BT_COLL_ALLREDUCE, AG = BT_COLL_ALLGATHER, RS = BT_COLL_REDUCESCATTER };
+    enum { RING = BT_ALGO_RING, DIRECT = BT_ALGO_DIRECT };
+    enum { LL = BT_PROTO_LL, SIMPLE = BT_PROTO_SIMPLE, LL128 = BT_PROTO_LL128 };
+    const struct pick dgx8[] = {
+        {AR, 8, DIRECT, LL, 1},
+        {AR, 64 << 10, DIRECT, LL, 8},
+        {AR, 256 << 10, DIRECT, LL128, 8},
+        {AR, 1 << 20, RING, LL, 64},
+        {AR, 4 << 20, RING, SIMPLE, 32},
+        {AR, 1 << 30, RING, SIMPLE, 64},
+        {AG, 8, RING, LL, 1},
+        {AG, 512 << 10, RING, LL, 32},
+        {AG, 1 << 20, RING, SIMPLE, 8},
+        {RS, 1 << 30, RING, SIMPLE, 64},
+    };
+    test_picks("dgx8.txt", dgx8, (int)(sizeof(dgx8) / sizeof(dgx8[0])));
+    const struct pick pcie8[] = {
+        {AR, 8, DIRECT, LL, 1},
+        {AR, 128 << 10, DIRECT, LL, 8},
+        {AR, 512 << 10, DIRECT, SIMPLE, 8},
+        {AR, 2 << 20, RING, SIMPLE, 16},
+        {AR, 1 << 30, RING, SIMPLE, 64},
+        {AG, 8, RING, LL, 1},
+        {RS, 8 << 20, RING, SIMPLE, 64},
+    };
+    test_picks("pcie8.txt", pcie8, (int)(sizeof(pcie8) / sizeof(pcie8[0])));
     test_roundtrip("pcie8.txt");
     test_roundtrip("dgx8.txt");
     test_roundtrip("gpu2split.txt");

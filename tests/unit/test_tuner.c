@@ -18,11 +18,13 @@ static struct bt_tune_settings env_defaults(void)
     memset(&s, 0, sizeof(s));
     s.ll_threshold = s.tree_threshold = s.direct_threshold = s.ll128_threshold = -1;
     s.min_nchannels = 1;
-    s.ll_ok = s.simple_ok = s.ll128_ok = s.ring_ok = s.tree_ok = s.direct_ok = 1;
+    s.ll_ok = s.simple_ok = s.ll128_ok = s.ring_ok = s.tree_ok = s.direct_ok = s.twoshot_ok = 1;
     return s;
 }
 
-static int no_nvlink;                  /* the GPUs are not all joined by NVLink: no LL128 */
+static int no_nvlink;  /* the GPUs are not all joined by NVLink: no LL128 */
+static int shared_gpu; /* every rank on one GPU (TEST_SAME_GPU) */
+static int gpu_max_channels = 64, gpu_direct_channels = 32;
 static float net_gbps, net_latency_us; /* the network's reported figures (0: none) */
 
 struct want {
@@ -40,15 +42,16 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .nranks = nranks,
         .bytes = bytes,
         .esize = 4,
-        .max_channels = gpu ? 64 : 2,
+        .max_channels = gpu ? gpu_max_channels : 2,
         .simple_slot = gpu ? 512 * KB : 128 * KB,
         .ll_payload = gpu ? 32 * KB : 8 * KB,
         .direct_slot = gpu ? 512 * KB : 64 * KB,
         .ll128_payload = gpu && !no_nvlink ? 60 * KB : 0,
         .direct_ok = 1,
-        .direct_max_channels = gpu ? 32 : 1,
+        .direct_max_channels = gpu ? gpu_direct_channels : 1,
         .tree_ok = !gpu,
         .shm_all = shm_all,
+        .shared_gpu = shared_gpu,
         .net_gbps = net_gbps,
         .net_latency_us = net_latency_us,
     };
@@ -56,10 +59,10 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
     bt_tune_coll(&in, &out);
     BT_TEST_CHECK(out.nchannels >= 1 && out.nchannels <= in.max_channels,
                   "channels %d outside 1..%d", out.nchannels, in.max_channels);
-    size_t slot = out.proto == BT_PROTO_LL      ? in.ll_payload
-                  : out.proto == BT_PROTO_LL128 ? in.ll128_payload
-                  : out.algo == BT_ALGO_DIRECT  ? in.direct_slot
-                                                : in.simple_slot;
+    size_t slot = out.proto == BT_PROTO_LL                                    ? in.ll_payload
+                  : out.proto == BT_PROTO_LL128                               ? in.ll128_payload
+                  : out.algo == BT_ALGO_DIRECT || out.algo == BT_ALGO_TWOSHOT ? in.direct_slot
+                                                                              : in.simple_slot;
     BT_TEST_CHECK(out.chunk == slot / in.esize, "chunk %zu, expected %zu", out.chunk,
                   slot / in.esize);
     return out;
@@ -72,12 +75,18 @@ static void expect(const char *what, struct bt_tune_out o, struct want w)
                   o.proto, o.nchannels, w.algo, w.proto, w.nch);
 }
 
-enum { RING = BT_ALGO_RING, TREE = BT_ALGO_TREE, DIRECT = BT_ALGO_DIRECT };
+enum {
+    RING = BT_ALGO_RING,
+    TREE = BT_ALGO_TREE,
+    DIRECT = BT_ALGO_DIRECT,
+    TWOSHOT = BT_ALGO_TWOSHOT
+};
 enum { LL = BT_PROTO_LL, SIMPLE = BT_PROTO_SIMPLE, LL128 = BT_PROTO_LL128 };
 
 static void host_defaults(void)
 {
-    struct bt_tune_settings s = env_defaults();
+    struct bt_tune_settings s = env_defaults(), s2 = env_defaults();
+    s2.twoshot_ok = 0;
     const struct bt_tune_defaults *d = &bt_tune_host_defaults;
     const int AR = BT_COLL_ALLREDUCE;
     expect("host AR 2r 8 B", tune(&s, d, AR, 2, 8, 0, 1), (struct want){DIRECT, LL, 1});
@@ -87,7 +96,11 @@ static void host_defaults(void)
     expect("host AR 2r 4 MB", tune(&s, d, AR, 2, 4 * MB, 0, 1), (struct want){RING, SIMPLE, 2});
     /* more ranks: the one-shot moves (n - 1) x bytes, trees take fewer hops than the ring */
     expect("host AR 5r 4 KB", tune(&s, d, AR, 5, 4 * KB, 0, 1), (struct want){DIRECT, SIMPLE, 1});
-    expect("host AR 5r 16 KB", tune(&s, d, AR, 5, 16 * KB, 0, 1), (struct want){TREE, SIMPLE, 1});
+    /* the two-shot's 2 hops beat the tree's 6 (measured at 4 ranks, 16 KB: 17.7 us, tree 19.9) */
+    expect("host AR 5r 16 KB", tune(&s, d, AR, 5, 16 * KB, 0, 1),
+           (struct want){TWOSHOT, SIMPLE, 1});
+    expect("host AR 5r 16 KB no two-shot", tune(&s2, d, AR, 5, 16 * KB, 0, 1),
+           (struct want){TREE, SIMPLE, 1});
     expect("host AR 5r 1 MB", tune(&s, d, AR, 5, 1 * MB, 0, 1), (struct want){RING, SIMPLE, 2});
     expect("host AG 4r 128 B", tune(&s, d, BT_COLL_ALLGATHER, 4, 128, 0, 1),
            (struct want){RING, LL, 1});
@@ -123,7 +136,7 @@ static void gpu_defaults(void)
     expect("gpu AR 1 GB", tune(&s, d, AR, 2, 1024 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
     /* no trees on GPUs, even when asked */
     struct bt_tune_settings t = s;
-    t.ring_ok = t.direct_ok = 0;
+    t.ring_ok = t.direct_ok = t.twoshot_ok = 0;
     expect("gpu ALGO=Tree", tune(&t, d, AR, 8, 16 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
     /* nor does TREE_THRESHOLD turn the ring into the one-shot where trees do not run */
     t = s;
@@ -142,7 +155,7 @@ static void overrides(void)
     const int AR = BT_COLL_ALLREDUCE;
     struct bt_tune_settings s = env_defaults();
     s.simple_ok = s.ll128_ok = 0; /* PROTO=LL */
-    expect("PROTO=LL host 4 MB", tune(&s, h, AR, 4, 4 * MB, 0, 1), (struct want){RING, LL, 1});
+    expect("PROTO=LL host 4 MB", tune(&s, h, AR, 4, 4 * MB, 0, 1), (struct want){TWOSHOT, LL, 1});
     expect("PROTO=LL net stays Simple", tune(&s, h, AR, 4, 8, 0, 0),
            (struct want){DIRECT, SIMPLE, 1});
     s = env_defaults();
@@ -321,9 +334,61 @@ static void net_link_bounds(void)
     net_latency_us = 0;
 }
 
+/*
+ * 8 ranks of one process on one H200 (TEST_SAME_GPU: 16 channels each, the one-shot's and
+ * two-shot's 8), AllReduce out of place, us per call (bench/results/gpu-1xh200-nranks-
+ * 2026-12-02.md): at every size the tuner's pick, measured, is within 10% of the fastest of
+ * the three algorithms there (the issue's bar), with the shared-GPU figures.
+ */
+static void shared_gpu_picks(void)
+{
+    enum { RS, RL, WS, WL, D128, DS, DL, NV };
+    static const struct {
+        size_t bytes;
+        double us[NV]; /* ring Simple, ring LL, two-shot Simple, LL, one-shot LL128, Simple, LL */
+    } m[] = {
+        {64 * KB, {97.35, 59.52, 119.05, 65.75, 32.02, 71.15, 1e9}},
+        {128 * KB, {99.41, 60.61, 121.72, 66.21, 31.22, 73.04, 1e9}},
+        {256 * KB, {101.47, 60.41, 122.94, 69.02, 32.72, 79.89, 1e9}},
+        {512 * KB, {107.68, 62.82, 127.48, 84.42, 54.64, 107.98, 1e9}},
+        {1 * MB, {108.91, 80.58, 136.71, 123.82, 91.52, 146.78, 1e9}},
+        {2 * MB, {115.31, 120.34, 155.07, 209.28, 160.33, 232.92, 1e9}},
+        {4 * MB, {123.98, 223.60, 221.20, 410.25, 303.37, 453.11, 1e9}},
+        {8 * MB, {168.08, 452.81, 339.09, 808.19, 596.46, 893.96, 1e9}},
+        {16 * MB, {270.07, 900.47, 575.85, 1613.52, 1168.37, 1771.40, 1e9}},
+        {32 * MB, {480.48, 1799.92, 1031.64, 3211.34, 2307.42, 3535.14, 1e9}},
+        {64 * MB, {852.21, 3620.95, 2048.76, 6453.40, 4568.32, 7038.77, 1e9}},
+    };
+    struct bt_tune_settings s = env_defaults();
+    shared_gpu = 1;
+    gpu_max_channels = 16;
+    gpu_direct_channels = 8;
+    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+        struct bt_tune_out o =
+            tune(&s, &bt_tune_gpu_defaults, BT_COLL_ALLREDUCE, 8, m[i].bytes, 1, 1);
+        int k = o.algo == RING      ? (o.proto == LL ? RL : RS)
+                : o.algo == TWOSHOT ? (o.proto == LL ? WL : WS)
+                : o.proto == LL128  ? D128
+                : o.proto == LL     ? DL
+                                    : DS;
+        double best = m[i].us[0];
+        for (int v = 1; v < NV; v++)
+            if (m[i].us[v] < best)
+                best = m[i].us[v];
+        BT_TEST_CHECK(m[i].us[k] <= 1.10 * best,
+                      "8 ranks on one GPU, %zu B: the tuner picks algo %d proto %d, measured "
+                      "%.1f us, the fastest %.1f",
+                      m[i].bytes, o.algo, o.proto, m[i].us[k], best);
+    }
+    shared_gpu = 0;
+    gpu_max_channels = 64;
+    gpu_direct_channels = 32;
+}
+
 int main(void)
 {
     calibration();
+    shared_gpu_picks();
     host_defaults();
     net_link_bounds();
     gpu_defaults();

@@ -1,7 +1,8 @@
 /*
  * baton-topo: the machine as Baton sees it. Devices (the PCIe tree under each NUMA node),
  * the path class and bandwidth between every pair of GPUs and from each GPU to each NIC,
- * the rings chosen per channel, each GPU's NIC, and warnings.
+ * the rings chosen per channel, each GPU's NIC (rail binding: the nearest, then the least
+ * used), what the tuner picks per size for a job of one rank per GPU, and warnings.
  *
  *   baton-topo [--file F] [--dump] [--channels N]
  *     --file F      read topology file F (else TOPO_FILE, else discover this machine)
@@ -12,8 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/dtype.h"
+#include "core/launch.h"
+#include "core/plan.h"
+#include "exec/cuda/cuda_comm.h"
 #include "graph/ring_plan.h"
 #include "topo/topo.h"
+#include "tune/tuner.h"
 
 static const char *kind_name(int k)
 {
@@ -38,6 +44,49 @@ static void print_tree(const struct bt_topo *t, int node, int depth)
     for (int i = 0; i < t->nnodes; i++)
         if (t->nodes[i].parent == node)
             print_tree(t, i, depth + 1);
+}
+
+static const char *algo_name(int a)
+{
+    static const char *const names[] = {"Ring", "Tree", "Direct", "TwoShot"};
+    return a >= 0 && a < BT_NUM_ALGOS ? names[a] : "?";
+}
+
+static const char *proto_name(int p)
+{
+    return p == BT_PROTO_LL ? "LL" : p == BT_PROTO_LL128 ? "LL128" : "Simple";
+}
+
+/* What the tuner picks for a job of one rank per GPU of this machine (the CUDA executor's
+ * default geometry; PROTO, ALGO and the thresholds from the environment as in a job), per
+ * size as nccl-tests counts it, float. */
+static void print_picks(const struct bt_topo *t)
+{
+    int n = t->ngpus, gpu[BT_TOPO_MAX_GPUS], x, y;
+    for (int g = 0; g < n; g++)
+        gpu[g] = g;
+    int nvl = bt_topo_p2p_within(t, n, gpu, BT_PATH_NVL, &x, &y);
+    struct bt_tune_settings set;
+    bt_tune_settings_from_env(&set);
+    struct bt_cuda_comm cc;
+    struct bt_plan_target tg;
+    bt_launch_gpu_model(n, nvl, &set, &cc, &tg);
+    printf("\n# tuner picks, %d ranks (one per GPU%s): algorithm protocol channels\n", n,
+           nvl ? ", every pair NVLink" : "");
+    printf("%12s  %-24s  %-24s  %-24s\n", "bytes", "AllReduce", "AllGather", "ReduceScatter");
+    const int colls[] = {BT_COLL_ALLREDUCE, BT_COLL_ALLGATHER, BT_COLL_REDUCESCATTER};
+    for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 2) {
+        printf("%12zu", bytes);
+        for (int k = 0; k < 3; k++) {
+            struct bt_tune_out o;
+            bt_plan_pick(&tg, colls[k], bytes, BT_FLOAT32, &o);
+            char cell[64];
+            snprintf(cell, sizeof(cell), "%s %s %d", algo_name(o.algo), proto_name(o.proto),
+                     o.nchannels);
+            printf("  %-24s", cell);
+        }
+        printf("\n");
+    }
 }
 
 int main(int argc, char **argv)
@@ -132,6 +181,8 @@ int main(int argc, char **argv)
             printf("\n");
         }
     }
+    if (t.ngpus > 1)
+        print_picks(&t);
     printf("\n# warnings\n");
     if (bt_topo_warnings(&t, stdout) == 0)
         printf("none\n");

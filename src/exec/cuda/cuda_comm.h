@@ -21,6 +21,14 @@
 #define BT_CUDA_P2P_LL_MAX (64 * 1024)  /* send/recv up to this size in LL lines */
 #define BT_CUDA_P2P_PARTS 32            /* at most this many blocks per peer and direction */
 
+/* Channels: one block each. Measured on 2 x H200 (docs/TUNING.md), AllReduce busbw at 1 GB:
+ * 16 channels 188 GB/s, 32 307, 48 325, 64 341 (NCCL 327-331); a block moves 5-12 GB/s. */
+#define BT_GPU_NCHANNELS 64           /* default MAX_NCHANNELS */
+#define BT_GPU_MAX_CHANNELS 64        /* MAX_NCHANNELS may ask for up to this many */
+#define BT_GPU_SLOT (512 * 1024)      /* bytes per Simple slot: 4 MB FIFOs */
+#define BT_GPU_LL_SLOT (64 * 1024)    /* bytes per LL slot (32 KB of payload) */
+#define BT_GPU_LL128_SLOT (64 * 1024) /* bytes per LL128 slot (60 KB of payload) */
+
 struct bt_transport_ctx;
 
 struct bt_cuda_comm {
@@ -29,6 +37,8 @@ struct bt_cuda_comm {
     struct bt_transport_ctx *ctx; /* the communicator's: bootstrap, proxy, liveness */
     int nch;                      /* channels (blocks) collectives may use */
     int np2p;                     /* connector pairs (blocks) per peer for send/recv */
+    int np2p_run;                 /* of those, the parts a send/recv launch uses (residency) */
+    int nsame;                    /* most ranks of the communicator sharing one GPU */
     size_t slot;                  /* bytes of each Simple slot */
     size_t ll_slot;               /* bytes of each LL slot (lines: half of it is payload) */
     size_t ll128_slot; /* bytes of each LL128 slot (120 of each 128 are payload); 0 unless
@@ -44,6 +54,11 @@ struct bt_cuda_comm {
     struct bt_conn **dpeer_send, **dpeer_recv;
     char *dscratch;
     size_t scratch_bytes; /* per channel: the larger slot */
+    /* Every rank's "a peer timed out" word (kargs.h: bt_cuda_khdr.failed), the line after its
+     * FIFOs: this rank's own (device address) and [nranks] each rank's as mapped here; NULL
+     * through the network. */
+    uint32_t *dfail_own;
+    uint32_t **dfail;
 
     /* exec/cuda/p2p.c: this rank's FIFOs and the peers' it mapped */
     void *fifo_base;  /* one allocation: ring FIFOs, then one per peer (device address) */
@@ -77,6 +92,25 @@ struct bt_cuda_comm {
     struct bt_cuda_report *report_h;
     void *abort_d, *report_d;
 };
+
+/* The default geometry of a communicator of cc->nranks ranks, before the ranks agree on it
+ * (exec/cuda/p2p.c then cuts channels so that every rank sharing a GPU fits it, and keeps
+ * LL128 slots only over NVLink): `nch` channels (<= 0: the default), send/recv parts as many
+ * as fit a launch with every peer in both directions, the slots. */
+static inline void bt_cuda_geometry_default(struct bt_cuda_comm *cc, int nch)
+{
+    cc->nch = nch > 0 ? nch : BT_GPU_NCHANNELS;
+    cc->np2p = cc->nranks > 1 ? (BT_CUDA_MAX_WORKS - 8) / (2 * (cc->nranks - 1)) : 1;
+    if (cc->np2p > BT_CUDA_P2P_PARTS)
+        cc->np2p = BT_CUDA_P2P_PARTS;
+    if (cc->np2p < 1)
+        cc->np2p = 1;
+    cc->np2p_run = cc->np2p;
+    cc->nsame = 1;
+    cc->slot = BT_GPU_SLOT;
+    cc->ll_slot = BT_GPU_LL_SLOT;
+    cc->ll128_slot = BT_GPU_LL128_SLOT;
+}
 
 /* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */
 static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int is_recv, int part)

@@ -51,7 +51,7 @@ void bt_cuda_hostconn_geometry(const struct bt_cuda_setup *s, struct bt_cuda_com
     if (nch > cc->nch)
         nch = cc->nch;
     cc->nch = nch < 1 ? 1 : nch;
-    cc->np2p = 1;
+    cc->np2p = cc->np2p_run = 1;
     cc->slot = s->host_slot; /* steps are the host connectors' slots */
 }
 

@@ -31,6 +31,7 @@ enum bt_cuda_kerr {
     BT_CUDA_KERR_NONE = 0,
     BT_CUDA_KERR_ABORT = 1,   /* the communicator's abort flag was raised */
     BT_CUDA_KERR_TIMEOUT = 2, /* a wait saw no progress for TIMEOUT seconds */
+    BT_CUDA_KERR_PEER = 3,    /* a peer's kernel timed out and said so (error_at.peer) */
 };
 
 /* Where a kernel waited: the collective (the communicator's operation number, as the arrival
@@ -55,6 +56,13 @@ struct bt_cuda_khdr {
     struct bt_cuda_report *report; /* host-mapped */
     uint64_t timeout_ns;           /* 0: none */
     uint64_t hang_ns;              /* a wait this long is reported once (0: never) */
+    /* A kernel that times out tells every peer at once, so that a peer's block that had not
+     * even started when the wait began (the GPU full, its SMs held by other work) fails at
+     * its first wait instead of waiting TIMEOUT again: each rank has a word in its FIFO
+     * memory that peers set to their rank + 1 (exec/cuda/p2p.c). NULL through the network. */
+    volatile uint32_t *failed;   /* this rank's word: read by every wait's stall check */
+    uint32_t *const *fail_words; /* [nranks]: every rank's word as addressed here */
+    int rank, nranks;
 };
 
 /* What the host fills; the kernel gets the header and the first nworks entries. */

@@ -17,14 +17,6 @@
 #include "util/log.h"
 #include "util/param.h"
 
-/* Channels: one block each. Measured on 2 x H200 (docs/TUNING.md), AllReduce busbw at 1 GB:
- * 16 channels 188 GB/s, 32 307, 48 325, 64 341 (NCCL 327-331); a block moves 5-12 GB/s. */
-#define BT_GPU_NCHANNELS 64           /* default MAX_NCHANNELS */
-#define BT_GPU_MAX_CHANNELS 64        /* MAX_NCHANNELS may ask for up to this many */
-#define BT_GPU_SLOT (512 * 1024)      /* bytes per Simple slot: 4 MB FIFOs */
-#define BT_GPU_LL_SLOT (64 * 1024)    /* bytes per LL slot (32 KB of payload) */
-#define BT_GPU_LL128_SLOT (64 * 1024) /* bytes per LL128 slot (60 KB of payload) */
-
 static bt_status_t cuda_status(cudaError_t e, const char *what)
 {
     return bt_device_error((int)e, what);
@@ -43,29 +35,18 @@ bt_status_t bt_cuda_comm_create(const struct bt_cuda_setup *s, struct bt_cuda_co
     cc->nranks = s->ctx->nranks;
     cc->ctx = s->ctx;
     int64_t nch = bt_param_max_nchannels();
-    if (nch <= 0)
-        nch = BT_GPU_NCHANNELS;
-    if (s->max_nchannels > 0 && nch > s->max_nchannels)
+    if (s->max_nchannels > 0 && (nch <= 0 || nch > s->max_nchannels))
         nch = s->max_nchannels; /* config.maxCTAs */
-    cc->nch = (int)(nch > BT_GPU_MAX_CHANNELS ? BT_GPU_MAX_CHANNELS : nch);
-    /* send/recv parts: as many as fit a launch with every peer in both directions */
-    cc->np2p = cc->nranks > 1 ? (BT_CUDA_MAX_WORKS - 8) / (2 * (cc->nranks - 1)) : 1;
-    if (cc->np2p > BT_CUDA_P2P_PARTS)
-        cc->np2p = BT_CUDA_P2P_PARTS;
-    if (cc->np2p < 1)
-        cc->np2p = 1;
+    bt_cuda_geometry_default(cc, (int)(nch > BT_GPU_MAX_CHANNELS ? BT_GPU_MAX_CHANNELS : nch));
     /* BUFFSIZE when the user set it (its default is the host's), else 4 MB FIFOs */
-    cc->slot = BT_GPU_SLOT;
     if (bt_param_env("BUFFSIZE"))
         cc->slot = ((size_t)bt_param_buffsize() / BT_NSTEPS + 4095) & ~(size_t)4095;
-    cc->ll_slot = BT_GPU_LL_SLOT;
     if (bt_param_env("LL_BUFFSIZE"))
         cc->ll_slot = ((size_t)bt_param_ll_buffsize() / BT_NSTEPS + 255) & ~(size_t)255;
     if (cc->ll_slot < 4096) /* whole lines, and a chunk of at least one 8-byte element */
         cc->ll_slot = 4096;
     if (cc->ll_slot > (1u << 20))
         cc->ll_slot = 1u << 20;
-    cc->ll128_slot = BT_GPU_LL128_SLOT; /* kept only over NVLink (exec/cuda/p2p.c) */
     bt_status_t st = cuda_status(cudaHostAlloc((void **)&cc->abort_h, sizeof(int),
                                                cudaHostAllocMapped | cudaHostAllocPortable),
                                  "cudaHostAlloc (abort flag)");
@@ -145,6 +126,10 @@ void bt_cuda_kargs_init(struct bt_cuda_kargs *a, const struct bt_cuda_comm *cc)
     a->h.report = (struct bt_cuda_report *)cc->report_d;
     a->h.timeout_ns = (uint64_t)bt_param_timeout() * 1000000000ull;
     a->h.hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull;
+    a->h.failed = cc->dfail_own;
+    a->h.fail_words = cc->dfail;
+    a->h.rank = cc->rank;
+    a->h.nranks = cc->nranks;
 }
 
 struct bt_work *bt_cuda_kargs_add(struct bt_cuda_kargs *a, int block)

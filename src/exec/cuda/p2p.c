@@ -44,12 +44,15 @@ struct p2p_info {
     int want_shm; /* P2P_DISABLE=1 here */
     char bus[32]; /* PCI bus id: device indices differ between processes */
     int nch, np2p;
+    int resident; /* blocks of the kernels this GPU runs at once: one per SM */
     uint64_t host_hash;
     uint64_t slot, ll_slot;
     void *base;
     cudaIpcMemHandle_t handle;
     char shm_name[BT_SHM_NAME_MAX];
 };
+
+#define BT_FAIL_LINE 4096 /* after a rank's FIFOs: the word its peers set when they time out */
 
 #define CUDA_TRY(call, what) BT_CHECK_GOTO(bt_device_error((int)(call), (what)), st, fail)
 
@@ -89,7 +92,8 @@ struct stage {
     struct bt_channel *ch;
     int *order;
     struct bt_conn *p2p;
-    int *best; /* the ring over the ranks channel 0 follows (odd channels: reversed) */
+    int *best;       /* the ring over the ranks channel 0 follows (odd channels: reversed) */
+    uint32_t **fail; /* [nranks]: every rank's failure word as mapped here */
 };
 
 /*
@@ -201,7 +205,8 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
     struct p2p_info *mine = &all[me];
     struct bt_fifo_sizes z = fifo_sizes(cc);
     size_t fb = fifo_bytes(&z);
-    size_t total = fb * (size_t)(cc->nch + n * cc->np2p);
+    size_t fifos = fb * (size_t)(cc->nch + n * cc->np2p);
+    size_t total = fifos + BT_FAIL_LINE; /* then the "a peer timed out" word */
     if (cc->shm) {
         BT_CHECK(bt_shm_create(total, &cc->shm_own));
         CUDA_TRY(cudaHostRegister(cc->shm_own.ptr, total,
@@ -285,6 +290,9 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
                                (char *)cc->fifo_base + own, &z, r, 0, k);
         }
     }
+    for (int r = 0; r < n; r++)
+        sg->fail[r] = (uint32_t *)((char *)cc->peer_base[r] + fifos);
+    cc->dfail_own = sg->fail[me];
     /* No rank may write into a peer's FIFOs before the peer has zeroed them (done before
      * the second allgather) - and no kernel runs before setup returns. */
     BT_INFO(BT_LOG_INIT, "GPU %d: %d channels, %zu-byte slots, %zu bytes of FIFOs in %s", cc->dev,
@@ -292,6 +300,65 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
     return BT_OK;
 fail:
     return st;
+}
+
+/* Blocks of our kernels device `dev` runs at once: __launch_bounds__(BT_CUDA_THREADS, 1)
+ * promises one per SM, and no more is counted on. */
+static int resident_blocks(int dev)
+{
+    int sms = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0; /* unknown: no cap */
+    }
+    return sms;
+}
+
+/*
+ * A block that waits spins until its peer's block has run: every block of a collective must
+ * be resident at once, or the resident ones wait for the others until TIMEOUT. One rank per
+ * GPU fits (64 channels, 132 SMs on an H100/H200); ranks sharing a GPU (TEST_SAME_GPU) share
+ * its SMs, and a send/recv group with every peer takes 2 (n - 1) blocks per part. So the
+ * channels and send/recv parts are cut until the kernels of all ranks on the most crowded GPU
+ * fit it (the parts a send/recv launch uses; the one-shot and two-shot use part c's
+ * connectors on channel c, a block per channel); every rank computes the same from the
+ * allgathered figures. Other work holding SMs
+ * cannot be known here: then the deadline and the peers' failure word end the waits.
+ */
+static void fit_residency(struct bt_cuda_comm *cc, const struct p2p_info *all, int n)
+{
+    int cap = 0, most = 1;
+    for (int r = 0; r < n; r++) {
+        int same = 0;
+        for (int q = 0; q < n; q++)
+            same += all[q].host_hash == all[r].host_hash && strcmp(all[q].bus, all[r].bus) == 0;
+        if (all[r].resident > 0 && (cap == 0 || all[r].resident / same < cap))
+            cap = all[r].resident / same;
+        if (same > most)
+            most = same;
+    }
+    cc->nsame = most;
+    cc->np2p_run = cc->np2p;
+    if (cap <= 0 || n < 2)
+        return;
+    int nch = cc->nch < cap ? cc->nch : cap;
+    int run = cap / (2 * (n - 1));
+    if (run < 1)
+        run = 1;
+    if (run > cc->np2p)
+        run = cc->np2p;
+    if (nch != cc->nch || run != cc->np2p)
+        BT_INFO(BT_LOG_INIT,
+                "%d ranks share a GPU that runs %d blocks at once: %d channels (of %d), "
+                "send/recv groups in %d parts per peer (of %d)",
+                most, cap * most, nch < 1 ? 1 : nch, cc->nch, run, cc->np2p);
+    if (2 * (n - 1) > cap)
+        BT_WARN("%d ranks share a GPU that runs %d blocks at once: a send/recv group with "
+                "every peer needs %d blocks per rank, more than fit; such a group may wait "
+                "until TIMEOUT",
+                most, cap * most, 2 * (n - 1));
+    cc->nch = nch < 1 ? 1 : nch;
+    cc->np2p_run = run;
 }
 
 bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc)
@@ -305,13 +372,14 @@ bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm
         .order = calloc((size_t)cc->nch * (size_t)n, sizeof(int)),
         .p2p = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*sg.p2p)),
         .best = calloc((size_t)n, sizeof(int)),
+        .fail = calloc((size_t)n, sizeof(uint32_t *)),
     };
     struct bt_conn **hpeer = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hpeer));
     cc->peer_base = calloc((size_t)n, sizeof(void *));
     cc->peer_opened = calloc((size_t)n, sizeof(int));
     cc->shm_peer = calloc((size_t)n, sizeof(*cc->shm_peer));
-    if (!all || !sg.ch || !sg.order || !sg.p2p || !sg.best || !hpeer || !cc->peer_base ||
-        !cc->peer_opened || !cc->shm_peer) {
+    if (!all || !sg.ch || !sg.order || !sg.p2p || !sg.best || !sg.fail || !hpeer ||
+        !cc->peer_base || !cc->peer_opened || !cc->shm_peer) {
         BT_WARN("out of memory setting up GPU connectors");
         st = BT_ERR_SYSTEM;
         goto fail;
@@ -328,6 +396,7 @@ bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm
     mine->slot = cc->slot;
     mine->ll_slot = cc->ll_slot;
     mine->host_hash = ctx->peers[me].host_hash;
+    mine->resident = resident_blocks(cc->dev);
     mine->want_shm = bt_param_p2p_disable() != 0;
     CUDA_TRY(cudaDeviceGetPCIBusId(mine->bus, (int)sizeof(mine->bus), cc->dev),
              "cudaDeviceGetPCIBusId");
@@ -360,6 +429,7 @@ bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm
         }
         remote |= all[r].host_hash != mine->host_hash;
     }
+    fit_residency(cc, all, n);
     /* Every rank decides alike: through host connectors (the network) when a rank is on
      * another host, or when P2P is off and shared memory too (SHM_DISABLE=1: s->shm_all
      * is the same on every rank); else shared memory if any rank asks for it or two GPUs
@@ -438,6 +508,12 @@ bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm
              "cudaMemcpy of the ring orders");
     CUDA_TRY(cudaMemcpy(cc->dp2p, sg.p2p, sizeof(*sg.p2p) * np2p_conns, cudaMemcpyHostToDevice),
              "cudaMemcpy of the p2p connectors");
+    if (cc->dfail_own) {
+        CUDA_TRY(cudaMalloc((void **)&cc->dfail, sizeof(*sg.fail) * (size_t)n), "cudaMalloc");
+        CUDA_TRY(
+            cudaMemcpy(cc->dfail, sg.fail, sizeof(*sg.fail) * (size_t)n, cudaMemcpyHostToDevice),
+            "cudaMemcpy of the failure words");
+    }
     goto out;
 
 fail:
@@ -448,6 +524,7 @@ out:
     free(sg.order);
     free(sg.p2p);
     free(sg.best);
+    free(sg.fail);
     free(hpeer);
     return st;
 }
@@ -487,6 +564,9 @@ void bt_cuda_p2p_free(struct bt_cuda_comm *cc)
     cudaFree(cc->dp2p);
     cudaFree(cc->dpeer_send);
     cudaFree(cc->dscratch);
+    cudaFree(cc->dfail);
+    cc->dfail = NULL;
+    cc->dfail_own = NULL;
     cc->dpeer_send = cc->dpeer_recv = NULL;
     cc->dscratch = NULL;
     cc->fifo_base = NULL;

@@ -49,23 +49,40 @@ static __device__ void report_where(volatile struct bt_cuda_where *at, int peer,
 
 #define STALL_REPORTED (1ull << 63) /* in a wait's start time: its hang was reported */
 
-/* Called every 1024 polls of a wait: the abort flag, the hang report and the deadline
- * (`start` is the first check's time). Returns 0, or an enum bt_cuda_kerr, also recorded in
- * the host-mapped report with where the wait stalled. */
+/* A wait timed out: every rank's kernels stop at their next stall check (kargs.h), this
+ * rank's other blocks too (a block that was not resident yet would wait TIMEOUT again). */
+static __device__ void tell_peers_failed(const struct bt_cuda_khdr &h)
+{
+    for (int r = 0; h.fail_words && r < h.nranks; r++)
+        if (h.fail_words[r])
+            *(volatile uint32_t *)h.fail_words[r] = (uint32_t)h.rank + 1;
+}
+
+/* Called every 1024 polls of a wait: the abort flag, a peer's failure, the hang report and
+ * the deadline (`start` is the first check's time). Returns 0, or an enum bt_cuda_kerr, also
+ * recorded in the host-mapped report with where the wait stalled (for a peer's failure: that
+ * peer). */
 static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uint64_t *start,
                                                int peer, int widx, int is_send)
 {
     int err = BT_CUDA_KERR_NONE;
     if (h.abort_flag && *h.abort_flag)
         err = BT_CUDA_KERR_ABORT;
+    uint32_t failed = h.failed ? *h.failed : 0;
+    if (failed && !err) {
+        err = BT_CUDA_KERR_PEER;
+        peer = (int)failed - 1;
+    }
     uint64_t now = globaltimer_ns();
     volatile struct bt_cuda_report *r = h.report;
     if (*start == 0) {
         *start = now;
     } else {
         uint64_t waited = now - (*start & ~STALL_REPORTED);
-        if (h.timeout_ns && waited > h.timeout_ns)
+        if (h.timeout_ns && waited > h.timeout_ns && !err) {
             err = BT_CUDA_KERR_TIMEOUT;
+            tell_peers_failed(h);
+        }
         if (h.hang_ns && waited > h.hang_ns && !(*start & STALL_REPORTED)) {
             *start |= STALL_REPORTED;
             if (!r->stalled) {
