@@ -351,13 +351,13 @@ static void fit_residency(struct bt_cuda_comm *cc, const struct p2p_info *all, i
         BT_INFO(BT_LOG_INIT,
                 "%d ranks share a GPU that runs %d blocks at once: %d channels (of %d), "
                 "send/recv groups in %d parts per peer (of %d)",
-                most, cap * most, nch < 1 ? 1 : nch, cc->nch, run, cc->np2p);
+                most, cap * most, nch, cc->nch, run, cc->np2p);
     if (2 * (n - 1) > cap)
         BT_WARN("%d ranks share a GPU that runs %d blocks at once: a send/recv group with "
                 "every peer needs %d blocks per rank, more than fit; such a group may wait "
                 "until TIMEOUT",
                 most, cap * most, 2 * (n - 1));
-    cc->nch = nch < 1 ? 1 : nch;
+    cc->nch = nch; /* >= 1: cap > 0 */
     cc->np2p_run = run;
 }
 
