@@ -5,8 +5,8 @@
  * figures (ANCHORS.md: all_reduce_perf -g 2) are measured this way; baton-perf (one rank per
  * process) cannot. Built against the public NCCL API only: LD_LIBRARY_PATH picks the library.
  *
- *   baton-one-process [--same-gpu] [--ranks N] [--windows] allreduce|allgather MIN_BYTES
- *                     [MAX_BYTES [ITERS [ROUNDS]]]
+ *   baton-one-process [--same-gpu] [--ranks N] [--windows] allreduce|allgather|reducescatter
+ *                     MIN_BYTES [MAX_BYTES [ITERS [ROUNDS]]]
  *
  * Ranks: one per visible GPU (--ranks N: the first N). --same-gpu: two ranks (or N) on GPU 0
  * (Baton with TEST_SAME_GPU=1): not a link measurement, the bytes never leave the GPU, so it
@@ -21,7 +21,8 @@
  * Sizes MIN_BYTES .. MAX_BYTES (x2), float sum. Per size, out of place then in place: 5 calls
  * of warm-up, then ROUNDS (default 5) times ITERS (default 20) calls back to back and one
  * wait for all streams; the median round's time per call (us) is printed, nccl-tests' busbw
- * beside (AllReduce 2(n-1)/n, AllGather (n-1)/n of the bytes per rank times n), then one
+ * beside (AllReduce 2(n-1)/n, AllGather and ReduceScatter (n-1)/n of the bytes: AllGather's
+ * whole output, ReduceScatter's whole input, as nccl-tests counts them), then one
  * checked call per placement: every element of every rank's output compared (#wrong). Last
  * column: the host's time per call to enqueue (out of place), the median round's.
  */
@@ -44,8 +45,12 @@
         }                                                                                          \
     } while (0)
 
+enum coll { ALLREDUCE, ALLGATHER, REDUCESCATTER };
+static const char *const coll_names[] = {"allreduce", "allgather", "reducescatter"};
+
 struct bench {
-    int n, ag; /* ranks; 1: AllGather, 0: AllReduce */
+    int n;          /* ranks */
+    enum coll coll; /* what is measured */
     ncclComm_t comms[MAX_RANKS];
     int devs[MAX_RANKS];
     cudaStream_t st[MAX_RANKS];
@@ -79,26 +84,45 @@ static float value(int r, size_t i)
     return (float)((r + 1) * (int)(i % 13 + 1));
 }
 
-/* Where rank r's input lies: in place, inside its output (AllGather: at its own part). */
+/* A call's `count` is AllReduce's elements, AllGather's input and ReduceScatter's output
+ * (NCCL's count arguments). Elements of rank r's input and of its output: */
+static size_t in_elems(const struct bench *b, size_t count)
+{
+    return b->coll == REDUCESCATTER ? count * (size_t)b->n : count;
+}
+static size_t out_elems(const struct bench *b, size_t count)
+{
+    return b->coll == ALLGATHER ? count * (size_t)b->n : count;
+}
+
+/* Where rank r's input and output lie: in place, the smaller inside the larger at the rank's
+ * own part (AllGather's input, ReduceScatter's output), as NCCL defines it. */
 static float *input(const struct bench *b, int r, int in_place, size_t count)
 {
     if (!in_place)
         return b->send[r];
-    return b->ag ? b->recv[r] + (size_t)r * count : b->recv[r];
+    return b->coll == ALLGATHER ? b->recv[r] + (size_t)r * count : b->recv[r];
+}
+static float *output(const struct bench *b, int r, int in_place, size_t count)
+{
+    return in_place && b->coll == REDUCESCATTER ? b->recv[r] + (size_t)r * count : b->recv[r];
 }
 
-/* One iteration: every rank's call in one group. count: elements per rank's input. */
+/* One iteration: every rank's call in one group. */
 static void iterate(struct bench *b, size_t count, int in_place)
 {
     CHECK(ncclGroupStart() == ncclSuccess);
     for (int r = 0; r < b->n; r++) {
-        float *in = input(b, r, in_place, count);
-        if (b->ag)
-            CHECK(ncclAllGather(in, b->recv[r], count, ncclFloat32, b->comms[r], b->st[r]) ==
+        float *in = input(b, r, in_place, count), *out = output(b, r, in_place, count);
+        if (b->coll == ALLGATHER)
+            CHECK(ncclAllGather(in, out, count, ncclFloat32, b->comms[r], b->st[r]) ==
                   ncclSuccess);
+        else if (b->coll == REDUCESCATTER)
+            CHECK(ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, b->comms[r],
+                                    b->st[r]) == ncclSuccess);
         else
-            CHECK(ncclAllReduce(in, b->recv[r], count, ncclFloat32, ncclSum, b->comms[r],
-                                b->st[r]) == ncclSuccess);
+            CHECK(ncclAllReduce(in, out, count, ncclFloat32, ncclSum, b->comms[r], b->st[r]) ==
+                  ncclSuccess);
     }
     CHECK(ncclGroupEnd() == ncclSuccess);
 }
@@ -136,13 +160,13 @@ static double time_call(struct bench *b, size_t count, int in_place, int iters, 
 /* One call on known inputs; the number of output elements (all ranks) that differ. */
 static long check_call(struct bench *b, size_t count, int in_place)
 {
-    size_t out = b->ag ? count * (size_t)b->n : count;
+    size_t in = in_elems(b, count), out = out_elems(b, count);
     for (int r = 0; r < b->n; r++) {
         CHECK(cudaSetDevice(b->devs[r]) == cudaSuccess);
-        CHECK(cudaMemset(b->recv[r], 0, out * sizeof(float)) == cudaSuccess);
-        for (size_t i = 0; i < count; i++)
+        CHECK(cudaMemset(b->recv[r], 0, (in > out ? in : out) * sizeof(float)) == cudaSuccess);
+        for (size_t i = 0; i < in; i++)
             b->host[i] = value(r, i);
-        CHECK(cudaMemcpy(input(b, r, in_place, count), b->host, count * sizeof(float),
+        CHECK(cudaMemcpy(input(b, r, in_place, count), b->host, in * sizeof(float),
                          cudaMemcpyHostToDevice) == cudaSuccess);
     }
     /* The memset and the copies run on the legacy stream, which the ranks' non-blocking
@@ -160,15 +184,17 @@ static long check_call(struct bench *b, size_t count, int in_place)
     for (int r = 0; r < b->n; r++) {
         int run = 0, nruns = 0;
         size_t run_start = 0;
-        CHECK(cudaMemcpy(b->host, b->recv[r], out * sizeof(float), cudaMemcpyDeviceToHost) ==
-              cudaSuccess);
+        CHECK(cudaMemcpy(b->host, output(b, r, in_place, count), out * sizeof(float),
+                         cudaMemcpyDeviceToHost) == cudaSuccess);
+        /* ReduceScatter's rank r holds part r of the sum */
+        size_t base = b->coll == REDUCESCATTER ? (size_t)r * count : 0;
         for (size_t i = 0; i < out; i++) {
             float want = 0;
-            if (b->ag)
+            if (b->coll == ALLGATHER)
                 want = value((int)(i / count), i % count);
             else
                 for (int q = 0; q < b->n; q++)
-                    want += value(q, i);
+                    want += value(q, base + i);
             int bad = b->host[i] != want;
             /* a run of wrong elements: its first one, and its length when it ends */
             if (bad && diag && (i == 0 || !run) && nruns++ < 12)
@@ -192,7 +218,7 @@ static long check_call(struct bench *b, size_t count, int in_place)
 static void usage(void)
 {
     fprintf(stderr, "usage: baton-one-process [--same-gpu] [--ranks N] [--windows] "
-                    "allreduce|allgather MIN_BYTES [MAX_BYTES [ITERS [ROUNDS]]]\n");
+                    "allreduce|allgather|reducescatter MIN_BYTES [MAX_BYTES [ITERS [ROUNDS]]]\n");
     exit(2);
 }
 
@@ -213,9 +239,11 @@ int main(int argc, char **argv)
     }
     if (argc - a < 2 || argc - a > 5)
         usage();
-    if (strcmp(argv[a], "allgather") == 0)
-        b.ag = 1;
-    else if (strcmp(argv[a], "allreduce") != 0)
+    int known = 0;
+    for (int c = ALLREDUCE; c <= REDUCESCATTER && !known; c++)
+        if ((known = strcmp(argv[a], coll_names[c]) == 0))
+            b.coll = (enum coll)c;
+    if (!known)
         usage();
     size_t min = strtoull(argv[a + 1], NULL, 0);
     size_t max = argc - a > 2 ? strtoull(argv[a + 2], NULL, 0) : min;
@@ -240,8 +268,9 @@ int main(int argc, char **argv)
     for (int r = 0; r < b.n; r++)
         b.devs[r] = same_gpu ? 0 : r;
     CHECK(ncclCommInitAll(b.comms, b.n, b.devs) == ncclSuccess);
-    /* sizes are total bytes: AllReduce's per-rank buffer, AllGather's whole output */
-    size_t in_max = b.ag ? max / (size_t)b.n : max;
+    /* sizes are total bytes: AllReduce's per-rank buffer, AllGather's whole output,
+     * ReduceScatter's whole input */
+    size_t in_max = b.coll == ALLGATHER ? max / (size_t)b.n : max;
     for (int r = 0; r < b.n; r++) {
         CHECK(cudaSetDevice(b.devs[r]) == cudaSuccess);
         CHECK(cudaMalloc((void **)&b.send[r], in_max) == cudaSuccess);
@@ -272,7 +301,7 @@ int main(int argc, char **argv)
     ncclGetVersion(&version);
     const char *(*vs)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "batonVersionString");
     printf("# %s, one process, %d ranks on %s, NCCL version code %d, library: %s\n",
-           b.ag ? "allgather" : "allreduce", b.n, same_gpu ? "GPU 0" : "one GPU each", version,
+           coll_names[b.coll], b.n, same_gpu ? "GPU 0" : "one GPU each", version,
            vs ? vs() : "not Baton (no batonVersionString)");
     printf("# median of %d rounds of %d calls; busbw GB/s; #wrong over all ranks' outputs; "
            "windows: %s\n",
@@ -280,9 +309,9 @@ int main(int argc, char **argv)
     printf("# %10s %10s %10s %8s %10s %10s %8s %10s\n", "bytes", "oop us", "busbw", "#wrong",
            "ip us", "busbw", "#wrong", "enqueue us");
     long total_wrong = 0;
-    double factor = b.ag ? (double)(b.n - 1) / b.n : 2.0 * (b.n - 1) / b.n;
+    double factor = b.coll == ALLREDUCE ? 2.0 * (b.n - 1) / b.n : (double)(b.n - 1) / b.n;
     for (size_t bytes = min; bytes <= max; bytes *= 2) {
-        size_t count = (b.ag ? bytes / (size_t)b.n : bytes) / sizeof(float);
+        size_t count = (b.coll == ALLREDUCE ? bytes : bytes / (size_t)b.n) / sizeof(float);
         double us[2], enq[2];
         long wrong[2];
         for (int ip = 0; ip < 2; ip++) {

@@ -42,10 +42,8 @@ void bt_launch_gpu_target(const struct bt_cuda_comm *cc, const struct bt_tune_se
         .max_channels = cc->nch,
         .simple_slot = cc->slot,
         .ll_payload = cc->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
-        /* LL128 runs only in the one-pass one-shot (kernel.cu), up to its rank count */
-        .ll128_payload = cc->nranks <= BT_CUDA_ONEPASS_MAX_RANKS
-                             ? cc->ll128_slot / BT_LL128_LINE * BT_LL128_PAYLOAD
-                             : 0,
+        /* 0 unless every GPU pair is NVLink (exec/cuda/p2p.c) */
+        .ll128_payload = cc->ll128_slot / BT_LL128_LINE * BT_LL128_PAYLOAD,
         .direct_slot = cc->slot,
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
         .direct_max_channels = direct_max,

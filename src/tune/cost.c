@@ -51,3 +51,12 @@ void bt_tune_costs_bound(const struct bt_tune_costs *in, float gbps, float laten
                 c->hop_us = latency_us;
         }
 }
+
+double bt_tune_ring_pass_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes)
+{
+    const struct bt_tune_cost *c = &t->c[BT_ALGO_RING][proto];
+    if (c->gbps <= 0 || nranks < 2)
+        return 1e30;
+    double n = nranks;
+    return c->base_us + (n - 1) * c->hop_us + (n - 1) / n * (double)bytes / (c->gbps * 1e3);
+}

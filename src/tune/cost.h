@@ -13,6 +13,9 @@
  *     direct   1 hop                    (n - 1) x S    (one-shot: every rank sends to every rank)
  *     twoshot  2 hops                   2(n - 1)/n x S (reduce-scatter, all-gather, direct)
  *
+ * The other collectives' rings (one pass: n - 1 hops, (n - 1)/n x S) use the ring's figures to
+ * choose between LL128 and Simple (bt_tune_ring_pass_us).
+ *
  * The figures are fitted per executor and path to the AllReduce sweeps in bench/results
  * (docs/TUNING.md gives the fits and the crossovers they imply); the crossovers follow for
  * any rank count from there instead of thresholds divided by guesses.
@@ -45,5 +48,10 @@ void bt_tune_costs_bound(const struct bt_tune_costs *in, float gbps, float laten
  * according to `t`; a very large number where that pair has no figures. */
 double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, int nranks,
                             size_t bytes);
+
+/* Microseconds one pass around the ring takes (AllGather, ReduceScatter: n - 1 hops, each
+ * rank sends (n - 1)/n x bytes) by `proto`, from the ring AllReduce's figures in `t`: the
+ * same links, half the hops and bytes; a very large number where `proto` has no figures. */
+double bt_tune_ring_pass_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes);
 
 #endif

@@ -99,6 +99,10 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
         {
             [R][SI] = {15.2f, 3.0f, 337.0f},
             [R][LL] = {7.0f, 2.0f, 150.0f},
+            /* a prediction (docs/TUNING.md): the Simple ring's latency (as on one H200) and
+             * the LL ring's NVLink figure scaled by LL128's gain over LL on one H200 (62 / 48
+             * GB/s at 8 ranks): under the Simple ring everywhere, so chosen only when forced */
+            [R][L128] = {15.2f, 3.0f, 194.0f},
             [D][SI] = {12.5f, 0.0f, 159.0f},
             [D][LL] = {5.5f, 0.0f, 95.0f},
             [D][L128] = {7.9f, 0.0f, 162.0f},
@@ -115,13 +119,16 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
     /* 8 ranks of one process on one H200, 16 channels each (bench/results/
      * gpu-1xh200-nranks-2026-12-02.md, 64 KB-64 MB): one-shot LL128 25 us + 100 GB/s, LL 28 us +
      * 70 GB/s (one point), Simple 60 us + 72 GB/s; the LL ring 2 us + 14 hops of 3 us + 48 GB/s
-     * (512 KB-4 MB), the Simple ring 13 us + 14 hops of 6 us + 155 GB/s; the two-shot LL 58 us +
+     * (512 KB-4 MB), the Simple ring 13 us + 14 hops of 6 us + 155 GB/s, the LL128 ring Simple's
+     * latency + 62 GB/s (gpu-1xh200-ll128-rings-2026-12-03.md, 4-64 MB: never the fastest, nor in
+     * AllGather or ReduceScatter, which one pass of the same figures fits); the two-shot LL 58 us +
      * 2 hops of 3 + 21 GB/s, Simple 109 us + 2 hops of 3 + 60 GB/s (its 4n - 3 steps a loop,
      * one connector each, are the cost: never the fastest here). */
     .shared_gpu.c =
         {
             [R][SI] = {13.0f, 6.0f, 155.0f},
             [R][LL] = {2.0f, 3.0f, 48.0f},
+            [R][L128] = {13.0f, 6.0f, 62.0f},
             [D][SI] = {60.0f, 0.0f, 72.0f},
             [D][LL] = {28.0f, 0.0f, 70.0f},
             [D][L128] = {25.0f, 0.0f, 100.0f},
@@ -228,10 +235,45 @@ static unsigned drop(unsigned set, unsigned d)
     return set & ~d ? set & ~d : set;
 }
 
+/* The cost figures for `in`'s path: the network's bounded by the link (in *bounded), the
+ * shared GPU's where ranks share one, else the local ones. */
+static const struct bt_tune_costs *costs_for(const struct bt_tune_in *in,
+                                             struct bt_tune_costs *bounded)
+{
+    const struct bt_tune_costs *costs = in->shm_all ? &in->def->local : &in->def->net;
+    if (in->shm_all && in->shared_gpu &&
+        in->def->shared_gpu.c[BT_ALGO_RING][BT_PROTO_SIMPLE].gbps > 0)
+        costs = &in->def->shared_gpu;
+    if (!in->shm_all && (in->net_gbps > 0 || in->net_latency_us > 0)) {
+        bt_tune_costs_bound(costs, in->net_gbps, in->net_latency_us, bounded);
+        costs = bounded;
+    }
+    return costs;
+}
+
+/* The other collectives' rings: LL up to the threshold; beyond it LL128 where it runs and
+ * its ring pass costs less than Simple's (tune/cost.h), else Simple. A protocol PROTO leaves
+ * alone is kept even where another would be cheaper. */
+static int choose_ring_proto(const struct bt_tune_in *in, int ll_ok, int simple_ok, int ll128_ok)
+{
+    const struct bt_tune_settings *env = in->set;
+    int64_t ll_thr = env->ll_threshold >= 0 ? env->ll_threshold : in->def->ll_threshold;
+    if (ll_ok && (in->bytes <= (size_t)ll_thr || (!simple_ok && !ll128_ok)))
+        return BT_PROTO_LL;
+    if (ll128_ok) {
+        struct bt_tune_costs bounded;
+        const struct bt_tune_costs *costs = costs_for(in, &bounded);
+        if (!simple_ok || bt_tune_ring_pass_us(costs, BT_PROTO_LL128, in->nranks, in->bytes) <
+                              bt_tune_ring_pass_us(costs, BT_PROTO_SIMPLE, in->nranks, in->bytes))
+            return BT_PROTO_LL128;
+    }
+    return BT_PROTO_SIMPLE;
+}
+
 /* AllReduce over 2+ ranks: the cheapest candidate by the cost model among those the executor
  * runs and PROTO / ALGO allow, narrowed first by whichever *_THRESHOLD is set. */
-static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_ok, int *algo,
-                             int *proto)
+static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_ok, int ll128_ok,
+                             int *algo, int *proto)
 {
     const struct bt_tune_settings *env = in->set;
     int ok[BT_NUM_ALGOS] = {env->ring_ok, env->tree_ok && in->tree_ok,
@@ -243,8 +285,9 @@ static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_
         if (!ok[a])
             continue;
         unsigned mine = ll_ok ? CAND(a, BT_PROTO_LL) : 0;
-        /* LL128 runs only in the one-shot, only where every GPU pair is NVLink */
-        if (a == BT_ALGO_DIRECT && env->ll128_ok && in->ll128_payload > 0)
+        /* LL128 runs where every GPU pair is NVLink, by any algorithm (a pair without
+         * figures is a candidate only when forced) */
+        if (ll128_ok)
             mine |= CAND(a, BT_PROTO_LL128);
         if (simple_ok || !mine)
             mine |= CAND(a, BT_PROTO_SIMPLE);
@@ -274,15 +317,8 @@ static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_
              bytes > (size_t)in->def->ll_cap_off_nvlink)
         set = drop(set, proto_bits(BT_PROTO_LL));
 
-    const struct bt_tune_costs *costs = in->shm_all ? &in->def->local : &in->def->net;
-    if (in->shm_all && in->shared_gpu &&
-        in->def->shared_gpu.c[BT_ALGO_RING][BT_PROTO_SIMPLE].gbps > 0)
-        costs = &in->def->shared_gpu;
     struct bt_tune_costs bounded;
-    if (!in->shm_all && (in->net_gbps > 0 || in->net_latency_us > 0)) {
-        bt_tune_costs_bound(costs, in->net_gbps, in->net_latency_us, &bounded);
-        costs = &bounded;
-    }
+    const struct bt_tune_costs *costs = costs_for(in, &bounded);
     double best = 0;
     int found = 0;
     for (int a = 0; a < BT_NUM_ALGOS; a++) {
@@ -307,17 +343,14 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     /* Over the network a receive lands in pieces, which LL's per-line flags cannot take. */
     int p2p = in->coll == BT_COLL_SEND || in->coll == BT_COLL_RECV;
     int ll_ok = env->ll_ok && in->shm_all && !p2p;
+    /* LL128: the CUDA executor's FIFOs where every GPU pair is NVLink (ll128_payload) */
+    int ll128_ok = env->ll128_ok && in->ll128_payload > 0 && in->shm_all && !p2p;
     int simple_ok = env->simple_ok || !in->shm_all || p2p;
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
-        choose_allreduce(in, ll_ok, simple_ok, &out->algo, &out->proto);
+        choose_allreduce(in, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
     } else {
-        /* rings; LL up to the threshold (LL128 runs only in the one-shot AllReduce) */
-        int64_t ll_thr = env->ll_threshold >= 0 ? env->ll_threshold : def->ll_threshold;
         out->algo = BT_ALGO_RING;
-        out->proto = !ll_ok                        ? BT_PROTO_SIMPLE
-                     : !simple_ok                  ? BT_PROTO_LL
-                     : in->bytes <= (size_t)ll_thr ? BT_PROTO_LL
-                                                   : BT_PROTO_SIMPLE;
+        out->proto = choose_ring_proto(in, ll_ok, simple_ok, ll128_ok);
     }
 
     /* On the host over the network one thread (the launching one, or the proxy) moves every

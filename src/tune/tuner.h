@@ -68,8 +68,8 @@ struct bt_tune_in {
     int max_channels;
     size_t simple_slot, ll_payload; /* bytes one step carries per protocol */
     size_t direct_slot;             /* Simple bytes per step of the one-shot connectors */
-    size_t ll128_payload;           /* LL128 bytes per step of the one-shot connectors; 0: no
-                                       LL128 (not every GPU pair is NVLink, or the host) */
+    size_t ll128_payload;           /* LL128 bytes per step (every connector); 0: no LL128
+                                       (not every GPU pair is NVLink, or the host) */
     int direct_ok;                  /* every rank on this host and reachable through shm */
     int direct_max_channels;        /* channels one-shot may use (its connectors per peer) */
     int tree_ok;                    /* the executor runs trees */

@@ -5,8 +5,8 @@
 #   NRANKS=8 BUILD=build-gpu OUT=$OUT tests/gpu/many.sh [part...]
 # parts (default all, in this order; split them over calls if one runs past 10 minutes):
 #   tests   gpu_test_gpu_colls over N GPUs (N processes, and one process driving all), with the
-#           tuner's choices, ALGO=Ring and the two-shot (LL, Simple); the random test over N
-#           GPUs and the 2-rank fault tests
+#           tuner's choices, ALGO=Ring, the LL128 ring and the two-shot (LL, Simple, LL128); the
+#           random test over N GPUs and the 2-rank fault tests
 #   sanitize compute-sanitizer memcheck and racecheck on N processes: ring, one-shot, two-shot,
 #           LL, LL128, Simple
 #   perf    every collective 8 B..4 GB with -c 1 (#wrong), Baton and NCCL
@@ -34,9 +34,9 @@ for p in "${parts[@]}"; do
     *) echo "unknown part $p" >&2; exit 2 ;;
     esac
 done
-TEST_VARIANTS="BATON_X=1;BATON_ALGO=Ring;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple" \
+TEST_VARIANTS="BATON_X=1;BATON_ALGO=Ring;BATON_ALGO=Ring BATON_PROTO=LL128;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL128" \
     SANITIZE_TOOLS="memcheck racecheck" \
-    SANITIZE_VARIANTS="BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=LL128;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple" \
+    SANITIZE_VARIANTS="BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=Ring BATON_PROTO=LL128;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=LL128;BATON_ALGO=Direct BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL128" \
     PERF_MAX=4G TUNE_MAX=1G TUNE_ROUNDS=1 \
     TUNE_COLLS="allgather reducescatter" NPROC=$NRANKS LOSS_RTOL=${LOSS_RTOL:-1e-5} \
     exec tests/gpu/session.sh "${modes[@]}"

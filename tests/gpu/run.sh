@@ -36,6 +36,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     # then with the connectors in host shared memory, then through the network (sockets)
     # (TEST_VARIANTS="A=1 B=2;C=3" runs only those)
     variants=("BATON_X=1" "BATON_PROTO=LL" "BATON_PROTO=Simple" "BATON_ALGO=Ring"
+        "BATON_ALGO=Ring BATON_PROTO=LL128"
         "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Direct BATON_PROTO=LL128"
         "BATON_P2P_DISABLE=1"
         "BATON_P2P_DISABLE=1 BATON_SHM_DISABLE=1")
@@ -139,9 +140,9 @@ if [ "$what" = nranks ]; then
     # N ranks of one process on GPU 0 (TEST_SAME_GPU, a one-GPU machine): gpu_test_gpu_colls
     # at each N of NLIST under each of NRANK_VARIANTS (every collective, dtype and op; the
     # variants force AllReduce's algorithm and protocol), the random test at RANDOM_N ranks,
-    # the N-rank fault cases at FAULT_N, then AllReduce at 8 ranks per algorithm (ONEPRO_N,
-    # ONEPRO_VARIANTS) with baton-one-process, every output checked
-    IFS=';' read -r -a variants <<<"${NRANK_VARIANTS:-BATON_X=1;BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=Simple;BATON_ALGO=Direct BATON_PROTO=LL128}"
+    # the N-rank fault cases at FAULT_N, then AllReduce (or ONEPRO_COLLS) at ONEPRO_N ranks per
+    # algorithm (ONEPRO_VARIANTS) with baton-one-process, every output checked
+    IFS=';' read -r -a variants <<<"${NRANK_VARIANTS:-BATON_X=1;BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=Ring BATON_PROTO=LL128;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL128;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=Simple;BATON_ALGO=Direct BATON_PROTO=LL128}"
     for n in ${NLIST:-2 3 4 8}; do
         for v in "${variants[@]}"; do
             log="$OUT/nranks-$n-colls-$(echo "$v" | tr ' =' '_-').log"
@@ -167,22 +168,25 @@ if [ "$what" = nranks ]; then
     done
     IFS=';' read -r -a ovariants <<<"${ONEPRO_VARIANTS:-BATON_X=1;BATON_ALGO=Ring;BATON_ALGO=TwoShot;BATON_ALGO=Direct}"
     for n in ${ONEPRO_N:-}; do
-        for v in "${ovariants[@]}"; do
-            log="$OUT/nranks-$n-onepro-$(echo "$v" | tr ' =' '_-').txt"
-            env $v BATON_TEST_SAME_GPU=1 timeout "${ONEPRO_TIMEOUT:-120}" "$BUILD/bin/baton-one-process" \
-                --same-gpu --ranks "$n" allreduce "${ONEPRO_MIN:-65536}" "${ONEPRO_MAX:-67108864}" 20 5 >"$log" 2>&1
-            echo "== $n ranks, one-process AllReduce ($v): rc=$? $(grep -c '' "$log") lines"
+        for coll in ${ONEPRO_COLLS:-allreduce}; do
+            for v in "${ovariants[@]}"; do
+                log="$OUT/nranks-$n-onepro-$coll-$(echo "$v" | tr ' =' '_-').txt"
+                [ "$coll" = allreduce ] && log="$OUT/nranks-$n-onepro-$(echo "$v" | tr ' =' '_-').txt"
+                env $v BATON_TEST_SAME_GPU=1 timeout "${ONEPRO_TIMEOUT:-120}" "$BUILD/bin/baton-one-process" \
+                    --same-gpu --ranks "$n" $coll "${ONEPRO_MIN:-65536}" "${ONEPRO_MAX:-67108864}" 20 5 >"$log" 2>&1
+                echo "== $n ranks, one-process $coll ($v): rc=$? $(grep -c '' "$log") lines, $(grep '^# wrong' "$log")"
+            done
         done
     done
     for n in ${SANITIZE_N:-}; do
         CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-        IFS=';' read -r -a svariants <<<"${SANITIZE_VARIANTS:-BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=LL128;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple}"
+        IFS=';' read -r -a svariants <<<"${SANITIZE_VARIANTS:-BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=Ring BATON_PROTO=LL128;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=LL128;BATON_ALGO=Direct BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL128}"
         for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
             for v in "${svariants[@]}"; do
                 log="$OUT/nranks-$n-sanitize-$tool-$(echo "$v" | tr ' =' '_-').log"
-                env $v BATON_TEST_SAME_GPU=1 BATON_TIMEOUT=120 timeout 300 "$CS" --tool $tool \
+                env $v BATON_TEST_SAME_GPU=1 BATON_TIMEOUT=120 timeout "${SANITIZE_TIMEOUT:-300}" "$CS" --tool $tool \
                     --error-exitcode 9 "$BUILD/bin/baton-one-process" --same-gpu --ranks "$n" \
-                    allreduce 8 262144 2 1 >"$log" 2>&1
+                    allreduce 8 "${SANITIZE_MAX:-262144}" 2 1 >"$log" 2>&1
                 echo "== $n ranks, compute-sanitizer --tool $tool ($v): rc=$? $(grep -E 'ERROR SUMMARY' "$log" | tr '\n' ' ')"
             done
         done
@@ -243,9 +247,10 @@ if [ "$what" = tune ] || [ "$what" = all ]; then
     # channels), NCCL beside; then the other collectives with and without LL
     for r in $(seq "${TUNE_ROUNDS:-2}"); do
         for v in "BATON_X=1" "BATON_ALGO=Direct BATON_PROTO=LL" "BATON_ALGO=Direct BATON_PROTO=LL128" \
-            "BATON_ALGO=Ring BATON_PROTO=LL" \
+            "BATON_ALGO=Ring BATON_PROTO=LL" "BATON_ALGO=Ring BATON_PROTO=LL128" \
             "BATON_ALGO=Direct BATON_PROTO=Simple" "BATON_ALGO=Ring BATON_PROTO=Simple" \
             "BATON_ALGO=TwoShot BATON_PROTO=LL" "BATON_ALGO=TwoShot BATON_PROTO=Simple" \
+            "BATON_ALGO=TwoShot BATON_PROTO=LL128" \
             "BATON_ALGO=Direct BATON_PROTO=LL BATON_MIN_NCHANNELS=16" \
             "BATON_ALGO=Ring BATON_PROTO=LL BATON_MIN_NCHANNELS=16" \
             "BATON_ALGO=Direct BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" \
@@ -255,7 +260,7 @@ if [ "$what" = tune ] || [ "$what" = all ]; then
         done
     done
     for coll in ${TUNE_COLLS:-allgather reducescatter broadcast sendrecv}; do
-        for v in "BATON_X=1" "BATON_PROTO=Simple" "BATON_MIN_NCHANNELS=16" \
+        for v in "BATON_X=1" "BATON_PROTO=Simple" "BATON_PROTO=LL128" "BATON_MIN_NCHANNELS=16" \
             "BATON_PROTO=Simple BATON_MIN_NCHANNELS=16" nccl; do
             echo "#### $coll $v" >>"$OUT/tune.txt"
             variant "$v" $coll -b 8 -e 32M -f 4 -c 1 -n 50 -w 10 >>"$OUT/tune.txt"

@@ -193,8 +193,8 @@ static void overrides(void)
     expect("MIN 16 host net", tune(&s, h, AR, 4, 1 * MB, 0, 0), (struct want){RING, SIMPLE, 2});
 }
 
-/* LL128: only the one-shot AllReduce over NVLink, between LL and Simple (to about 4 MB for 2
- * ranks by default) */
+/* LL128: only over NVLink; by default the one-shot AllReduce between LL and Simple (to about
+ * 4 MB for 2 ranks); forced, the rings too */
 static void ll128(void)
 {
     const struct bt_tune_defaults *h = &bt_tune_host_defaults, *g = &bt_tune_gpu_defaults;
@@ -209,10 +209,12 @@ static void ll128(void)
     expect("PROTO=LL128 8 B", tune(&s, g, AR, 2, 8, 1, 1), (struct want){DIRECT, LL128, 1});
     expect("PROTO=LL128 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
     expect("PROTO=LL128 2 MB", tune(&s, g, AR, 2, 2 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
-    expect("PROTO=LL128 ring AR: Simple", tune(&s, g, AR, 2, 8 * MB, 1, 1),
-           (struct want){RING, SIMPLE, 64});
-    expect("PROTO=LL128 AG: Simple", tune(&s, g, AG, 2, 64 * KB, 1, 1),
-           (struct want){RING, SIMPLE, 1});
+    /* the one-shot LL128 is cheaper than the LL128 ring (predicted figures) to ~12 MB */
+    expect("PROTO=LL128 8 MB", tune(&s, g, AR, 2, 8 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    expect("PROTO=LL128 32 MB: ring", tune(&s, g, AR, 2, 32 * MB, 1, 1),
+           (struct want){RING, LL128, 64});
+    expect("PROTO=LL128 AG: LL128 ring", tune(&s, g, AG, 2, 64 * KB, 1, 1),
+           (struct want){RING, LL128, 1});
     expect("PROTO=LL128 host: Simple", tune(&s, h, AR, 2, 8, 0, 1),
            (struct want){DIRECT, SIMPLE, 1});
     expect("PROTO=LL128 net: Simple", tune(&s, g, AR, 2, 8, 1, 0), (struct want){RING, SIMPLE, 1});
@@ -342,22 +344,25 @@ static void net_link_bounds(void)
  */
 static void shared_gpu_picks(void)
 {
-    enum { RS, RL, WS, WL, D128, DS, DL, NV };
+    enum { RS, RL, WS, WL, D128, DS, DL, R128, NV };
+    /* out of place, bench/results/gpu-1xh200-nranks-2026-12-02.md; the LL128 ring's from
+     * gpu-1xh200-ll128-rings-2026-12-03.md */
     static const struct {
         size_t bytes;
-        double us[NV]; /* ring Simple, ring LL, two-shot Simple, LL, one-shot LL128, Simple, LL */
+        double us[NV]; /* ring Simple, ring LL, two-shot Simple, LL, one-shot LL128, Simple, LL,
+                        * ring LL128 */
     } m[] = {
-        {64 * KB, {97.35, 59.52, 119.05, 65.75, 32.02, 71.15, 1e9}},
-        {128 * KB, {99.41, 60.61, 121.72, 66.21, 31.22, 73.04, 1e9}},
-        {256 * KB, {101.47, 60.41, 122.94, 69.02, 32.72, 79.89, 1e9}},
-        {512 * KB, {107.68, 62.82, 127.48, 84.42, 54.64, 107.98, 1e9}},
-        {1 * MB, {108.91, 80.58, 136.71, 123.82, 91.52, 146.78, 1e9}},
-        {2 * MB, {115.31, 120.34, 155.07, 209.28, 160.33, 232.92, 1e9}},
-        {4 * MB, {123.98, 223.60, 221.20, 410.25, 303.37, 453.11, 1e9}},
-        {8 * MB, {168.08, 452.81, 339.09, 808.19, 596.46, 893.96, 1e9}},
-        {16 * MB, {270.07, 900.47, 575.85, 1613.52, 1168.37, 1771.40, 1e9}},
-        {32 * MB, {480.48, 1799.92, 1031.64, 3211.34, 2307.42, 3535.14, 1e9}},
-        {64 * MB, {852.21, 3620.95, 2048.76, 6453.40, 4568.32, 7038.77, 1e9}},
+        {64 * KB, {97.35, 59.52, 119.05, 65.75, 32.02, 71.15, 1e9, 98.88}},
+        {128 * KB, {99.41, 60.61, 121.72, 66.21, 31.22, 73.04, 1e9, 104.27}},
+        {256 * KB, {101.47, 60.41, 122.94, 69.02, 32.72, 79.89, 1e9, 110.39}},
+        {512 * KB, {107.68, 62.82, 127.48, 84.42, 54.64, 107.98, 1e9, 110.55}},
+        {1 * MB, {108.91, 80.58, 136.71, 123.82, 91.52, 146.78, 1e9, 110.51}},
+        {2 * MB, {115.31, 120.34, 155.07, 209.28, 160.33, 232.92, 1e9, 116.17}},
+        {4 * MB, {123.98, 223.60, 221.20, 410.25, 303.37, 453.11, 1e9, 177.56}},
+        {8 * MB, {168.08, 452.81, 339.09, 808.19, 596.46, 893.96, 1e9, 320.37}},
+        {16 * MB, {270.07, 900.47, 575.85, 1613.52, 1168.37, 1771.40, 1e9, 550.99}},
+        {32 * MB, {480.48, 1799.92, 1031.64, 3211.34, 2307.42, 3535.14, 1e9, 1016.47}},
+        {64 * MB, {852.21, 3620.95, 2048.76, 6453.40, 4568.32, 7038.77, 1e9, 1992.17}},
     };
     struct bt_tune_settings s = env_defaults();
     shared_gpu = 1;
@@ -366,7 +371,9 @@ static void shared_gpu_picks(void)
     for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
         struct bt_tune_out o =
             tune(&s, &bt_tune_gpu_defaults, BT_COLL_ALLREDUCE, 8, m[i].bytes, 1, 1);
-        int k = o.algo == RING      ? (o.proto == LL ? RL : RS)
+        int k = o.algo == RING      ? (o.proto == LL      ? RL
+                                       : o.proto == LL128 ? R128
+                                                          : RS)
                 : o.algo == TWOSHOT ? (o.proto == LL ? WL : WS)
                 : o.proto == LL128  ? D128
                 : o.proto == LL     ? DL
@@ -380,6 +387,14 @@ static void shared_gpu_picks(void)
                       "%.1f us, the fastest %.1f",
                       m[i].bytes, o.algo, o.proto, m[i].us[k], best);
     }
+    /* AllGather's rings at 8 ranks (measured, in place: 16 MB LL 391.8 us, LL128 282.5, Simple
+     * 137.9): Simple beyond LL's threshold; without Simple, LL128 */
+    const int AG = BT_COLL_ALLGATHER;
+    expect("8 ranks on one GPU AG 16 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 16 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 16});
+    s.simple_ok = 0; /* PROTO=LL,LL128 */
+    expect("8 ranks on one GPU AG 16 MB, PROTO=LL,LL128",
+           tune(&s, &bt_tune_gpu_defaults, AG, 8, 16 * MB, 1, 1), (struct want){RING, LL128, 16});
     shared_gpu = 0;
     gpu_max_channels = 64;
     gpu_direct_channels = 32;

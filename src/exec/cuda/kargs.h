@@ -15,8 +15,8 @@
 #define BT_CUDA_THREADS 512   /* per block: one block per channel (or per p2p lane) */
 
 /* The one-shot AllReduce with LL or LL128 lines runs each chunk in one pass, in a kernel of
- * its own (device/kernels.cuh: bt_cuda_direct_kernel), up to this many ranks and channels; LL128
- * runs only there. */
+ * its own (device/kernels.cuh: bt_cuda_direct_kernel), up to this many ranks and channels;
+ * beyond them it steps through its schedule in the general kernel, as every other work. */
 #define BT_CUDA_ONEPASS_MAX_RANKS 16
 #define BT_CUDA_ONEPASS_MAX_WORKS 32
 static inline BT_HD int bt_cuda_onepass(const struct bt_work *w)

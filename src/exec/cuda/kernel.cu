@@ -27,7 +27,7 @@
  *   simple.cuh       the Simple step: StepIO, 16-byte packs, step_wait/step_post/simple_io
  *   ll.cuh           LL lines and the LL step
  *   direct_conn.cuh  the one-shot's connector state per work and per chunk
- *   ll128.cuh        LL128 lines and a one-shot chunk's LL128 batches
+ *   ll128.cuh        LL128 lines, the LL128 step and a one-shot chunk's LL128 batches
  *   direct.cuh       the one-pass one-shot AllReduce over LL and LL128 lines
  *   kernels.cuh      the kernels (bt_cuda_kernel, bt_cuda_direct_kernel), block_work and the
  *                    launch of one dtype's kernels (launch_typed)

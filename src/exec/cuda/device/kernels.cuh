@@ -18,6 +18,7 @@
 #include "exec/cuda/device/arith.cuh"
 #include "exec/cuda/device/direct.cuh"
 #include "exec/cuda/device/ll.cuh"
+#include "exec/cuda/device/ll128.cuh"
 #include "exec/cuda/device/simple.cuh"
 #include "exec/cuda/device/sync.cuh"
 #include "exec/cuda/kargs.h"
@@ -80,16 +81,19 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
         if (!block_work(args, wj, &ws, &wi))
             continue;
         const struct bt_work *w = &ws;
-        const bool ll = w->proto == BT_PROTO_LL;
+        /* LL and LL128 lines carry their own flags: credit and head only */
+        const bool lines = w->proto != BT_PROTO_SIMPLE;
         set_current(w);
         for (uint64_t k = 0; k < w->nsteps; k++) {
             struct bt_prim p;
             bt_algo_prim(w, k, &p);
-            int err = threadIdx.x == 0 ? step_wait(p, ll, args.h, wi) : 0;
+            int err = threadIdx.x == 0 ? step_wait(p, lines, args.h, wi) : 0;
             if (__syncthreads_or(err))
                 return;
-            if (ll) {
+            if (w->proto == BT_PROTO_LL) {
                 err = run_step_ll<T>(p, w, args.h, wi);
+            } else if (w->proto == BT_PROTO_LL128) {
+                err = run_step_ll128<T>(p, w, args.h, wi);
             } else {
                 StepIO io;
                 simple_io(p, w, &io);
@@ -99,7 +103,7 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
             if (__syncthreads_or(err))
                 return;
             if (threadIdx.x == 0)
-                step_post(p, ll, p.nelem * sizeof(T));
+                step_post(p, lines, p.nelem * sizeof(T));
             /* the next step's barrier orders thread 0's step updates before the reads */
         }
     }

@@ -1,7 +1,8 @@
 /*
- * LL128 lines for the one-pass one-shot AllReduce (direct.cuh runs it): the warp-wide line
- * stores and loads, and a chunk's lines in batches of rounds, sent to every peer and received
- * and folded in rank order.
+ * LL128 lines: the warp-wide line stores and loads; one LL128 step of a schedule (the general
+ * kernel's rings, two-shot and one-shot beyond the one-pass kernel's ranks: run_step_ll128);
+ * and for the one-pass one-shot AllReduce (direct.cuh runs it) a chunk's lines in batches of
+ * rounds, sent to every peer and received and folded in rank order.
  */
 #ifndef BT_EXEC_CUDA_DEVICE_LL128_CUH
 #define BT_EXEC_CUDA_DEVICE_LL128_CUH
@@ -94,6 +95,108 @@ static __device__ __forceinline__ LL128Chunk ll128_chunk(const struct bt_work *w
 static __device__ __forceinline__ size_t ll128_line(size_t q, int g)
 {
     return (q * (size_t)(blockDim.x >> 5) + (size_t)(threadIdx.x >> 5)) * 4 + (size_t)g;
+}
+
+/* Payload bytes of this lane's word w (0, 1) of `line` (o: the lane's offset) in an n-byte
+ * step of nlines lines: 0 past the step, and for word 1 of the flag's lane. */
+static __device__ __forceinline__ int ll128_word_bytes(size_t n, size_t nlines, size_t line,
+                                                       size_t o, int j, int w)
+{
+    return line < nlines && (w == 0 || j < 7) ? word_bytes(n, o + 8 * w) : 0;
+}
+
+/* LL128 steps: line rounds a warp loads before it checks the first flag (a wait per batch,
+ * not per round: a 60 KB step is 8 rounds of a 512-thread block) */
+#define STEP_LL128_BATCH 4
+
+/* One LL128 step of a schedule, run_step_ll's with 128-byte lines: each 8-lane group of a warp
+ * takes a line (120 bytes of payload) a round; a batch of STEP_LL128_BATCH rounds peeks every
+ * receive line before the first flag check. Folds acc, the received lines and src * pre in
+ * that order (the Simple and LL steps' order), writes the user's output and the send lines. A
+ * step with no data still moves one line. Returns 0 or an enum bt_cuda_kerr (warp-uniform). */
+template <typename T>
+static __device__ __noinline__ int run_step_ll128(const struct bt_prim &p, const struct bt_work *w,
+                                                  const struct bt_cuda_khdr &h, int widx)
+{
+    const int B = STEP_LL128_BATCH, j = threadIdx.x & 7, g = (threadIdx.x & 31) >> 3;
+    const size_t nbytes = p.nelem * sizeof(T);
+    const size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL128_PAYLOAD) : 1;
+    const size_t per_round = (size_t)(blockDim.x >> 5) * 4;
+    const bool pre = p.src && p.pre_src && w->redop.pre_mul;
+    const bool post = p.post && w->redop.post_div;
+    for (size_t q0 = 0; q0 * per_round < nlines; q0 += B) { /* warp-uniform */
+        size_t line[B];
+        uint64_t x0[B], x1[B];
+#pragma unroll
+        for (int k = 0; k < B; k++) {
+            line[k] = ll128_line(q0 + k, g);
+            x0[k] = x1[k] = 0;
+            if (p.acc) {
+                size_t o = line[k] * BT_LL128_PAYLOAD + 16 * j;
+                x0[k] = ld_bytes(p.acc + o, ll128_word_bytes(nbytes, nlines, line[k], o, j, 0));
+                x1[k] = ld_bytes(p.acc + o + 8, ll128_word_bytes(nbytes, nlines, line[k], o, j, 1));
+            }
+        }
+        bool have = p.acc != NULL;
+        for (int i = 0; i < p.nrecv; i++) {
+            struct bt_conn *c = p.recv[i];
+            const char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step);
+            const uint64_t flag = c->step + 1;
+            uint64_t v0[B], v1[B];
+#pragma unroll
+            for (int k = 0; k < B; k++) {
+                v0[k] = v1[k] = flag;
+                if (line[k] < nlines)
+                    ll128_peek(slot + line[k] * BT_LL128_LINE + 16 * j, &v0[k], &v1[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < B; k++) {
+                bool valid = line[k] < nlines;
+                if (__any_sync(0xffffffffu, valid && j == 7 && v1[k] != flag)) {
+                    int err = ll128_load(slot + line[k] * BT_LL128_LINE, j, valid, flag, &v0[k],
+                                         &v1[k], h, c->peer, widx);
+                    if (err)
+                        return err;
+                }
+                if (j == 7)
+                    v1[k] = 0; /* the flag, not payload */
+                x0[k] = have ? word_fold<T>(x0[k], v0[k], w->redop.op) : v0[k];
+                x1[k] = have ? word_fold<T>(x1[k], v1[k], w->redop.op) : v1[k];
+            }
+            have = true;
+        }
+#pragma unroll
+        for (int k = 0; k < B; k++) {
+            const size_t o = line[k] * BT_LL128_PAYLOAD + 16 * j;
+            const int n0 = ll128_word_bytes(nbytes, nlines, line[k], o, j, 0);
+            const int n1 = ll128_word_bytes(nbytes, nlines, line[k], o, j, 1);
+            if (p.src) {
+                uint64_t s0 = ld_bytes(p.src + o, n0), s1 = ld_bytes(p.src + o + 8, n1);
+                if (pre) {
+                    s0 = word_scale<T, false>(s0, w->redop);
+                    s1 = word_scale<T, false>(s1, w->redop);
+                }
+                x0[k] = have ? word_fold<T>(x0[k], s0, w->redop.op) : s0;
+                x1[k] = have ? word_fold<T>(x1[k], s1, w->redop.op) : s1;
+            }
+            if (post) {
+                x0[k] = word_scale<T, true>(x0[k], w->redop);
+                x1[k] = word_scale<T, true>(x1[k], w->redop);
+            }
+            if (line[k] >= nlines)
+                continue;
+            if (p.dst) {
+                st_bytes(p.dst + o, x0[k], n0);
+                st_bytes(p.dst + o + 8, x1[k], n1);
+            }
+            for (int i = 0; i < p.nsend; i++) {
+                struct bt_conn *c = p.send[i];
+                ll128_store(bt_conn_slot(c, BT_PROTO_LL128, c->step) + line[k] * BT_LL128_LINE, j,
+                            x0[k], j == 7 ? c->step + 1 : x1[k]);
+            }
+        }
+    }
+    return 0;
 }
 
 /* Whether the batch from round q0 on is whole lines of aligned buffers (block-uniform). */

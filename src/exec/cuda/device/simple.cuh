@@ -295,15 +295,15 @@ static __device__ __forceinline__ uint64_t *head_of(struct bt_conn *c)
     return (uint64_t *)&c->ctrl->head;
 }
 
-/* Thread 0, before a step: the receive connectors' data (Simple: tail; LL lines carry their
- * own flags) and the send connectors' credit. Credit is cached in the device connector so
- * the peer's head, read across NVLink, is read only when the window looks full. */
-static __device__ int step_wait(const struct bt_prim &p, bool ll, const struct bt_cuda_khdr &h,
+/* Thread 0, before a step: the receive connectors' data (Simple: tail; LL and LL128 lines
+ * carry their own flags) and the send connectors' credit. Credit is cached in the device connector
+ * so the peer's head, read across NVLink, is read only when the window looks full. */
+static __device__ int step_wait(const struct bt_prim &p, bool lines, const struct bt_cuda_khdr &h,
                                 int widx)
 {
     uint64_t seen;
     int err = 0;
-    for (int i = 0; i < p.nrecv && !ll && !err; i++)
+    for (int i = 0; i < p.nrecv && !lines && !err; i++)
         err = wait_ge(tail_of(p.recv[i]), p.recv[i]->step + 1, &seen, h, p.recv[i]->peer, widx, 0);
     for (int i = 0; i < p.nsend && !err; i++) {
         struct bt_conn *c = p.send[i];
@@ -319,15 +319,15 @@ static __device__ int step_wait(const struct bt_prim &p, bool ll, const struct b
 /* Thread 0, after a step (behind a barrier, so every thread's data is written and every
  * read is done): publish Simple data with its size (the proxy sends that many bytes when
  * the FIFO is a network connector's) and tail, return the receive slots with head. */
-static __device__ void step_post(const struct bt_prim &p, bool ll, size_t bytes)
+static __device__ void step_post(const struct bt_prim &p, bool lines, size_t bytes)
 {
-    for (int i = 0; i < p.nsend && !ll; i++)
+    for (int i = 0; i < p.nsend && !lines; i++)
         ((volatile int32_t *)p.send[i]->ctrl->sizes)[p.send[i]->step % BT_NSTEPS] = (int32_t)bytes;
-    if (!ll && p.nsend > 0) /* every thread's data (seen through the barrier) before tail */
+    if (!lines && p.nsend > 0) /* every thread's data (seen through the barrier) before tail */
         asm volatile("fence.acq_rel.sys;" ::: "memory");
     for (int i = 0; i < p.nsend; i++) {
         struct bt_conn *c = p.send[i];
-        if (!ll)
+        if (!lines)
             st_relaxed_sys(tail_of(c), c->step + 1);
         c->step++;
     }
