@@ -186,7 +186,7 @@ if [ "$what" = nranks ]; then
                 log="$OUT/nranks-$n-sanitize-$tool-$(echo "$v" | tr ' =' '_-').log"
                 env $v BATON_TEST_SAME_GPU=1 BATON_TIMEOUT=120 timeout "${SANITIZE_TIMEOUT:-300}" "$CS" --tool $tool \
                     --error-exitcode 9 "$BUILD/bin/baton-one-process" --same-gpu --ranks "$n" \
-                    allreduce 16 "${SANITIZE_MAX:-262144}" 2 1 >"$log" 2>&1
+                    allreduce $((4 * n)) "${SANITIZE_MAX:-262144}" 2 1 >"$log" 2>&1
                 echo "== $n ranks, compute-sanitizer --tool $tool ($v): rc=$? $(grep -E 'ERROR SUMMARY' "$log" | tr '\n' ' ')"
             done
         done
