@@ -8,12 +8,17 @@ static int ceil_log2(int n)
     return k;
 }
 
+/* base + hops x hop + moved / bandwidth; a very large number where there are no figures */
+static double path_us(const struct bt_tune_cost *c, int nranks, double hops, double moved)
+{
+    if (c->gbps <= 0 || nranks < 2)
+        return 1e30;
+    return c->base_us + hops * c->hop_us + moved / (c->gbps * 1e3);
+}
+
 double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, int nranks,
                             size_t bytes)
 {
-    const struct bt_tune_cost *c = &t->c[algo][proto];
-    if (c->gbps <= 0 || nranks < 2)
-        return 1e30;
     double s = (double)bytes, n = nranks, hops, moved;
     switch (algo) {
     case BT_ALGO_RING:
@@ -33,7 +38,7 @@ double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, 
         moved = (n - 1) * s;
         break;
     }
-    return c->base_us + hops * c->hop_us + moved / (c->gbps * 1e3);
+    return path_us(&t->c[algo][proto], nranks, hops, moved);
 }
 
 void bt_tune_costs_bound(const struct bt_tune_costs *in, float gbps, float latency_us,
@@ -54,9 +59,6 @@ void bt_tune_costs_bound(const struct bt_tune_costs *in, float gbps, float laten
 
 double bt_tune_ring_pass_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes)
 {
-    const struct bt_tune_cost *c = &t->c[BT_ALGO_RING][proto];
-    if (c->gbps <= 0 || nranks < 2)
-        return 1e30;
     double n = nranks;
-    return c->base_us + (n - 1) * c->hop_us + (n - 1) / n * (double)bytes / (c->gbps * 1e3);
+    return path_us(&t->c[BT_ALGO_RING][proto], nranks, n - 1, (n - 1) / n * (double)bytes);
 }
