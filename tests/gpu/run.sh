@@ -187,7 +187,7 @@ if [ "$what" = nranks ]; then
                 env $v BATON_TEST_SAME_GPU=1 BATON_TIMEOUT=120 timeout "${SANITIZE_TIMEOUT:-300}" "$CS" --tool $tool \
                     --error-exitcode 9 "$BUILD/bin/baton-one-process" --same-gpu --ranks "$n" \
                     allreduce $((4 * n)) "${SANITIZE_MAX:-262144}" 2 1 >"$log" 2>&1
-                echo "== $n ranks, compute-sanitizer --tool $tool ($v): rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|usage|2\.\.' "$log" | tr '\n' ' ')"
+                echo "== $n ranks, compute-sanitizer --tool $tool ($v): rc=$? $(grep -E 'SUMMARY|baton-one-process:' "$log" | tr '\n' ' ')"
             done
         done
     done
