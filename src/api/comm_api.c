@@ -210,6 +210,31 @@ BT_API int batonCommIsHost(ncclComm_t comm)
     return c && bt_comm_is_live(c) && c->cuda_dev < 0;
 }
 
+BT_API ncclResult_t batonCommGetStats(ncclComm_t comm, batonCommStats_t *stats, size_t size)
+{
+    struct bt_comm *c = (struct bt_comm *)comm;
+    if (!c || !bt_comm_is_live(c)) {
+        BT_WARN("batonCommGetStats: comm %p is not a live communicator", (void *)comm);
+        return ncclInvalidArgument;
+    }
+    if (!stats) {
+        BT_WARN("batonCommGetStats: stats is NULL");
+        return ncclInvalidArgument;
+    }
+    const struct bt_comm_stats *s = &c->stats;
+    batonCommStats_t all = {
+        .colls = s->colls,
+        .ring = s->by_algo[BT_ALGO_RING],
+        .tree = s->by_algo[BT_ALGO_TREE],
+        .oneshot = s->by_algo[BT_ALGO_DIRECT],
+        .twoshot = s->by_algo[BT_ALGO_TWOSHOT],
+        .window = s->window,
+        .ring_split = s->ring_split,
+    };
+    memcpy(stats, &all, size < sizeof(all) ? size : sizeof(all));
+    return ncclSuccess;
+}
+
 BT_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 {
     if (!comms) {

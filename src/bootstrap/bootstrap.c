@@ -13,13 +13,13 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
 #include "util/hash.h"
 #include "util/param.h"
+#include "util/random.h"
 #include "util/time.h"
 
 /* A message that arrived before the recv that wants it. FIFO per (peer, tag). */
@@ -95,28 +95,6 @@ static int bs_aborted(struct bt_bootstrap *bs)
     return bt_socket_wait_aborted(&w);
 }
 
-static bt_status_t random_u64(uint64_t *v_p)
-{
-    uint64_t v = 0;
-    ssize_t n = getrandom(&v, sizeof(v), 0);
-    if (n != (ssize_t)sizeof(v)) {
-        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            BT_WARN("getrandom and open(/dev/urandom) failed: %s", strerror(errno));
-            return BT_ERR_SYSTEM;
-        }
-        n = read(fd, &v, sizeof(v));
-        close(fd);
-        if (n != (ssize_t)sizeof(v)) {
-            BT_WARN("read of 8 bytes from /dev/urandom failed: %s",
-                    n < 0 ? strerror(errno) : "short read");
-            return BT_ERR_SYSTEM;
-        }
-    }
-    *v_p = v;
-    return BT_OK;
-}
-
 bt_status_t bt_bootstrap_unique_id(void *id_p)
 {
     /* As NCCL: with COMM_ID the id only names that address; rank 0's init starts the root. */
@@ -134,7 +112,7 @@ bt_status_t bt_bootstrap_unique_id_new(void *id_p)
     bt_status_t st;
 
     BT_CHECK(bt_socket_find_interface(&addr, ifname, sizeof(ifname)));
-    BT_CHECK(random_u64(&magic));
+    magic = bt_random_u64();
     BT_CHECK(bt_socket_listen(&addr, &fd, &addr));
     st = bt_bootstrap_id_pack(magic, &addr, id_p);
     if (st != BT_OK)

@@ -57,6 +57,15 @@ struct bt_comm_config {
     char net_name[64]; /* netName: the network to use ("": NCCL_NET, else any) */
 };
 
+/* What the communicator's collectives ran as (batonCommGetStats): written by the launching
+ * thread. */
+struct bt_comm_stats {
+    uint64_t colls;                 /* planned: nranks > 1, count > 0 */
+    uint64_t by_algo[BT_NUM_ALGOS]; /* enum bt_algo: through FIFOs */
+    uint64_t window;                /* AllReduce straight from the peers' windows */
+    uint64_t ring_split;            /* ring collectives with blocks in proportion to links */
+};
+
 struct bt_arrival_line;
 struct bt_arrival_query;
 struct bt_shm_seg;
@@ -125,6 +134,7 @@ struct bt_comm {
     uint64_t split_seq; /* splits done: distinct bootstrap tags for each */
     unsigned char unique_id[BT_UNIQUE_ID_BYTES]; /* the rendezvous it joined (bt_comm_init) */
     struct bt_window *windows;                   /* registered windows (core/window.h) */
+    struct bt_comm_stats stats;
 };
 
 /* What a running non-blocking job does with a communicator (bt_comm.busy). */
@@ -132,12 +142,6 @@ struct bt_comm {
 #define BT_BUSY_INIT 2 /* initializes it: destroy aborts the init */
 
 #define BT_SHRINK_ABORT 0x01 /* NCCL_SHRINK_ABORT */
-
-/* Checks used by every entry point. */
-static inline int bt_comm_valid(const struct bt_comm *c)
-{
-    return c && c->magic == BT_COMM_MAGIC;
-}
 
 /* 1 if `c` is a communicator that exists and is not destroyed. Thread-safe. */
 int bt_comm_is_live(const struct bt_comm *c);

@@ -292,6 +292,8 @@ static bt_status_t place_coll(struct bt_comm *comm, const struct bt_op *op)
     struct bt_tune_out t;
     struct bt_work *w0 = new_work(); /* the planned work, then channel 0's */
     bt_plan_coll(tg, op, &t, w0);
+    comm->stats.colls++;
+    comm->stats.by_algo[t.algo]++;
 
     struct bt_fence *fence = &ls.fences[ls.nfences++];
     fence->remaining = 0;
@@ -307,6 +309,8 @@ static bt_status_t place_coll(struct bt_comm *comm, const struct bt_op *op)
         if (c > 0)
             *w = tw;
         int has_down = bt_plan_channel(w, c, &down);
+        if (c == 0 && w->algo == BT_ALGO_RING && w->split_max)
+            comm->stats.ring_split++;
         fence->remaining += 1 + has_down;
         BT_CHECK(push(&comm->channels[c].lane, w));
         BT_CHECK(coll_conns(comm, t.algo, (int)c));
@@ -365,6 +369,8 @@ static int place_window(struct bt_comm *comm, const struct bt_op *op, bt_status_
     w->fence = fence;
     w->after = comm->last_fence;
     comm->last_fence = fence;
+    comm->stats.colls++;
+    comm->stats.window++;
     BT_TRACE(BT_LOG_COLL, "rank %d: AllReduce #%llu of %zu bytes through host windows", comm->rank,
              (unsigned long long)op->seq, bytes);
     *st = push(&comm->channels[0].lane, w);
@@ -513,7 +519,6 @@ bt_status_t bt_launch_host(struct bt_op *ops, int nops)
             st, fail);
     }
     if (ls.nlanes > 0) {
-        struct bt_work *failed = NULL;
         struct bt_wait_policy wait = {.spin = (uint64_t)bt_param_spin_count(),
                                       .yields = (uint64_t)bt_param_yield_count(),
                                       .poll = ls.px.ndrive ? bt_host_proxied_poll : NULL,
@@ -529,7 +534,7 @@ bt_status_t bt_launch_host(struct bt_op *ops, int nops)
                 wait.spin = 0;
         if (ls.px.nops > 0)
             wait.spin = 0; /* the proxy needs the core we would spin on */
-        st = bt_host_exec(ls.lanes, ls.nlanes, &wait, &failed);
+        st = bt_host_exec(ls.lanes, ls.nlanes, &wait, NULL);
         if (st != BT_OK)
             goto fail;
     }

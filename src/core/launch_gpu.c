@@ -204,6 +204,8 @@ static bt_status_t launch_coll(const struct bt_plan_target *tg, struct bt_op *op
     bt_cuda_kargs_init(&a, cc);
     struct bt_tune_out t;
     bt_plan_coll(tg, op, &t, bt_cuda_kargs_add(&a, 0));
+    op->comm->stats.colls++;
+    op->comm->stats.by_algo[t.algo]++;
     return bt_cuda_kargs_launch(cc, &a, op->stream);
 }
 
@@ -276,6 +278,8 @@ static int launch_window(struct bt_op *op, bt_status_t *st)
     a.seq = op->seq;
     BT_TRACE(BT_LOG_COLL, "rank %d: AllReduce #%llu of %zu bytes through windows, %d blocks",
              comm->rank, (unsigned long long)op->seq, bytes, nb);
+    comm->stats.colls++;
+    comm->stats.window++;
     *st = bt_cuda_window_launch(comm->cuda, &a, nb, op->stream);
     return 1;
 }

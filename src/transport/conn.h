@@ -124,15 +124,6 @@ struct bt_conn {
     int channel;
 };
 
-/* Payload bytes one step of `proto` carries on this connector. */
-static inline BT_HD size_t bt_conn_slot_payload(const struct bt_conn *c, int proto)
-{
-    size_t b = c->sizes.slot_bytes[proto];
-    return proto == BT_PROTO_LL      ? b / sizeof(union bt_ll_line) * BT_LL_PAYLOAD
-           : proto == BT_PROTO_LL128 ? b / BT_LL128_LINE * BT_LL128_PAYLOAD
-                                     : b;
-}
-
 static inline BT_HD char *bt_conn_slot(const struct bt_conn *c, int proto, uint64_t step)
 {
     return c->buf[proto] + (size_t)(step % BT_NSTEPS) * c->sizes.slot_bytes[proto];

@@ -40,11 +40,12 @@
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "transport/net_ofi.h"
+#include "util/hash.h"
 #include "util/param.h"
+#include "util/random.h"
 #include "util/socket.h"
 #include "util/time.h"
 
@@ -170,14 +171,6 @@ static int iface_selected(const char *name, const struct bt_socket_iface *ifs, i
     return 0;
 }
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
 static void dev_fill(struct bt_ofi_dev *d, const struct fi_info *fi)
 {
     snprintf(d->name, sizeof(d->name), "%s", fi->domain_attr->name);
@@ -190,7 +183,7 @@ static void dev_fill(struct bt_ofi_dev *d, const struct fi_info *fi)
         if (realpath(path, real) && strlen(real) < sizeof(d->pci))
             memcpy(d->pci, real, strlen(real) + 1);
     }
-    d->guid = hash_str(d->pci[0] ? d->pci : d->name);
+    d->guid = bt_fnv1a_str(BT_FNV1A_INIT, d->pci[0] ? d->pci : d->name);
     d->speed = 10000;
     if (fi->nic && fi->nic->link_attr && fi->nic->link_attr->speed > 0)
         d->speed = (int)(fi->nic->link_attr->speed / 1000000); /* bits per second */
@@ -469,14 +462,6 @@ struct ofi_handle {
 };
 _Static_assert(sizeof(struct ofi_handle) == BT_NET_HANDLE_BYTES, "handle size");
 
-static uint64_t random_u64(void)
-{
-    uint64_t v = 0;
-    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-        v = bt_time_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
-    return v ? v : 1;
-}
-
 static ncclResult_t ofi_listen(void *ctx, int dev, void *handle, void **listen_comm)
 {
     (void)ctx;
@@ -495,7 +480,7 @@ static ncclResult_t ofi_listen(void *ctx, int dev, void *handle, void **listen_c
         free(l);
         return (ncclResult_t)st;
     }
-    struct ofi_handle h = {.tag = BT_OFI_TAG, .id = random_u64()};
+    struct ofi_handle h = {.tag = BT_OFI_TAG, .id = bt_random_u64()};
     if (l->eps->namelen[0] > sizeof(h.name)) {
         BT_WARN("NET/OFI: %s's endpoint name has %zu bytes, more than a handle holds (%zu)",
                 d->name, l->eps->namelen[0], sizeof(h.name));

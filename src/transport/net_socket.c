@@ -18,12 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "transport/net_socket.h"
 #include "util/param.h"
+#include "util/random.h"
 #include "util/time.h"
 
 #define HDR_BYTES 24
@@ -137,14 +137,6 @@ struct sock_listen {
     struct bundle *bundles;
 };
 
-static uint64_t random_u64(void)
-{
-    uint64_t v = 0;
-    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-        v = bt_time_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
-    return v ? v : 1;
-}
-
 static bt_status_t sock_listen(int dev, void *handle, void **listen_comm_p)
 {
     int ndev;
@@ -163,7 +155,7 @@ static bt_status_t sock_listen(int dev, void *handle, void **listen_comm_p)
         free(l);
         return st;
     }
-    l->magic = random_u64();
+    l->magic = bt_random_u64();
     struct sock_handle h = {.tag = BT_NET_SOCKET_TAG, .magic = l->magic, .addr = l->addr};
     memset(handle, 0, BT_NET_HANDLE_BYTES);
     memcpy(handle, &h, sizeof(h));
@@ -353,7 +345,7 @@ static bt_status_t sock_connect(int dev, const void *handle, void **send_comm_p)
         pc->dev = dev;
         pc->addr = h.addr;
         pc->magic = h.magic;
-        pc->id = random_u64();
+        pc->id = bt_random_u64();
         pc->deadline = bt_deadline_from_now();
         bt_net_socket_config_get(&pc->cfg);
         pc->nsocks = bt_net_socket_config_nsocks(&pc->cfg);

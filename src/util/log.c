@@ -79,12 +79,6 @@ int bt_log_init(void)
     return bt_log_level_cached;
 }
 
-void bt_log_set_rank(int rank)
-{
-    bt_log_rank = rank;
-    bt_log_name[0] = '\0';
-}
-
 void bt_log_set_comm(int rank, const char *name)
 {
     bt_log_rank = rank;

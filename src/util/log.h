@@ -43,9 +43,8 @@ void bt_log(int level, unsigned subsys, const char *file, int line, const char *
 /* The text of the most recent WARN in this process (ncclGetLastError). */
 const char *bt_log_last_error(void);
 
-/* The rank printed in this thread's log prefix (-1: none). */
-void bt_log_set_rank(int rank);
-/* The same and the communicator's name (config.commName; NULL or "": none), as "[rank name]". */
+/* The rank printed in this thread's log prefix and the communicator's name (config.commName;
+ * NULL or "": none), as "[rank name]". */
 void bt_log_set_comm(int rank, const char *name);
 
 static inline int bt_log_enabled(int level, unsigned subsys)
