@@ -16,12 +16,11 @@
 #ifndef BT_COLL_DIRECT_H
 #define BT_COLL_DIRECT_H
 
-#include "coll/ring.h"
 #include "coll/work.h"
 
 static inline BT_HD uint64_t bt_direct_allreduce_nsteps(const struct bt_work *w)
 {
-    return bt_ring_nloops(w) * (uint64_t)(2 * w->nranks - 1);
+    return bt_work_nloops(w) * (uint64_t)(2 * w->nranks - 1);
 }
 
 static inline BT_HD void bt_direct_allreduce_prim(const struct bt_work *w, uint64_t k,

@@ -4,12 +4,11 @@
 #ifndef BT_COLL_P2P_H
 #define BT_COLL_P2P_H
 
-#include "coll/ring.h"
 #include "coll/work.h"
 
 static inline BT_HD uint64_t bt_p2p_nsteps(const struct bt_work *w)
 {
-    return bt_ring_nloops(w);
+    return bt_work_nloops(w);
 }
 
 static inline BT_HD void bt_p2p_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)

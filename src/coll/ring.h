@@ -14,15 +14,6 @@ static inline BT_HD int bt_ring_block(const struct bt_work *w, int pos)
     return w->chan->ring.order[((pos % n) + n) % n];
 }
 
-static inline BT_HD void bt_prim_clear(struct bt_prim *p)
-{
-    p->nrecv = p->nsend = p->pre_src = p->post = 0;
-    p->acc = NULL;
-    p->src = NULL;
-    p->dst = NULL;
-    p->nelem = 0;
-}
-
 /*
  * Ring AllReduce, n ranks. Per loop the channel's range is cut into n blocks, equal (the
  * last ones may be short or empty) or split in proportion to the ring's links:
@@ -111,12 +102,6 @@ static inline BT_HD void bt_ring_allreduce_prim(const struct bt_work *w, uint64_
         p->post = 1;
 }
 
-/* Loops of one chunk per step for the collectives below: the number of loops. */
-static inline BT_HD uint64_t bt_ring_nloops(const struct bt_work *w)
-{
-    return (uint64_t)bt_div_up(w->chan_count, w->chunk);
-}
-
 /*
  * Ring ReduceScatter, n ranks; block b is rank b's output (count elements each).
  *   step 0       : send block p-1 of own input
@@ -126,7 +111,7 @@ static inline BT_HD uint64_t bt_ring_nloops(const struct bt_work *w)
  */
 static inline BT_HD uint64_t bt_ring_reducescatter_nsteps(const struct bt_work *w)
 {
-    return bt_ring_nloops(w) * (uint64_t)w->nranks;
+    return bt_work_nloops(w) * (uint64_t)w->nranks;
 }
 
 static inline BT_HD void bt_ring_reducescatter_prim(const struct bt_work *w, uint64_t k,
@@ -163,7 +148,7 @@ static inline BT_HD void bt_ring_reducescatter_prim(const struct bt_work *w, uin
  */
 static inline BT_HD uint64_t bt_ring_allgather_nsteps(const struct bt_work *w)
 {
-    return bt_ring_nloops(w) * (uint64_t)w->nranks;
+    return bt_work_nloops(w) * (uint64_t)w->nranks;
 }
 
 static inline BT_HD void bt_ring_allgather_prim(const struct bt_work *w, uint64_t k,
@@ -206,7 +191,7 @@ static inline BT_HD int bt_ring_root_pos(const struct bt_work *w)
  */
 static inline BT_HD uint64_t bt_ring_broadcast_nsteps(const struct bt_work *w)
 {
-    return bt_ring_nloops(w);
+    return bt_work_nloops(w);
 }
 
 static inline BT_HD void bt_ring_broadcast_prim(const struct bt_work *w, uint64_t k,
@@ -238,7 +223,7 @@ static inline BT_HD void bt_ring_broadcast_prim(const struct bt_work *w, uint64_
  */
 static inline BT_HD uint64_t bt_ring_reduce_nsteps(const struct bt_work *w)
 {
-    return bt_ring_nloops(w);
+    return bt_work_nloops(w);
 }
 
 static inline BT_HD void bt_ring_reduce_prim(const struct bt_work *w, uint64_t k, struct bt_prim *p)

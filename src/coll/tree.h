@@ -14,12 +14,11 @@
 #ifndef BT_COLL_TREE_H
 #define BT_COLL_TREE_H
 
-#include "coll/ring.h"
 #include "coll/work.h"
 
 static inline BT_HD uint64_t bt_tree_allreduce_nsteps(const struct bt_work *w)
 {
-    return bt_ring_nloops(w);
+    return bt_work_nloops(w);
 }
 
 /* `down` selects the phase-1 schedule (never used at the root). */

@@ -23,7 +23,6 @@
 #ifndef BT_COLL_TWOSHOT_H
 #define BT_COLL_TWOSHOT_H
 
-#include "coll/ring.h"
 #include "coll/work.h"
 
 /* Fold (or all-gather send) steps per loop: two peers each. */

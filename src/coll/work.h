@@ -60,7 +60,7 @@ enum bt_algo {
     BT_ALGO_TWOSHOT = 3, /* reduce-scatter, all-gather by direct sends (coll/twoshot.h) */
     BT_NUM_ALGOS,
     BT_ALGO_TREE_DOWN = BT_NUM_ALGOS, /* a tree work's down half: internal to the launch */
-    /* an AllReduce through windows on host memory (exec/host/window.h): no connectors, its
+    /* an AllReduce through windows on host memory (exec/host/win_allreduce.h): no connectors, its
      * steps are the window barriers'; its `scratch` holds its struct bt_host_win_args */
     BT_ALGO_WINDOW,
 };
@@ -158,6 +158,22 @@ static inline BT_HD size_t bt_div_up(size_t a, size_t b)
 static inline BT_HD size_t bt_min_sz(size_t a, size_t b)
 {
     return a < b ? a : b;
+}
+
+/* A step that does nothing, for a schedule to fill in. */
+static inline BT_HD void bt_prim_clear(struct bt_prim *p)
+{
+    p->nrecv = p->nsend = p->pre_src = p->post = 0;
+    p->acc = NULL;
+    p->src = NULL;
+    p->dst = NULL;
+    p->nelem = 0;
+}
+
+/* Chunks in this channel's share: the loops of a schedule that moves one chunk per step. */
+static inline BT_HD uint64_t bt_work_nloops(const struct bt_work *w)
+{
+    return (uint64_t)bt_div_up(w->chan_count, w->chunk);
 }
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * The double binary tree (graph/rings.c bt_graph_btree) for n = 1..64 ranks, both trees:
+ * The double binary tree (graph/channels.c bt_graph_btree) for n = 1..64 ranks, both trees:
  *   - every non-root's parent lists it as a child and every child names its parent;
  *   - exactly one root; every rank reaches it (connected) in fewer than n hops (no cycles);
  *   - at most 2 children, distinct, in range, not the rank itself, -1 in unused entries;

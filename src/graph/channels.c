@@ -1,3 +1,7 @@
+/*
+ * Channels (channel.h): each channel's ring (rank order, or the order a ring plan gives it)
+ * and its tree, channels taking the double binary tree's two trees in turn.
+ */
 #include <stdlib.h>
 #include <string.h>
 
