@@ -10,7 +10,7 @@
 #include "api/api.h"
 #include "api/check.h"
 #include "core/group.h"
-#include "core/plan.h"
+#include "plan/plan.h"
 #include "nccl.h"
 
 static const char *dtype_name(int d)

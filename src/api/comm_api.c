@@ -10,6 +10,8 @@
 #include "baton.h"
 #include "core/comm.h"
 #include "core/group.h"
+#include "core/init.h"
+#include "core/split.h"
 #include "core/window.h"
 #include "device/device.h"
 #include "nccl.h"

@@ -1,6 +1,6 @@
 /*
  * The window AllReduce's shared layout (both executors run it: exec/cuda/kernel_window.cu on
- * GPUs, exec/host/window.c on host memory). Every rank's input and output lie in windows
+ * GPUs, exec/host/win_allreduce.c on host memory). Every rank's input and output lie in windows
  * every rank has mapped; rank r owns part r of the elements, reduces it from every rank's
  * input and writes it into every rank's output, between an entry and an exit barrier. The
  * barriers go through each rank's flags: flag[b][r] is written by rank r's block (GPU) or

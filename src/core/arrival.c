@@ -9,7 +9,6 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
-#include "transport/conn.h"
 #include "transport/transport.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -284,13 +283,6 @@ void bt_arrival_serve(struct bt_comm *comm)
 #define BT_TAG_CAUSE 0x30000
 #define CAUSE_SEND_MS 200 /* per rank: the failure path must not linger on dead hosts */
 
-/* A connector through the network (moved by the proxy: bt_conn_proxied) to the rank. */
-static void tell_if_net(const struct bt_conn *c, char *tell)
-{
-    if (c->connected && bt_conn_proxied(c) && c->peer >= 0)
-        tell[c->peer] = 1;
-}
-
 void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
 {
     if (gone_rank < 0)
@@ -305,29 +297,9 @@ void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
     comm->cause_sent = 1;
     /* Only the ranks this one has network connections with can see it fail next and ask:
      * a few neighbours, whatever the job's size (each dead one costs a short deadline). */
-    char *tell = calloc((size_t)comm->nranks, 1);
-    if (!tell)
-        return;
-    for (int c = 0; c < comm->nchannels; c++) {
-        struct bt_channel *ch = &comm->channels[c];
-        tell_if_net(&ch->ring_send, tell);
-        tell_if_net(&ch->ring_recv, tell);
-        tell_if_net(&ch->tree_up_send, tell);
-        tell_if_net(&ch->tree_up_recv, tell);
-        for (int k = 0; k < BT_TREE_ARITY; k++) {
-            tell_if_net(&ch->tree_down_send[k], tell);
-            tell_if_net(&ch->tree_down_recv[k], tell);
-        }
-    }
-    for (int r = 0; r < comm->nranks && comm->p2p; r++) {
-        tell_if_net(&comm->p2p[r].send, tell);
-        tell_if_net(&comm->p2p[r].recv, tell);
-        tell_if_net(&comm->p2p[r].direct_send, tell);
-        tell_if_net(&comm->p2p[r].direct_recv, tell);
-    }
     int32_t msg = gone_rank;
     for (int r = 0; r < comm->nranks; r++) {
-        if (r == comm->rank || r == gone_rank || !tell[r])
+        if (r == comm->rank || r == gone_rank || !bt_transport_net_peer(&comm->tctx, r))
             continue;
         uint64_t deadline = bt_time_ns() + CAUSE_SEND_MS * 1000000ull;
         if (bt_bootstrap_send_until(comm->bs, r, BT_TAG_CAUSE, &msg, sizeof(msg), deadline) !=
@@ -335,7 +307,6 @@ void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
             BT_INFO(BT_LOG_INIT, "rank %d: could not tell rank %d that rank %d is gone", comm->rank,
                     r, gone_rank);
     }
-    free(tell);
 }
 
 int bt_arrival_board_cause(const struct bt_comm *comm, int rank)

@@ -15,7 +15,7 @@
 #include "coll/work.h"
 #include "core/comm.h"
 #include "core/check_coll.h"
-#include "core/group.h"
+#include "core/fanout.h"
 #include "util/log.h"
 
 struct coll_record {
@@ -115,8 +115,9 @@ static bt_status_t check_one(struct bt_comm *comm, void *ctx)
     return check_comm(comm, c->ops, c->nops);
 }
 
-static int wants_check(const struct bt_op *op)
+static int wants_check(const struct bt_op *op, void *ctx)
 {
+    (void)ctx;
     return op->comm->check_coll && is_coll(op);
 }
 

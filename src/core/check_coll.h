@@ -6,7 +6,8 @@
 #ifndef BT_CORE_CHECK_COLL_H
 #define BT_CORE_CHECK_COLL_H
 
-#include "core/launch.h"
+#include "plan/op.h"
+#include "util/status.h"
 
 bt_status_t bt_check_colls(const struct bt_op *ops, int nops);
 

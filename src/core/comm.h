@@ -1,6 +1,7 @@
 /*
  * The communicator: one rank of a group. Everything a collective needs to find its
- * peers, connectors and settings hangs off it.
+ * peers, connectors and settings hangs off it. The object's life is core/comm.c; its init
+ * core/init.h; split and shrink core/split.h.
  */
 #ifndef BT_CORE_COMM_H
 #define BT_CORE_COMM_H
@@ -11,8 +12,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "coll/redop.h"
-#include "coll/work.h"
-#include "core/plan.h"
+#include "exec/exec.h"
 #include "graph/channel.h"
 #include "transport/conn.h"
 #include "transport/transport.h"
@@ -23,14 +23,6 @@
 #define BT_COMM_DEAD 0xdeadc0111deadbadull
 #define BT_MAX_CUSTOM_OPS 1024
 #define BT_DIRECT_SLOT_MAX (32 * 1024)
-
-/* Connectors to one peer, connected on first use: Send/Recv, and the one-shot AllReduce
- * (kept apart so the two never interleave steps on one FIFO). */
-struct bt_p2p_peer {
-    struct bt_conn send, recv;
-    struct bt_lane send_lane, recv_lane;
-    struct bt_conn direct_send, direct_recv;
-};
 
 /* A PreMulSum operator made by ncclRedOpCreatePreMulSum. */
 struct bt_custom_op {
@@ -74,8 +66,7 @@ struct bt_window;
 struct bt_comm {
     uint64_t magic; /* BT_COMM_MAGIC while usable, BT_COMM_DEAD after destroy */
     int rank, nranks;
-    int cuda_dev;              /* -1: host-memory communicator */
-    struct bt_cuda_comm *cuda; /* GPU state, from the first GPU operation (exec/cuda) */
+    int cuda_dev; /* -1: host-memory communicator */
     uint64_t comm_hash;
     struct bt_comm_config config;
     struct bt_bootstrap *bs;
@@ -85,8 +76,14 @@ struct bt_comm {
      * host, or not reported); the tuner bounds its network figures by it */
     struct bt_link_figures net_link;
     /* The communicator as its transports see it (the same bootstrap, peers and abort flag;
-     * the proxy, the NIC and proxy CPUs; the liveness tests): core/liveness.c fills it. */
+     * the proxy, the NIC and proxy CPUs; the liveness tests core/liveness.c installs): filled
+     * at init. */
     struct bt_transport_ctx tctx;
+    /* ... and as its executors see it (filled at init), and each executor's state, made at the
+     * communicator's first operation on it (exec[BT_EXEC_CUDA] is read by other threads:
+     * published whole, with release) */
+    struct bt_exec_comm ec;
+    void *exec[BT_EXEC_KINDS];
 
     int local_ranks;    /* ranks of this communicator on this host */
     int shm_all;        /* every peer reachable through shared memory (else some use NET) */
@@ -94,11 +91,7 @@ struct bt_comm {
 
     int nchannels;
     struct bt_channel channels[BT_MAX_CHANNELS];
-    struct bt_lane tree_down_lanes[BT_MAX_CHANNELS]; /* the down halves of tree works */
-    struct bt_p2p_peer *p2p;                         /* [nranks] */
-    struct bt_link_cap *link_caps;                   /* [nranks] or NULL (core/links.h) */
-    struct bt_conn **direct_send; /* [nranks] -> p2p[r].direct_send, for Direct works */
-    struct bt_conn **direct_recv;
+    struct bt_link_cap *link_caps; /* [nranks] or NULL (core/links.h) */
 
     struct bt_tune_settings tune; /* rank 0's, the same on every rank */
     int check_coll;               /* CHECK_COLL, rank 0's */
@@ -119,12 +112,6 @@ struct bt_comm {
     struct bt_custom_op *custom_ops;
     int ncustom_ops;
 
-    /* the planner's view of each executor (core/launch.c, core/launch_gpu.c: made at the first
-     * operation on it) and the tuner's last choice for it */
-    struct bt_plan_target host_tg, gpu_tg;
-    struct bt_tune_memo host_memo, gpu_memo;
-
-    struct bt_fence *last_fence;     /* the launch in progress: its latest collective's fence */
     uint64_t ncolls;                 /* collectives issued: the same sequence on every rank */
     struct bt_arrival_line *arrival; /* core/arrival.h: [nranks] in shared memory, or NULL */
     struct bt_shm_seg *arrival_seg;
@@ -141,8 +128,6 @@ struct bt_comm {
 #define BT_BUSY_OPS 1  /* runs its operations, a split or a shrink of it: destroy waits */
 #define BT_BUSY_INIT 2 /* initializes it: destroy aborts the init */
 
-#define BT_SHRINK_ABORT 0x01 /* NCCL_SHRINK_ABORT */
-
 /* 1 if `c` is a communicator that exists and is not destroyed. Thread-safe. */
 int bt_comm_is_live(const struct bt_comm *c);
 
@@ -158,15 +143,6 @@ void bt_comm_release(struct bt_comm *c);
 
 /* Create the communicator object (not yet joined). */
 bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p);
-
-/* Join the rendezvous, exchange peer info, build channels: the communicator is then ready
- * (init_done). caller: any thread. */
-bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id);
-
-/* Init, then what a ready communicator runs before the caller gets it: TOPO_PROBE's link
- * measurement (core/links.h), ordinary send/recv launches on it. Every init path (InitRank,
- * a group's deferred inits, split) takes this way. */
-bt_status_t bt_comm_start(struct bt_comm *comm, const void *unique_id);
 
 /* ncclCommGetAsyncError's answer: the first failure seen in the background, or else the
  * first error a kernel of the communicator reported (an abort, a timeout). */
@@ -194,16 +170,5 @@ void bt_comm_wait_idle(struct bt_comm *comm);
  * error, later ones are refused) and its proxy, keeping the bootstrap usable so that a shrink
  * can follow. Idempotent. caller: any thread but one of the comm's launches. */
 void bt_comm_revoke(struct bt_comm *comm);
-
-/* Shrink: a communicator of `parent`'s ranks but the `nexcl` excluded ones (sorted, distinct,
- * in range, this rank not among them), renumbered in parent order. Only the remaining ranks
- * take part; excluded ones are never waited on. BT_SHRINK_ABORT in `flags` revokes the
- * parent first. config NULL: the parent's. */
-bt_status_t bt_comm_shrink(struct bt_comm *parent, const int *excl, int nexcl, int flags,
-                           const struct bt_comm_config *config, struct bt_comm **newcomm_p);
-
-/* Split: collective over `parent`; color < 0 (NCCL_SPLIT_NOCOLOR) yields *newcomm_p = NULL. */
-bt_status_t bt_comm_split(struct bt_comm *parent, int color, int key,
-                          const struct bt_comm_config *config, struct bt_comm **newcomm_p);
 
 #endif

@@ -53,13 +53,4 @@ bt_status_t bt_group_add_init(const struct bt_init_job *job);
  * aborted. */
 void bt_group_drop_comm(struct bt_comm *comm);
 
-/*
- * Run fn(comm, ctx) once for each distinct communicator among ops[] that want() selects:
- * directly when there is one, else one thread each, concurrently - fn's collective steps
- * must meet each other when one thread drives several ranks (ncclCommInitAll). Returns the
- * first error.
- */
-bt_status_t bt_for_each_comm(const struct bt_op *ops, int nops, int (*want)(const struct bt_op *),
-                             bt_status_t (*fn)(struct bt_comm *comm, void *ctx), void *ctx);
-
 #endif

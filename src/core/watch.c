@@ -2,7 +2,7 @@
  * The watcher: the host side of a GPU communicator's reports. Its kernels wait in device
  * code, where nothing can print, and the launching thread has long returned; so one thread
  * per process, running while GPU communicators exist, looks at each one's host-mapped report
- * every WATCH_MS and prints:
+ * (the CUDA executor's, exec/report.h) every WATCH_MS and prints:
  *   - a wait past HANG_REPORT seconds: the collective (number, type, count), the peer and
  *     direction, and the ranks that have not called that collective yet (the arrival board,
  *     ranks on one host; else the other ranks' answers to a question in bootstrap messages,
@@ -24,8 +24,7 @@
 
 #include "core/arrival.h"
 #include "core/comm.h"
-#include "exec/cuda/cuda_comm.h"
-#include "exec/cuda/kargs.h"
+#include "exec/exec.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/time.h"
@@ -81,7 +80,7 @@ static void init_once(void)
     atexit(stop_at_exit);
 }
 
-static void describe(char *buf, size_t len, const volatile struct bt_cuda_where *at)
+static void describe(char *buf, size_t len, const volatile struct bt_exec_where *at)
 {
     if (at->seq == 0) /* send/recv: no common numbering */
         snprintf(buf, len, "%s of %llu bytes (work %d)", bt_coll_name(at->coll),
@@ -128,8 +127,7 @@ static void look_setup(struct watched *e)
 static void look(struct watched *e)
 {
     struct bt_comm *comm = e->comm;
-    struct bt_cuda_comm *cc = comm->cuda;
-    volatile struct bt_cuda_report *r = cc->report_h;
+    volatile struct bt_exec_report *r = bt_exec_cuda.report(comm->exec[BT_EXEC_CUDA]);
     char what[160];
     if (__atomic_load_n(&r->stalled, __ATOMIC_ACQUIRE)) {
         bt_log_set_comm(comm->rank, comm->config.name);
@@ -141,14 +139,14 @@ static void look(struct watched *e)
         r->stalled = 0;
     }
     int err = __atomic_load_n(&r->error, __ATOMIC_ACQUIRE);
-    if (err != BT_CUDA_KERR_NONE && !e->error_told) {
+    if (err != BT_EXEC_ERR_NONE && !e->error_told) {
         e->error_told = 1;
         bt_log_set_comm(comm->rank, comm->config.name);
         describe(what, sizeof(what), &r->error_at);
-        if (err == BT_CUDA_KERR_ABORT) {
+        if (err == BT_EXEC_ERR_ABORT) {
             BT_INFO(BT_LOG_COLL, "GPU %s stopped by ncclCommAbort while waiting for rank %d", what,
                     r->error_at.peer);
-        } else if (err == BT_CUDA_KERR_PEER) {
+        } else if (err == BT_EXEC_ERR_PEER) {
             BT_WARN("GPU %s: stopped because rank %d's kernel saw no progress for TIMEOUT=%d s; "
                     "the communicator has failed (ncclRemoteError)",
                     what, r->error_at.peer, (int)bt_param_timeout());
@@ -273,7 +271,7 @@ void bt_watch_setup(struct bt_comm *comm, uint64_t seq)
 
 void bt_watch_setup_done(struct bt_comm *comm)
 {
-    if (!comm->cuda) { /* it failed: nothing to watch */
+    if (!comm->exec[BT_EXEC_CUDA]) { /* it failed: nothing to watch */
         bt_watch_remove(comm);
         return;
     }

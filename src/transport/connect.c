@@ -1,5 +1,6 @@
 #include "transport/connect.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "bootstrap/bootstrap.h"
@@ -53,6 +54,16 @@ void bt_connect_prepare(struct bt_conn *conn, int peer, int is_send, enum bt_lin
     conn->sizes = *sizes;
 }
 
+/* Remember a rank this one has a network connector with (bt_transport_net_peer); without the
+ * memory for it the rank is just not told (arrival's cause messages are best effort). */
+static void mark_net_peer(struct bt_transport_ctx *ctx, int peer)
+{
+    if (!ctx->net_peers)
+        ctx->net_peers = calloc((size_t)ctx->nranks, 1);
+    if (ctx->net_peers)
+        ctx->net_peers[peer] = 1;
+}
+
 bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
 {
     bt_status_t st = BT_OK;
@@ -100,6 +111,8 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
             BT_CHECK_GOTO(r->conn->tp->connected(r->ctx, r->conn), st, fail);
         r->conn->connected = 1;
         r->conn->step = r->conn->cached = 0;
+        if (bt_conn_proxied(r->conn))
+            mark_net_peer(r->ctx, r->conn->peer);
         BT_INFO(BT_LOG_INIT | BT_LOG_SHM | BT_LOG_NET,
                 "Channel %02d/0 : %d[%d] %s %d[%d] [%s] via %s (%s)", r->conn->channel,
                 r->ctx->rank, r->ctx->rank, r->conn->is_send ? "->" : "<-", r->conn->peer,
@@ -111,10 +124,19 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
 fail:
     /* i: the request whose step failed. A wait on a local rank that died ends early (the
      * bootstrap's and the network's peer checks), and a connection it was making breaks:
-     * name it, or the rank whose death it failed on. Not after an abort (ncclCommAbort). */
+     * name it, or the rank whose death it failed on. Any other failure with a peer that is
+     * down came from that too (a peer that failed removes the segment it offered before this
+     * rank could map it): named the same, and a remote error. Not after an abort
+     * (ncclCommAbort). */
     struct bt_transport_ctx *ctx = reqs[i].ctx;
-    if (st == BT_ERR_REMOTE && !*ctx->abort_flag && ctx->report_down)
-        ctx->report_down(ctx->live_arg, reqs[i].conn->peer, "connection setup", BT_PEER_DYING_MS);
+    int peer = reqs[i].conn->peer;
+    if (!*ctx->abort_flag && ctx->report_down) {
+        if (st == BT_ERR_REMOTE)
+            ctx->report_down(ctx->live_arg, peer, "connection setup", BT_PEER_DYING_MS);
+        else if (ctx->peer_down && ctx->peer_down(ctx->live_arg, peer) &&
+                 ctx->report_down(ctx->live_arg, peer, "connection setup", 0))
+            st = BT_ERR_REMOTE;
+    }
     for (int k = 0; k < nreqs; k++)
         if (!reqs[k].conn->connected)
             bt_conn_free(reqs[k].conn);

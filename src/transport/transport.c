@@ -35,12 +35,17 @@ const char *bt_conn_via(const struct bt_conn *c)
     return !c->tp ? "?" : c->tp->via ? c->tp->via(c) : c->tp->name;
 }
 
-int bt_transport_direct(const struct bt_transport_ctx *ctx, int peer)
+int bt_transport_mapped(const struct bt_transport_ctx *ctx, int peer)
 {
     for (size_t i = 0; i < sizeof(bt_transports) / sizeof(bt_transports[0]); i++)
         if (bt_transports[i]->can_connect(ctx, peer))
             return bt_transports[i]->post == NULL;
     return 0;
+}
+
+int bt_transport_net_peer(const struct bt_transport_ctx *ctx, int peer)
+{
+    return ctx->net_peers && ctx->net_peers[peer];
 }
 
 void bt_transport_link(struct bt_transport_ctx *ctx, int peer, struct bt_link_figures *f)

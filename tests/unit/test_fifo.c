@@ -20,7 +20,7 @@
 
 #include "harness.h"
 #include "coll/work.h"
-#include "exec/host/executor.h"
+#include "exec/host/lanes.h"
 
 #define SIMPLE_SLOT 512
 #define LL_SLOT 512 /* 32 lines: 256 bytes of payload */

@@ -18,9 +18,8 @@
 #include <unistd.h>
 
 #include "coll/redop.h"
-#include "core/launch.h"
-#include "core/plan.h"
-#include "exec/cuda/cuda_comm.h"
+#include "plan/plan.h"
+#include "exec/exec.h"
 #include "graph/ring_plan.h"
 #include "harness.h"
 #include "topo/topo.h"
@@ -219,9 +218,8 @@ static void test_picks(const char *name, const struct pick *want, int nwant)
     int nvl = bt_topo_p2p_within(&t, t.ngpus, gpu, BT_PATH_NVL, &x, &y);
     struct bt_tune_settings set;
     bt_tune_settings_from_env(&set);
-    static struct bt_cuda_comm cc;
     struct bt_plan_target tg;
-    bt_launch_gpu_model(t.ngpus, nvl, &set, &cc, &tg);
+    bt_exec_cuda.model(t.ngpus, nvl, &set, &tg);
     for (int i = 0; i < nwant; i++) {
         struct bt_tune_out o;
         bt_plan_pick(&tg, want[i].coll, want[i].bytes, BT_FLOAT32, &o);

@@ -14,9 +14,8 @@
 #include <string.h>
 
 #include "coll/dtype.h"
-#include "core/launch.h"
-#include "core/plan.h"
-#include "exec/cuda/cuda_comm.h"
+#include "plan/plan.h"
+#include "exec/exec.h"
 #include "graph/ring_plan.h"
 #include "topo/topo.h"
 #include "tune/tuner.h"
@@ -68,9 +67,8 @@ static void print_picks(const struct bt_topo *t)
     int nvl = bt_topo_p2p_within(t, n, gpu, BT_PATH_NVL, &x, &y);
     struct bt_tune_settings set;
     bt_tune_settings_from_env(&set);
-    struct bt_cuda_comm cc;
     struct bt_plan_target tg;
-    bt_launch_gpu_model(n, nvl, &set, &cc, &tg);
+    bt_exec_cuda.model(n, nvl, &set, &tg);
     printf("\n# tuner picks, %d ranks (one per GPU%s): algorithm protocol channels\n", n,
            nvl ? ", every pair NVLink" : "");
     printf("%12s  %-24s  %-24s  %-24s\n", "bytes", "AllReduce", "AllGather", "ReduceScatter");

@@ -1,9 +1,10 @@
 /*
- * A GPU communicator's CUDA state (comm->cuda), built by the first GPU operation: the
- * device copies of its channels and connectors the kernels run over, and the host-mapped
- * words kernels report through. Made and changed by exec/cuda only; the launch
- * (core/launch_gpu.c) reads its geometry to plan, the watcher (core/watch.c) reads the report
- * and clears its `stalled` word once it has printed it (the report's protocol, kargs.h).
+ * A GPU communicator's CUDA state, built by its first GPU operation (cuda_comm.c): the device
+ * copies of its channels and connectors the kernels run over, and the host-mapped words
+ * kernels report through. Made and changed by exec/cuda only; its geometry becomes the
+ * planner's target (target.c), and core's watcher (core/watch.c) reads the report through
+ * the executor's table and clears its `stalled` word once it has printed it
+ * (exec/report.h).
  */
 #ifndef BT_EXEC_CUDA_CUDA_COMM_H
 #define BT_EXEC_CUDA_CUDA_COMM_H
@@ -15,7 +16,7 @@
 #include "util/shm.h"
 #include "util/status.h"
 
-/* Geometry the planner takes from here (core/launch_gpu.c). */
+/* Geometry the planner takes from here (target.c). */
 #define BT_CUDA_ALIGN 512               /* bytes: channel shares and send/recv parts start here */
 #define BT_CUDA_P2P_MIN_PART (8 * 1024) /* bytes: smaller messages use fewer blocks */
 #define BT_CUDA_P2P_LL_MAX (64 * 1024)  /* send/recv up to this size in LL lines */
@@ -42,7 +43,7 @@ struct bt_cuda_comm {
     size_t slot;                  /* bytes of each Simple slot */
     size_t ll_slot;               /* bytes of each LL slot (lines: half of it is payload) */
     size_t ll128_slot; /* bytes of each LL128 slot (120 of each 128 are payload); 0 unless
-                          every pair of the communicator's GPUs is NVLink (exec/cuda/p2p.c) */
+                          every pair of the communicator's GPUs is NVLink (fifos.c) */
 
     /* device memory */
     struct bt_channel *dchan; /* [nch]: rings with device connectors */
@@ -60,7 +61,7 @@ struct bt_cuda_comm {
     uint32_t *dfail_own;
     uint32_t **dfail;
 
-    /* exec/cuda/p2p.c: this rank's FIFOs and the peers' it mapped */
+    /* fifos.c: this rank's FIFOs and the peers' it mapped */
     void *fifo_base;  /* one allocation: ring FIFOs, then one per peer (device address) */
     void **peer_base; /* [nranks]: the peer's allocation, mapped here (or NULL) */
     int *peer_opened; /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
@@ -80,7 +81,7 @@ struct bt_cuda_comm {
     } * netops;
     int nnetops, netops_cap;
 
-    /* the order of the comm's kernels across streams (launch.c: order_streams) */
+    /* the order of the comm's kernels across streams (enqueue.c: order_streams) */
     void *last_stream;               /* the stream of the comm's last kernel */
     unsigned long long last_capture; /* its capture sequence id (0: not captured) */
     int launched;                    /* a kernel has been queued */
@@ -89,12 +90,12 @@ struct bt_cuda_comm {
 
     /* host-mapped (cudaHostAlloc): the kernels' abort flag and their report (errors, stalls) */
     int *abort_h;
-    struct bt_cuda_report *report_h;
+    struct bt_exec_report *report_h;
     void *abort_d, *report_d;
 };
 
 /* The default geometry of a communicator of cc->nranks ranks, before the ranks agree on it
- * (exec/cuda/p2p.c then cuts channels so that every rank sharing a GPU fits it, and keeps
+ * (fifos.c then cuts channels so that every rank sharing a GPU fits it, and keeps
  * LL128 slots only over NVLink): `nch` channels (<= 0: the default), send/recv parts as many
  * as fit a launch with every peer in both directions, the slots. */
 static inline void bt_cuda_geometry_default(struct bt_cuda_comm *cc, int nch)
@@ -121,10 +122,10 @@ static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int
 /* Connect this rank's GPU connectors with every rank (collective: every rank calls it at
  * its first GPU operation). Fills fifo_base, peer_base, and the device channel and p2p
  * connector arrays. caller: the launching thread, with the comm's device current. */
-struct bt_cuda_setup;
-bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc);
-/* Unmap and free what bt_cuda_p2p_setup made. */
-void bt_cuda_p2p_free(struct bt_cuda_comm *cc);
+struct bt_exec_comm;
+bt_status_t bt_cuda_fifos_setup(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc);
+/* Unmap and free what bt_cuda_fifos_setup made. */
+void bt_cuda_fifos_free(struct bt_cuda_comm *cc);
 
 /* A connector's device view of a FIFO at `fifo` (device address), stepping from 0. */
 struct bt_fifo_sizes;
@@ -136,12 +137,15 @@ void bt_cuda_dconn_init(struct bt_conn *c, char *fifo, const struct bt_fifo_size
  * register their FIFOs with CUDA and fill the staging channels (ring orders included) and
  * send/recv connectors with device views; post: the proxy ops for a launch's works (NET
  * connectors); reap: free the completed ops (wait: all of them), errors as the result. */
-void bt_cuda_hostconn_geometry(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc);
-bt_status_t bt_cuda_hostconn_connect(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc,
+void bt_cuda_hostconn_geometry(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc);
+bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc,
                                      struct bt_channel *ch, int *order, struct bt_conn *p2p);
 struct bt_cuda_kargs;
 bt_status_t bt_cuda_hostconn_post(struct bt_cuda_comm *cc, const struct bt_cuda_kargs *a);
 bt_status_t bt_cuda_hostconn_reap(struct bt_cuda_comm *cc, int wait);
+/* drain: wait for the proxy's ops of the comm's kernels, which are over (the proxy still runs);
+ * free: after drain and after the proxy has ended. */
+void bt_cuda_hostconn_drain(struct bt_cuda_comm *cc);
 void bt_cuda_hostconn_free(struct bt_cuda_comm *cc);
 
 #endif

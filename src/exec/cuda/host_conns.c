@@ -43,16 +43,17 @@ static size_t page_round(size_t b)
  * 64 MB: 1 channel 2.4-4.3 GB/s, 4 channels 8.3-10.7, 8 channels 12.5-15.9; NCCL 7.5-11). */
 #define BT_GPU_NET_NCHANNELS 8
 
-void bt_cuda_hostconn_geometry(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc)
+void bt_cuda_hostconn_geometry(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc)
 {
-    int nch = s->min_nchannels > BT_GPU_NET_NCHANNELS ? s->min_nchannels : BT_GPU_NET_NCHANNELS;
+    int nch = ec->tune->min_nchannels > BT_GPU_NET_NCHANNELS ? ec->tune->min_nchannels
+                                                             : BT_GPU_NET_NCHANNELS;
     if (nch > BT_MAX_CHANNELS) /* the host's channel limit */
         nch = BT_MAX_CHANNELS;
     if (nch > cc->nch)
         nch = cc->nch;
     cc->nch = nch < 1 ? 1 : nch;
     cc->np2p = cc->np2p_run = 1;
-    cc->slot = s->host_slot; /* steps are the host connectors' slots */
+    cc->slot = ec->simple_slot; /* steps are the host connectors' slots */
 }
 
 /* The device view of a connected host connector: its FIFO registered with CUDA. */
@@ -73,13 +74,13 @@ static bt_status_t dview(const struct bt_conn *h, struct bt_conn *d, int ch)
     return BT_OK;
 }
 
-bt_status_t bt_cuda_hostconn_connect(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc,
+bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc,
                                      struct bt_channel *ch, int *order, struct bt_conn *p2p)
 {
     int n = cc->nranks, me = cc->rank;
     /* Simple only through host connectors; their slots are the communicator's */
     struct bt_fifo_sizes z = {{0}};
-    z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)s->host_slot;
+    z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)ec->simple_slot;
     cc->hchan = calloc((size_t)cc->nch, sizeof(*cc->hchan));
     cc->hp2p = calloc(2 * (size_t)n, sizeof(*cc->hp2p));
     struct bt_conn_req *reqs = calloc(2 * (size_t)(cc->nch + n), sizeof(*reqs));
@@ -92,14 +93,14 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_cuda_setup *s, struct bt_cu
 #define REQ(conn_, peer_, send_, kind_, ch_)                                                       \
     do {                                                                                           \
         bt_connect_prepare((conn_), (peer_), (send_), (kind_), (ch_), &z);                         \
-        reqs[nreq].ctx = s->ctx;                                                                   \
+        reqs[nreq].ctx = ec->tctx;                                                                 \
         reqs[nreq].conn = (conn_);                                                                 \
         reqs[nreq++].key = bt_link_key((kind_), (ch_));                                            \
     } while (0)
     for (int c = 0; c < cc->nch; c++) {
         struct bt_channel *h = &cc->hchan[c];
         h->id = c;
-        h->ring = s->rings[c % s->nrings].ring; /* the order stays the comm's */
+        h->ring = ec->channels[c % ec->nchannels].ring; /* the order stays the comm's */
         REQ(&h->ring_send, h->ring.next, 1, BT_LINK_GPU_RING, c);
         REQ(&h->ring_recv, h->ring.prev, 0, BT_LINK_GPU_RING, c);
     }
@@ -230,19 +231,26 @@ static void hconn_free(struct bt_conn *h)
     bt_conn_free(h);
 }
 
-/* caller: after the comm's kernels have finished (bt_cuda_comm_free synchronizes) */
-void bt_cuda_hostconn_free(struct bt_cuda_comm *cc)
+/* caller: after the comm's kernels have finished, while the proxy still runs */
+void bt_cuda_hostconn_drain(struct bt_cuda_comm *cc)
 {
+    if (!cc || !cc->net)
+        return;
     /* The proxy must be done with the FIFOs. Once the kernels are over, only the last
      * sends may still be in flight; after a kernel error nothing will move them, so the
      * proxy is told to drop them (the comm is going away), and once more after TIMEOUT. */
-    if (cc->nnetops > 0 && cc->report_h && cc->report_h->error != BT_CUDA_KERR_NONE)
+    if (cc->nnetops > 0 && cc->report_h && cc->report_h->error != BT_EXEC_ERR_NONE)
         __atomic_store_n(cc->ctx->abort_flag, 1, __ATOMIC_RELEASE);
     (void)bt_cuda_hostconn_reap(cc, 1);
     if (cc->nnetops > 0) {
         __atomic_store_n(cc->ctx->abort_flag, 1, __ATOMIC_RELEASE);
         (void)bt_cuda_hostconn_reap(cc, 1);
     }
+}
+
+/* caller: after bt_cuda_hostconn_drain and after the proxy has ended */
+void bt_cuda_hostconn_free(struct bt_cuda_comm *cc)
+{
     if (cc->nnetops > 0) {
         BT_WARN("rank %d: %d network transfers of GPU operations did not finish; their FIFOs "
                 "are left allocated",

@@ -1,7 +1,7 @@
 /*
  * What one kernel launch of the CUDA executor carries, by value in the kernel's parameter
  * space (up to 32 KB on Volta and later with CUDA 12.1+): the works to run and where to
- * report. Shared by the host side (launch.c, C) and the kernels (device/kernels.cuh, C++).
+ * report. Shared by the host side (enqueue.c, C) and the kernels (device/kernels.cuh, C++).
  */
 #ifndef BT_EXEC_CUDA_KARGS_H
 #define BT_EXEC_CUDA_KARGS_H
@@ -10,6 +10,7 @@
 
 #include "coll/window.h"
 #include "coll/work.h"
+#include "exec/report.h"
 
 #define BT_CUDA_MAX_WORKS 128 /* per launch (31 KB of parameters); more: several launches */
 #define BT_CUDA_THREADS 512   /* per block: one block per channel (or per p2p lane) */
@@ -26,40 +27,16 @@ static inline BT_HD int bt_cuda_onepass(const struct bt_work *w)
            (w->proto == BT_PROTO_LL || w->proto == BT_PROTO_LL128);
 }
 
-/* Kernel errors, written to the host-mapped report (first one wins). */
-enum bt_cuda_kerr {
-    BT_CUDA_KERR_NONE = 0,
-    BT_CUDA_KERR_ABORT = 1,   /* the communicator's abort flag was raised */
-    BT_CUDA_KERR_TIMEOUT = 2, /* a wait saw no progress for TIMEOUT seconds */
-    BT_CUDA_KERR_PEER = 3,    /* a peer's kernel timed out and said so (error_at.peer) */
-};
-
-/* Where a kernel waited: the collective (the communicator's operation number, as the arrival
- * board counts them; 0 for send/recv), the peer and the direction. */
-struct bt_cuda_where {
-    uint64_t seq, count;
-    int32_t coll, peer, work, is_send; /* is_send 1: waiting for credit to send to the peer */
-};
-
-/* Host-mapped, one per communicator: what its kernels report to the host (core/watch.c
- * prints it, ncclCommGetAsyncError returns the error). Plain stores, details before the word
- * that announces them. */
-struct bt_cuda_report {
-    int32_t error;   /* enum bt_cuda_kerr */
-    int32_t stalled; /* 1: a wait passed HANG_REPORT seconds; the host clears it once reported */
-    struct bt_cuda_where error_at, stall_at;
-};
-
 struct bt_cuda_khdr {
     int nworks;
     volatile int *abort_flag;      /* host-mapped: ncclCommAbort sets it */
-    struct bt_cuda_report *report; /* host-mapped */
+    struct bt_exec_report *report; /* host-mapped */
     uint64_t timeout_ns;           /* 0: none */
     uint64_t hang_ns;              /* a wait this long is reported once (0: never) */
     /* A kernel that times out tells every peer at once, so that a peer's block that had not
      * even started when the wait began (the GPU full, its SMs held by other work) fails at
      * its first wait instead of waiting TIMEOUT again: each rank has a word in its FIFO
-     * memory that peers set to their rank + 1 (exec/cuda/p2p.c). NULL through the network. */
+     * memory that peers set to their rank + 1 (exec/cuda/fifos.c). NULL through the network. */
     volatile uint32_t *failed;   /* this rank's word: read by every wait's stall check */
     uint32_t *const *fail_words; /* [nranks]: every rank's word as addressed here */
     int rank, nranks;

@@ -2,7 +2,7 @@
  * The CUDA executor's kernels: one block per lane (a channel, or a point-to-point peer),
  * each running its works' steps in order. A step is the same primitive the host executor
  * runs (coll/work.h), computed by the same schedule functions (coll/algo.h, compiled for
- * the device), over connectors whose FIFOs live in GPU memory (exec/cuda/p2p.c: the
+ * the device), over connectors whose FIFOs live in GPU memory (exec/cuda/fifos.c: the
  * receiver's buffer, written by the sender through NVLink or PCIe peer mappings).
  *
  * A step, Simple protocol:
@@ -32,8 +32,9 @@
  *   kernels.cuh      the kernels (bt_cuda_kernel, bt_cuda_direct_kernel), block_work and the
  *                    launch of one dtype's kernels (launch_typed)
  * A folder of its own keeps the pieces that only nvcc reads apart from the module's host
- * files (launch.c, p2p.c, host_conns.c, the headers the rest of the library includes), and out of
- * the exec/cuda/*.cu glob in src/CMakeLists.txt: the headers are included, never compiled alone.
+ * files (cuda_exec.c, enqueue.c, fifos.c, host_conns.c, the headers the rest of the library
+ * includes), and out of the exec/cuda/*.cu glob in src/CMakeLists.txt: the headers are
+ * included, never compiled alone.
  * Their functions have internal linkage (static), so every unit that includes them has its
  * own copy and nothing is defined twice at link time; the kernel templates are instantiated
  * for each dtype in one unit only.

@@ -28,7 +28,7 @@ static __device__ __forceinline__ int
 run_direct_ll(const struct bt_work *w, const struct bt_cuda_khdr &h, int widx, DirectChunk &d)
 {
     const int n = w->nranks, me = w->rank;
-    const uint64_t nloops = bt_ring_nloops(w);
+    const uint64_t nloops = bt_work_nloops(w);
     for (uint64_t l = 0; l < nloops; l++) {
         int err = direct_send_begin(w, h, widx, &d);
         direct_recv_begin(w, &d);
@@ -95,7 +95,7 @@ template <typename T>
 static __device__ __forceinline__ int
 run_direct_ll128(const struct bt_work *w, const struct bt_cuda_khdr &h, int widx, DirectChunk &d)
 {
-    const uint64_t nloops = bt_ring_nloops(w);
+    const uint64_t nloops = bt_work_nloops(w);
     const uint64_t lag =
         nloops < DIRECT_LL128_AHEAD + 1 ? (nloops ? nloops - 1 : 0) : DIRECT_LL128_AHEAD;
     for (uint64_t i = 0; i < nloops + lag; i++) {

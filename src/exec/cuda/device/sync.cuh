@@ -36,7 +36,7 @@ static __device__ __forceinline__ uint64_t globaltimer_ns(void)
 static __shared__ uint64_t cur_seq, cur_count;
 static __shared__ int cur_coll;
 
-static __device__ void report_where(volatile struct bt_cuda_where *at, int peer, int widx,
+static __device__ void report_where(volatile struct bt_exec_where *at, int peer, int widx,
                                     int is_send)
 {
     at->seq = cur_seq;
@@ -59,28 +59,28 @@ static __device__ void tell_peers_failed(const struct bt_cuda_khdr &h)
 }
 
 /* Called every 1024 polls of a wait: the abort flag, a peer's failure, the hang report and
- * the deadline (`start` is the first check's time). Returns 0, or an enum bt_cuda_kerr, also
+ * the deadline (`start` is the first check's time). Returns 0, or an enum bt_exec_err, also
  * recorded in the host-mapped report with where the wait stalled (for a peer's failure: that
  * peer). */
 static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uint64_t *start,
                                                int peer, int widx, int is_send)
 {
-    int err = BT_CUDA_KERR_NONE;
+    int err = BT_EXEC_ERR_NONE;
     if (h.abort_flag && *h.abort_flag)
-        err = BT_CUDA_KERR_ABORT;
+        err = BT_EXEC_ERR_ABORT;
     uint32_t failed = h.failed ? *h.failed : 0;
     if (failed && !err) {
-        err = BT_CUDA_KERR_PEER;
+        err = BT_EXEC_ERR_PEER;
         peer = (int)failed - 1;
     }
     uint64_t now = globaltimer_ns();
-    volatile struct bt_cuda_report *r = h.report;
+    volatile struct bt_exec_report *r = h.report;
     if (*start == 0) {
         *start = now;
     } else {
         uint64_t waited = now - (*start & ~STALL_REPORTED);
         if (h.timeout_ns && waited > h.timeout_ns && !err) {
-            err = BT_CUDA_KERR_TIMEOUT;
+            err = BT_EXEC_ERR_TIMEOUT;
             tell_peers_failed(h);
         }
         if (h.hang_ns && waited > h.hang_ns && !(*start & STALL_REPORTED)) {
@@ -96,7 +96,7 @@ static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uin
         /* Plain stores: atomics on host memory need PCIe AtomicOps, which not every
          * platform has. Threads failing together may mix their details; the code is what
          * matters and every writer writes a non-zero one. */
-        if (r->error == BT_CUDA_KERR_NONE) {
+        if (r->error == BT_EXEC_ERR_NONE) {
             report_where(&r->error_at, peer, widx, is_send);
             __threadfence_system();
             r->error = err;

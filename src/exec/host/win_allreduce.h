@@ -8,8 +8,8 @@
  *   2  once every peer is done: count e; every part of this rank's output is written and no
  *      peer reads its input any more.
  */
-#ifndef BT_EXEC_HOST_WINDOW_H
-#define BT_EXEC_HOST_WINDOW_H
+#ifndef BT_EXEC_HOST_WIN_ALLREDUCE_H
+#define BT_EXEC_HOST_WIN_ALLREDUCE_H
 
 #include "coll/window.h"
 #include "coll/work.h"

@@ -1,5 +1,5 @@
-#include "exec/host/executor.h"
-#include "exec/host/window.h"
+#include "exec/host/lanes.h"
+#include "exec/host/win_allreduce.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -334,60 +334,137 @@ static int waits_on_gone_peer(const struct bt_work *w, const struct bt_wait_poli
     return 0;
 }
 
+/* One pass over the lanes: each lane's head work runs as many steps as it can (finished
+ * works leave their lane and count their fence down). Returns whether any lane still has
+ * work; *progressed: a step ran; *blocked: the last work that could not. */
+static int run_pass(struct bt_lane *const *lanes, int nlanes, int *progressed,
+                    struct bt_work **blocked)
+{
+    int active = 0;
+    for (int i = 0; i < nlanes; i++) {
+        struct bt_lane *ln = lanes[i];
+        while (ln->head) {
+            struct bt_work *w = ln->head;
+            if (w->step == w->nsteps) {
+                ln->head = w->next;
+                if (!ln->head)
+                    ln->tail = NULL;
+                if (w->fence)
+                    w->fence->remaining--;
+                *progressed = 1;
+                continue;
+            }
+            if (w->step == 0 && w->after && w->after->remaining > 0) {
+                *blocked = w; /* the previous collective is still running */
+                break;
+            }
+            int ran;
+            if (w->algo == BT_ALGO_WINDOW) {
+                ran = bt_host_window_step(w);
+            } else {
+                struct bt_prim p;
+                bt_algo_prim(w, w->step, &p);
+                ran = bt_host_prim_try(w, &p);
+            }
+            if (!ran) {
+                *blocked = w;
+                break;
+            }
+            w->step++;
+            *progressed = 1;
+        }
+        active |= ln->head != NULL;
+    }
+    return active;
+}
+
+/* A launch's time without progress. */
+struct stall {
+    uint64_t since;       /* when it began (0: not yet looked) */
+    uint64_t deadline;    /* TIMEOUT from the first look (0: not set) */
+    uint64_t liveness_at; /* the peers were last asked about */
+    int hang_reported;
+};
+
+/* A failure of the launch: the failing work for the caller. */
+static bt_status_t failed(struct bt_work *w, struct bt_work **failed_p)
+{
+    if (failed_p)
+        *failed_p = w;
+    return BT_ERR_REMOTE;
+}
+
+/* Looked at every 64 passes without progress: an abort of any communicator of the launch (not
+ * only the one whose work is blocked), a peer gone (every ~50 ms), the hang report (once, or
+ * on the dump signal), the deadline. BT_OK: keep waiting. */
+static bt_status_t stall_check(struct bt_lane *const *lanes, int nlanes,
+                               const struct bt_wait_policy *wait, struct stall *s,
+                               struct bt_work *blocked, struct bt_work **failed_p)
+{
+    for (int i = 0; i < nlanes; i++) {
+        struct bt_work *h = lanes[i]->head;
+        if (h && h->abort_flag && *h->abort_flag) {
+            BT_WARN("%s aborted (ncclCommAbort or a failed peer)", bt_coll_name(h->coll));
+            return failed(h, failed_p);
+        }
+    }
+    uint64_t now = bt_time_ns();
+    if (s->since == 0)
+        s->since = now;
+    if ((wait->peer_gone || wait->stalled) && now - s->liveness_at > 50000000ull) {
+        s->liveness_at = now;
+        for (int i = 0; i < nlanes; i++) {
+            struct bt_work *h = lanes[i]->head;
+            if (h && wait->stalled)
+                wait->stalled(h);
+            if (h && wait->peer_gone && waits_on_gone_peer(h, wait, now - s->since))
+                return failed(h, failed_p);
+        }
+    }
+    int signalled = wait->report_now && wait->report_now();
+    if (signalled || (wait->hang_ns && !s->hang_reported && now - s->since > wait->hang_ns)) {
+        s->hang_reported |= !signalled;
+        char why[80];
+        snprintf(why, sizeof(why), "has made no progress for %.0f s (%s)",
+                 (double)(now - s->since) / 1e9, signalled ? "dump signal" : "hang report");
+        for (int i = 0; i < nlanes; i++) {
+            if (!lanes[i]->head)
+                continue;
+            report_blocked(lanes[i]->head, why, 1);
+            if (wait->hang)
+                wait->hang(lanes[i]->head);
+        }
+    }
+    if (s->deadline == 0) {
+        s->deadline = bt_deadline_from_now();
+    } else if (now > s->deadline) {
+        for (int i = 0; i < nlanes; i++)
+            if (lanes[i]->head)
+                report_blocked(lanes[i]->head, "timed out", 0);
+        return failed(blocked, failed_p);
+    }
+    return BT_OK;
+}
+
 bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
                          const struct bt_wait_policy *wait, struct bt_work **failed_p)
 {
     const uint64_t spin = wait->spin;
     const uint64_t yields = wait->yields;
-    uint64_t idle = 0, deadline = 0, stalled_since = 0, liveness_at = 0;
-    int hang_reported = 0;
+    uint64_t idle = 0;
+    struct stall s = {0};
 
     for (;;) {
-        int active = 0, progressed = 0;
+        int progressed = 0;
         struct bt_work *blocked = NULL;
-        for (int i = 0; i < nlanes; i++) {
-            struct bt_lane *ln = lanes[i];
-            while (ln->head) {
-                struct bt_work *w = ln->head;
-                if (w->step == w->nsteps) {
-                    ln->head = w->next;
-                    if (!ln->head)
-                        ln->tail = NULL;
-                    if (w->fence)
-                        w->fence->remaining--;
-                    progressed = 1;
-                    continue;
-                }
-                if (w->step == 0 && w->after && w->after->remaining > 0) {
-                    blocked = w; /* the previous collective is still running */
-                    break;
-                }
-                int ran;
-                if (w->algo == BT_ALGO_WINDOW) {
-                    ran = bt_host_window_step(w);
-                } else {
-                    struct bt_prim p;
-                    bt_algo_prim(w, w->step, &p);
-                    ran = bt_host_prim_try(w, &p);
-                }
-                if (!ran) {
-                    blocked = w;
-                    break;
-                }
-                w->step++;
-                progressed = 1;
-            }
-            active |= ln->head != NULL;
-        }
-        if (!active)
+        if (!run_pass(lanes, nlanes, &progressed, &blocked))
             return BT_OK;
         if (!progressed && wait->poll)
             progressed = wait->poll(wait->arg);
         if (progressed) {
             idle = 0;
-            deadline = 0; /* the timeout counts time without progress */
-            stalled_since = 0;
-            hang_reported = 0;
+            s.since = s.deadline = 0; /* the timeout counts time without progress */
+            s.hang_reported = 0;
             continue;
         }
 
@@ -402,60 +479,7 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
             struct timespec ts = {0, 20000}; /* 20 us: waits this long are not latency-bound */
             nanosleep(&ts, NULL);
         }
-        if ((idle & 63) == 0) {
-            /* Any communicator of the launch may be aborted, not only the one whose work
-             * happens to be blocked. */
-            for (int i = 0; i < nlanes; i++) {
-                struct bt_work *h = lanes[i]->head;
-                if (h && h->abort_flag && *h->abort_flag) {
-                    BT_WARN("%s aborted (ncclCommAbort or a failed peer)", bt_coll_name(h->coll));
-                    if (failed_p)
-                        *failed_p = h;
-                    return BT_ERR_REMOTE;
-                }
-            }
-            uint64_t now = bt_time_ns();
-            if (stalled_since == 0)
-                stalled_since = now;
-            if ((wait->peer_gone || wait->stalled) && now - liveness_at > 50000000ull) {
-                liveness_at = now;
-                for (int i = 0; i < nlanes; i++) {
-                    struct bt_work *h = lanes[i]->head;
-                    if (h && wait->stalled)
-                        wait->stalled(h);
-                    if (h && wait->peer_gone && waits_on_gone_peer(h, wait, now - stalled_since)) {
-                        if (failed_p)
-                            *failed_p = h;
-                        return BT_ERR_REMOTE;
-                    }
-                }
-            }
-            int signalled = wait->report_now && wait->report_now();
-            if (signalled ||
-                (wait->hang_ns && !hang_reported && now - stalled_since > wait->hang_ns)) {
-                hang_reported |= !signalled;
-                char why[80];
-                snprintf(why, sizeof(why), "has made no progress for %.0f s (%s)",
-                         (double)(now - stalled_since) / 1e9,
-                         signalled ? "dump signal" : "hang report");
-                for (int i = 0; i < nlanes; i++) {
-                    if (!lanes[i]->head)
-                        continue;
-                    report_blocked(lanes[i]->head, why, 1);
-                    if (wait->hang)
-                        wait->hang(lanes[i]->head);
-                }
-            }
-            if (deadline == 0) {
-                deadline = bt_deadline_from_now();
-            } else if (now > deadline) {
-                for (int i = 0; i < nlanes; i++)
-                    if (lanes[i]->head)
-                        report_blocked(lanes[i]->head, "timed out", 0);
-                if (failed_p)
-                    *failed_p = blocked;
-                return BT_ERR_REMOTE;
-            }
-        }
+        if ((idle & 63) == 0)
+            BT_CHECK(stall_check(lanes, nlanes, wait, &s, blocked, failed_p));
     }
 }

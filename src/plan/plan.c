@@ -1,13 +1,11 @@
-/* The planning stage (plan.h). */
-#include "core/plan.h"
+/* The planner (plan.h). */
+#include "plan/plan.h"
 
 #include <string.h>
 
 #include "coll/algo.h"
 #include "coll/dtype.h"
-#include "core/arrival.h"
-#include "core/comm.h"
-#include "device/device.h"
+#include "util/log.h"
 #include "util/param.h"
 
 size_t bt_plan_bytes(const struct bt_op *op, int nranks)
@@ -16,87 +14,6 @@ size_t bt_plan_bytes(const struct bt_op *op, int nranks)
     if (op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_REDUCESCATTER)
         b *= (size_t)nranks;
     return b;
-}
-
-static int is_self(const struct bt_op *op)
-{
-    return bt_coll_is_p2p(op->coll) && op->peer == op->comm->rank && op->count != 0;
-}
-
-/* The communicator can run operations: its init finished and nothing failed since. */
-static bt_status_t gate(struct bt_comm *comm)
-{
-    if (!comm->init_done || comm->init_status != BT_OK) {
-        BT_WARN("rank %d: communicator %p did not finish its initialization (error %d)", comm->rank,
-                (void *)comm, (int)comm->init_status);
-        return comm->init_status != BT_OK ? comm->init_status : BT_ERR_INVALID_USAGE;
-    }
-    if (atomic_load_explicit(&comm->revoked, memory_order_acquire)) {
-        BT_WARN("rank %d: communicator %p was revoked (ncclCommRevoke or a NCCL_SHRINK_ABORT "
-                "shrink); only ncclCommShrink, ncclCommDestroy and ncclCommAbort apply to it",
-                comm->rank, (void *)comm);
-        return BT_ERR_INVALID_USAGE;
-    }
-    bt_status_t async = bt_comm_async_error(comm); /* a GPU kernel's report included */
-    if (async != BT_OK) {
-        BT_WARN("rank %d: communicator %p has failed earlier (error %d); destroy or abort it",
-                comm->rank, (void *)comm, (int)async);
-        return async;
-    }
-    return BT_OK;
-}
-
-/* Each communicator's k-th send to itself pairs with its k-th receive from itself, whatever
- * their order in the group (a send to self never waits, so there is no order to keep); the
- * pair's copy is made by the executor both run on, so both must run on one. */
-static bt_status_t match_self(struct bt_op *ops, int nops, int (*on_gpu)(const struct bt_op *))
-{
-    for (int i = 0; i < nops; i++)
-        ops[i].self_src = NULL;
-    for (int i = 0; i < nops; i++) {
-        struct bt_op *s = &ops[i];
-        if (s->coll != BT_COLL_SEND || !is_self(s))
-            continue;
-        struct bt_op *r = NULL;
-        for (int j = 0; j < nops && !r; j++)
-            if (ops[j].coll == BT_COLL_RECV && ops[j].comm == s->comm && is_self(&ops[j]) &&
-                !ops[j].self_src)
-                r = &ops[j];
-        if (!r) {
-            BT_WARN("rank %d: ncclSend to itself (%zu elements) has no matching ncclRecv from "
-                    "itself in the same group",
-                    s->comm->rank, s->count);
-            return BT_ERR_INVALID_USAGE;
-        }
-        if (on_gpu && on_gpu(s) != on_gpu(r)) {
-            BT_WARN("rank %d: ncclSend to itself from %s memory pairs with an ncclRecv from itself "
-                    "into %s memory: both buffers of a send/recv to oneself must be device "
-                    "memory, or both host memory",
-                    s->comm->rank, on_gpu(s) ? "device" : "host", on_gpu(r) ? "device" : "host");
-            return BT_ERR_INVALID_USAGE;
-        }
-        r->self_src = s->sendbuf;
-        r->self_bytes =
-            bt_min_sz(s->count * bt_dtype_size(s->dtype), r->count * bt_dtype_size(r->dtype));
-    }
-    for (int j = 0; j < nops; j++) {
-        struct bt_op *r = &ops[j];
-        if (r->coll == BT_COLL_RECV && is_self(r) && !r->self_src) {
-            BT_WARN("rank %d: ncclRecv from itself (%zu elements) has no matching ncclSend to "
-                    "itself in the same group",
-                    r->comm->rank, r->count);
-            return BT_ERR_INVALID_USAGE;
-        }
-    }
-    return BT_OK;
-}
-
-bt_status_t bt_plan_check(struct bt_op *ops, int nops, int (*on_gpu)(const struct bt_op *))
-{
-    for (int i = 0; i < nops; i++)
-        if (i == 0 || ops[i].comm != ops[i - 1].comm)
-            BT_CHECK(gate(ops[i].comm));
-    return match_self(ops, nops, on_gpu);
 }
 
 void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
@@ -139,30 +56,15 @@ void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v)
     }
 }
 
-bt_status_t bt_plan_begin(struct bt_op *op)
-{
-    struct bt_comm *comm = op->comm;
-    bt_log_set_comm(comm->rank, comm->config.name);
-    op->seq = 0; /* send/recv sequences differ between ranks: no number */
-    if (!bt_coll_is_p2p(op->coll))
-        bt_arrival_start(comm, op->seq = ++comm->ncolls); /* this rank has called it */
-    if (!op->scalar_ptr)
-        return BT_OK;
-    unsigned char v[8] = {0};
-    size_t es = bt_dtype_size(op->dtype);
-    if (comm->cuda_dev >= 0 && bt_device_ptr_is_device(op->scalar_ptr)) /* no CUDA on host comms */
-        BT_CHECK(bt_device_read_after(v, op->scalar_ptr, es, op->stream));
-    else
-        memcpy(v, op->scalar_ptr, es);
-    bt_redop_scalar_from_bytes(&op->redop, v);
-    return BT_OK;
-}
-
 int bt_plan_single(const struct bt_op *op)
 {
+    const struct bt_redop *r = &op->redop;
     int reduces = op->coll == BT_COLL_ALLREDUCE || op->coll == BT_COLL_REDUCE ||
                   op->coll == BT_COLL_REDUCESCATTER;
-    if (reduces && (op->redop.pre_mul || op->redop.post_div))
+    /* a one-rank average divides by 1; only a PreMulSum by another scalar changes values */
+    int scales =
+        r->pre_mul && (bt_dtype_is_float(r->dtype) ? r->scalar_f != 1.0 : r->scalar_i != 1);
+    if (reduces && scales)
         return 2;
     return op->recvbuf != op->sendbuf ? 1 : 0;
 }
@@ -339,12 +241,4 @@ int bt_plan_p2p(const struct bt_plan_target *tg, const struct bt_op *op, struct 
         w->nsteps = bt_algo_nsteps(w);
     }
     return n;
-}
-
-void bt_plan_fail(struct bt_op *ops, int nops, bt_status_t st)
-{
-    if (st != BT_ERR_REMOTE && st != BT_ERR_SYSTEM && st != BT_ERR_INTERNAL && st != BT_ERR_CUDA)
-        return;
-    for (int i = 0; i < nops; i++)
-        bt_comm_set_async_error(ops[i].comm, st);
 }

@@ -1,26 +1,25 @@
 /*
- * The planning stage: a group's operations become works, the same way for both executors.
- * Written once; the host launch (core/launch.c), the GPU launch (core/launch_gpu.c) and
- * unit/test_schedule use it.
+ * The planner: what an operation becomes on an executor, the same way for both. Pure
+ * functions of an operation and a target (what the executor offers); it never sees the
+ * communicator. The executors (exec/host, exec/cuda) call it when they place an operation;
+ * unit/test_schedule plans through it with a target of its own, and baton-topo asks it what a
+ * machine not at hand would pick.
  *
- *   bt_plan_check   before anything runs: every communicator can run (init done, no earlier
- *                   failure) and sends to self pair with receives from self; nothing has
- *                   run when it fails
- *   bt_plan_begin   an op starts: its numbers (collectives: the arrival board) and its
- *                   PreMulSum scalar, read now
+ *   bt_plan_single  a one-rank collective: nothing, a copy, or a scaling
  *   bt_plan_coll    a collective -> the tuner's choice and one work standing for each channel
  *                   it uses (bt_work_channel makes channel i's; on host channels
  *                   bt_plan_channel, with a tree's down halves)
  *   bt_plan_p2p     a send or a receive -> a work per part
- *   bt_plan_fail    what a failed launch does to its communicators
+ *   bt_plan_pick    what bt_plan_coll would pick for a size (tools, tests)
  * An executor describes itself in a struct bt_plan_target; the planner knows nothing else of
- * it, and places no work: the host launch puts works on lanes, the GPU launch in a kernel's
- * parameters.
+ * it, and places no work: the host executor puts works on lanes, the CUDA executor in a
+ * kernel's parameters.
  */
-#ifndef BT_CORE_PLAN_H
-#define BT_CORE_PLAN_H
+#ifndef BT_PLAN_PLAN_H
+#define BT_PLAN_PLAN_H
 
-#include "core/launch.h"
+#include "coll/work.h"
+#include "plan/op.h"
 #include "tune/tuner.h"
 
 /* The tuner's last choices for a target: the tuner is a pure function of the collective, its
@@ -73,28 +72,13 @@ struct bt_plan_target {
 /* The size nccl-tests reports for a collective: the per-rank buffer it moves. */
 size_t bt_plan_bytes(const struct bt_op *op, int nranks);
 
-/*
- * Check a launch before anything of it runs, in the group's order: every op's communicator
- * finished its init and has not failed (else that error), and each communicator's sends to
- * itself pair with its receives from itself, the k-th with the k-th in any order (ops[]'s
- * self_src and self_bytes are set on each receive). An unmatched send or receive, or a pair
- * whose ops would run on different executors (on_gpu(op): the op runs on the GPU; NULL: none
- * does), is BT_ERR_INVALID_USAGE. Returns BT_OK or the first failure, logged. A kernel error
- * found here becomes its communicator's async error; nothing else changes.
- */
-bt_status_t bt_plan_check(struct bt_op *ops, int nops, int (*on_gpu)(const struct bt_op *));
-
 /* A PreMulSum scalar's value, stored as op->dtype at v, into op (at enqueue for host-immediate
- * scalars, by bt_plan_begin for scalars read from memory). */
+ * scalars, at launch for scalars read from memory). */
 void bt_redop_scalar_from_bytes(struct bt_redop *op, const void *v);
 
-/* An op starts (in launch order, on its executor): a collective gets its number (op->seq,
- * the same sequence on every rank) on the arrival board; a PreMulSum scalar in memory is read
- * now (device memory, on a GPU communicator, after the op's stream's earlier work). */
-bt_status_t bt_plan_begin(struct bt_op *op);
-
 /* A one-rank collective: the output is the input, pre-multiplied and divided as the op says.
- * 0: nothing to do; 1: a plain copy; 2: a reduction of one source (scaling). */
+ * 0: nothing to do; 1: a plain copy (also when the scaling is by 1, as a one-rank average's
+ * division and a PreMulSum by 1 are); 2: a reduction of one source by a scalar other than 1. */
 int bt_plan_single(const struct bt_op *op);
 
 /*
@@ -126,9 +110,4 @@ int bt_plan_channel(struct bt_work *w, uint32_t c, struct bt_work *down);
  */
 int bt_plan_p2p(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_work *works);
 
-/* A launch failed with `st` while its ops ran (after bt_plan_check): a peer that failed or a
- * resource that broke poisons the communicators involved (their async error); a usage error
- * of this call does not. */
-void bt_plan_fail(struct bt_op *ops, int nops, bt_status_t st);
-
-#endif
+#endif /* BT_PLAN_PLAN_H */

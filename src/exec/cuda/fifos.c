@@ -38,7 +38,7 @@
 #include "util/param.h"
 #include "util/shm.h"
 
-struct p2p_info {
+struct fifo_info {
     int pid;
     int dev;
     int want_shm; /* P2P_DISABLE=1 here */
@@ -107,7 +107,7 @@ struct stage {
  * of the communicator's GPUs (LL128 needs it). Returns 1 when P2P must stay off, 0, or -1 on
  * failure.
  */
-static int gpu_topology(struct bt_transport_ctx *ctx, const struct p2p_info *all, int remote,
+static int gpu_topology(struct bt_transport_ctx *ctx, const struct fifo_info *all, int remote,
                         int *best, int *nvl)
 {
     int n = ctx->nranks, me = ctx->rank, off = 0, w = n + 2; /* a vote: off, nvl, ring */
@@ -198,11 +198,11 @@ static int gpu_topology(struct bt_transport_ctx *ctx, const struct p2p_info *all
 /* GPU FIFOs in GPU memory mapped between the ranks, or in host shared memory registered
  * with CUDA (cc->shm): every rank lays out its FIFOs alike (see the top of this file). */
 static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *cc,
-                             struct p2p_info *all, struct stage *sg)
+                             struct fifo_info *all, struct stage *sg)
 {
     bt_status_t st = BT_OK;
     int n = ctx->nranks, me = ctx->rank;
-    struct p2p_info *mine = &all[me];
+    struct fifo_info *mine = &all[me];
     struct bt_fifo_sizes z = fifo_sizes(cc);
     size_t fb = fifo_bytes(&z);
     size_t fifos = fb * (size_t)(cc->nch + n * cc->np2p);
@@ -325,7 +325,7 @@ static int resident_blocks(int dev)
  * allgathered figures. Other work holding SMs
  * cannot be known here: then the deadline and the peers' failure word end the waits.
  */
-static void fit_residency(struct bt_cuda_comm *cc, const struct p2p_info *all, int n)
+static void fit_residency(struct bt_cuda_comm *cc, const struct fifo_info *all, int n)
 {
     int cap = 0, most = 1;
     for (int r = 0; r < n; r++) {
@@ -361,34 +361,15 @@ static void fit_residency(struct bt_cuda_comm *cc, const struct p2p_info *all, i
     cc->np2p_run = run;
 }
 
-bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm *cc)
+/* Agree on the geometry first: every rank must lay out its FIFOs alike (the fewest channels,
+ * the smallest slots), and two ranks may share a GPU only when asked (TEST_SAME_GPU, ranks of
+ * one process). *remote: some rank is on another host. */
+static bt_status_t agree_geometry(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc,
+                                  struct fifo_info *all, int *remote)
 {
-    bt_status_t st = BT_OK;
-    struct bt_transport_ctx *ctx = s->ctx;
+    struct bt_transport_ctx *ctx = ec->tctx;
     int n = ctx->nranks, me = ctx->rank;
-    struct p2p_info *all = calloc((size_t)n, sizeof(*all));
-    struct stage sg = {
-        .ch = calloc((size_t)cc->nch, sizeof(*sg.ch)),
-        .order = calloc((size_t)cc->nch * (size_t)n, sizeof(int)),
-        .p2p = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*sg.p2p)),
-        .best = calloc((size_t)n, sizeof(int)),
-        .fail = calloc((size_t)n, sizeof(uint32_t *)),
-    };
-    struct bt_conn **hpeer = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hpeer));
-    cc->peer_base = calloc((size_t)n, sizeof(void *));
-    cc->peer_opened = calloc((size_t)n, sizeof(int));
-    cc->shm_peer = calloc((size_t)n, sizeof(*cc->shm_peer));
-    if (!all || !sg.ch || !sg.order || !sg.p2p || !sg.best || !sg.fail || !hpeer ||
-        !cc->peer_base || !cc->peer_opened || !cc->shm_peer) {
-        BT_WARN("out of memory setting up GPU connectors");
-        st = BT_ERR_SYSTEM;
-        goto fail;
-    }
-
-    for (int i = 0; i < n; i++) /* rank order until the topology says otherwise */
-        sg.best[i] = i;
-    /* Agree on the geometry first: every rank must lay out its FIFOs alike. */
-    struct p2p_info *mine = &all[me];
+    struct fifo_info *mine = &all[me];
     mine->pid = (int)getpid();
     mine->dev = cc->dev;
     mine->nch = cc->nch;
@@ -398,18 +379,17 @@ bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm
     mine->host_hash = ctx->peers[me].host_hash;
     mine->resident = resident_blocks(cc->dev);
     mine->want_shm = bt_param_p2p_disable() != 0;
-    CUDA_TRY(cudaDeviceGetPCIBusId(mine->bus, (int)sizeof(mine->bus), cc->dev),
-             "cudaDeviceGetPCIBusId");
-    BT_CHECK_GOTO(bt_bootstrap_allgather(ctx->bs, all, sizeof(*all)), st, fail);
-    int remote = 0;
+    BT_CHECK(bt_device_error((int)cudaDeviceGetPCIBusId(mine->bus, (int)sizeof(mine->bus), cc->dev),
+                             "cudaDeviceGetPCIBusId"));
+    BT_CHECK(bt_bootstrap_allgather(ctx->bs, all, sizeof(*all)));
+    *remote = 0;
     for (int r = 0; r < n; r++) {
         if (all[r].nch < cc->nch)
             cc->nch = all[r].nch;
         if (all[r].np2p != cc->np2p) {
             BT_WARN("rank %d cuts send/recv into %d parts, this rank into %d", r, all[r].np2p,
                     cc->np2p);
-            st = BT_ERR_INTERNAL;
-            goto fail;
+            return BT_ERR_INTERNAL;
         }
         if (all[r].slot < cc->slot)
             cc->slot = (size_t)all[r].slot;
@@ -424,27 +404,36 @@ bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm
             BT_WARN("ranks %d and %d use the same GPU (%s): their kernels would wait on each "
                     "other; give each rank its own GPU",
                     me, r, mine->bus);
-            st = BT_ERR_INVALID_USAGE;
-            goto fail;
+            return BT_ERR_INVALID_USAGE;
         }
-        remote |= all[r].host_hash != mine->host_hash;
+        *remote |= all[r].host_hash != mine->host_hash;
     }
     fit_residency(cc, all, n);
-    /* Every rank decides alike: through host connectors (the network) when a rank is on
-     * another host, or when P2P is off and shared memory too (SHM_DISABLE=1: s->shm_all
-     * is the same on every rank); else shared memory if any rank asks for it or two GPUs
-     * driven by one process cannot reach each other (device numbers only mean the same
-     * thing inside one process; between processes CUDA IPC itself says whether P2P works). */
+    return BT_OK;
+}
+
+/*
+ * Which way the FIFOs go, every rank alike: through host connectors (the network) when a rank
+ * is on another host, or when P2P is off and shared memory too (SHM_DISABLE=1: shm_all is the
+ * same on every rank); else host shared memory if any rank asks for it or two GPUs driven by
+ * one process cannot reach each other (device numbers only mean the same thing inside one
+ * process; between processes CUDA IPC itself says whether P2P works); else GPU memory mapped
+ * between the ranks. And whether LL128 slots exist. best: the ring the topology chose.
+ */
+static bt_status_t choose_path(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc,
+                               struct fifo_info *all, int remote, int *best)
+{
+    struct bt_transport_ctx *ctx = ec->tctx;
+    int n = ctx->nranks;
+    const struct fifo_info *mine = &all[ctx->rank];
     for (int r = 0; r < n; r++)
         cc->shm |= all[r].want_shm;
     int nvl = 0;
-    int off = gpu_topology(ctx, all, remote, sg.best, &nvl); /* collective */
-    if (off < 0) {
-        st = BT_ERR_SYSTEM;
-        goto fail;
-    }
+    int off = gpu_topology(ctx, all, remote, best, &nvl); /* collective */
+    if (off < 0)
+        return BT_ERR_SYSTEM;
     cc->shm |= off;
-    cc->net = remote || (cc->shm && !s->shm_all);
+    cc->net = remote || (cc->shm && !ec->shm_all);
     cc->shm = cc->shm && !cc->net;
     for (int r = 0; r < n && !cc->shm && !cc->net; r++) {
         for (int q = 0; q < n && !cc->shm; q++) {
@@ -468,25 +457,17 @@ bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm
     if (cc->shm || cc->net || !(nvl || one_gpu))
         cc->ll128_slot = 0;
     if (cc->net)
-        bt_cuda_hostconn_geometry(s, cc);
+        bt_cuda_hostconn_geometry(ec, cc);
+    return BT_OK;
+}
 
-    CUDA_TRY(cudaMalloc((void **)&cc->dchan, sizeof(*sg.ch) * (size_t)cc->nch), "cudaMalloc");
-    CUDA_TRY(cudaMalloc((void **)&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n),
-             "cudaMalloc");
-    size_t np2p_conns = 2 * (size_t)n * (size_t)cc->np2p;
-    CUDA_TRY(cudaMalloc((void **)&cc->dp2p, sizeof(*sg.p2p) * np2p_conns), "cudaMalloc");
-    for (int c = 0; c < cc->nch; c++) {
-        sg.ch[c].id = c;
-        sg.ch[c].ring.order = cc->dorder + c * n;
-    }
-    if (cc->net)
-        st = bt_cuda_hostconn_connect(s, cc, sg.ch, sg.order, sg.p2p);
-    else
-        st = map_fifos(ctx, cc, all, &sg);
-    if (st != BT_OK)
-        goto fail;
-
-    /* one-shot on channel k: part k's connectors with every peer (device addresses) */
+/* The tables the kernels read, from the staging copies to device memory: channels, ring orders,
+ * send/recv connectors, the one-shot's connector table (on channel k: part k's connectors with
+ * every peer) and scratch, every rank's failure word. */
+static bt_status_t upload(struct bt_cuda_comm *cc, int n, int me, const struct stage *sg,
+                          struct bt_conn **hpeer)
+{
+    bt_status_t st = BT_OK;
     for (int r = 0; r < n; r++) {
         for (int k = 0; k < cc->np2p && r != me; k++) {
             hpeer[(size_t)k * n + r] = &cc->dp2p[bt_cuda_p2p_index(cc, r, 0, k)];
@@ -501,23 +482,71 @@ bt_status_t bt_cuda_p2p_setup(const struct bt_cuda_setup *s, struct bt_cuda_comm
     cc->scratch_bytes = cc->slot > cc->ll_slot ? cc->slot : cc->ll_slot;
     CUDA_TRY(cudaMalloc((void **)&cc->dscratch, cc->scratch_bytes * (size_t)cc->np2p),
              "cudaMalloc of the one-shot scratch");
-    CUDA_TRY(cudaMemcpy(cc->dchan, sg.ch, sizeof(*sg.ch) * (size_t)cc->nch, cudaMemcpyHostToDevice),
-             "cudaMemcpy of the channels");
-    CUDA_TRY(cudaMemcpy(cc->dorder, sg.order, sizeof(int) * (size_t)cc->nch * (size_t)n,
+    CUDA_TRY(
+        cudaMemcpy(cc->dchan, sg->ch, sizeof(*sg->ch) * (size_t)cc->nch, cudaMemcpyHostToDevice),
+        "cudaMemcpy of the channels");
+    CUDA_TRY(cudaMemcpy(cc->dorder, sg->order, sizeof(int) * (size_t)cc->nch * (size_t)n,
                         cudaMemcpyHostToDevice),
              "cudaMemcpy of the ring orders");
-    CUDA_TRY(cudaMemcpy(cc->dp2p, sg.p2p, sizeof(*sg.p2p) * np2p_conns, cudaMemcpyHostToDevice),
+    CUDA_TRY(cudaMemcpy(cc->dp2p, sg->p2p, sizeof(*sg->p2p) * 2 * (size_t)n * (size_t)cc->np2p,
+                        cudaMemcpyHostToDevice),
              "cudaMemcpy of the p2p connectors");
     if (cc->dfail_own) {
-        CUDA_TRY(cudaMalloc((void **)&cc->dfail, sizeof(*sg.fail) * (size_t)n), "cudaMalloc");
+        CUDA_TRY(cudaMalloc((void **)&cc->dfail, sizeof(*sg->fail) * (size_t)n), "cudaMalloc");
         CUDA_TRY(
-            cudaMemcpy(cc->dfail, sg.fail, sizeof(*sg.fail) * (size_t)n, cudaMemcpyHostToDevice),
+            cudaMemcpy(cc->dfail, sg->fail, sizeof(*sg->fail) * (size_t)n, cudaMemcpyHostToDevice),
             "cudaMemcpy of the failure words");
     }
-    goto out;
-
 fail:
-    bt_cuda_p2p_free(cc);
+    return st;
+}
+
+bt_status_t bt_cuda_fifos_setup(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc)
+{
+    bt_status_t st = BT_OK;
+    int n = ec->nranks, me = ec->rank, remote = 0;
+    struct fifo_info *all = calloc((size_t)n, sizeof(*all));
+    struct stage sg = {
+        .ch = calloc((size_t)cc->nch, sizeof(*sg.ch)),
+        .order = calloc((size_t)cc->nch * (size_t)n, sizeof(int)),
+        .p2p = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*sg.p2p)),
+        .best = calloc((size_t)n, sizeof(int)),
+        .fail = calloc((size_t)n, sizeof(uint32_t *)),
+    };
+    struct bt_conn **hpeer = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hpeer));
+    cc->peer_base = calloc((size_t)n, sizeof(void *));
+    cc->peer_opened = calloc((size_t)n, sizeof(int));
+    cc->shm_peer = calloc((size_t)n, sizeof(*cc->shm_peer));
+    if (!all || !sg.ch || !sg.order || !sg.p2p || !sg.best || !sg.fail || !hpeer ||
+        !cc->peer_base || !cc->peer_opened || !cc->shm_peer) {
+        BT_WARN("out of memory setting up GPU connectors");
+        st = BT_ERR_SYSTEM;
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) /* rank order until the topology says otherwise */
+        sg.best[i] = i;
+    BT_CHECK_GOTO(agree_geometry(ec, cc, all, &remote), st, fail);
+    BT_CHECK_GOTO(choose_path(ec, cc, all, remote, sg.best), st, fail);
+
+    CUDA_TRY(cudaMalloc((void **)&cc->dchan, sizeof(*sg.ch) * (size_t)cc->nch), "cudaMalloc");
+    CUDA_TRY(cudaMalloc((void **)&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n),
+             "cudaMalloc");
+    CUDA_TRY(cudaMalloc((void **)&cc->dp2p, sizeof(*sg.p2p) * 2 * (size_t)n * (size_t)cc->np2p),
+             "cudaMalloc");
+    for (int c = 0; c < cc->nch; c++) {
+        sg.ch[c].id = c;
+        sg.ch[c].ring.order = cc->dorder + c * n;
+    }
+    if (cc->net)
+        st = bt_cuda_hostconn_connect(ec, cc, sg.ch, sg.order, sg.p2p);
+    else
+        st = map_fifos(ec->tctx, cc, all, &sg);
+    if (st == BT_OK)
+        st = upload(cc, n, me, &sg, hpeer);
+    if (st == BT_OK)
+        goto out;
+fail:
+    bt_cuda_fifos_free(cc);
 out:
     free(all);
     free(sg.ch);
@@ -529,7 +558,7 @@ out:
     return st;
 }
 
-void bt_cuda_p2p_free(struct bt_cuda_comm *cc)
+void bt_cuda_fifos_free(struct bt_cuda_comm *cc)
 {
     if (cc->peer_base && cc->peer_opened) {
         for (int r = 0; r < cc->nranks; r++)

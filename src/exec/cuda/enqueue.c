@@ -1,9 +1,8 @@
 /*
- * CUDA mode, host side: a GPU communicator's CUDA state (made at its first GPU operation:
- * the connectors of exec/cuda/p2p.c or host_conns.c, the kernels' abort flag and report),
- * and the launch of a planned struct bt_cuda_kargs as one kernel on the caller's stream
+ * Queuing kernels: a planned struct bt_cuda_kargs becomes one kernel on the caller's stream
  * (exec/cuda/kernel.cu runs it), after the communicator's kernels before it whatever their
- * streams. Planning is core's (core/plan.h, core/launch_gpu.c).
+ * streams; likewise the window AllReduce's kernel. What goes into a launch is decided in
+ * cuda_exec.c (the planner, plan/plan.h, makes its works).
  */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
@@ -22,108 +21,13 @@ static bt_status_t cuda_status(cudaError_t e, const char *what)
     return bt_device_error((int)e, what);
 }
 
-/* ---- per-communicator state ------------------------------------------------------- */
-
-bt_status_t bt_cuda_comm_create(const struct bt_cuda_setup *s, struct bt_cuda_comm **cc_p)
-{
-    struct bt_cuda_comm *cc = calloc(1, sizeof(*cc));
-    *cc_p = NULL;
-    if (!cc)
-        return BT_ERR_SYSTEM;
-    cc->dev = s->dev;
-    cc->rank = s->ctx->rank;
-    cc->nranks = s->ctx->nranks;
-    cc->ctx = s->ctx;
-    int64_t nch = bt_param_max_nchannels();
-    if (s->max_nchannels > 0 && (nch <= 0 || nch > s->max_nchannels))
-        nch = s->max_nchannels; /* config.maxCTAs */
-    bt_cuda_geometry_default(cc, (int)(nch > BT_GPU_MAX_CHANNELS ? BT_GPU_MAX_CHANNELS : nch));
-    /* BUFFSIZE when the user set it (its default is the host's), else 4 MB FIFOs */
-    if (bt_param_env("BUFFSIZE"))
-        cc->slot = ((size_t)bt_param_buffsize() / BT_NSTEPS + 4095) & ~(size_t)4095;
-    if (bt_param_env("LL_BUFFSIZE"))
-        cc->ll_slot = ((size_t)bt_param_ll_buffsize() / BT_NSTEPS + 255) & ~(size_t)255;
-    if (cc->ll_slot < 4096) /* whole lines, and a chunk of at least one 8-byte element */
-        cc->ll_slot = 4096;
-    if (cc->ll_slot > (1u << 20))
-        cc->ll_slot = 1u << 20;
-    bt_status_t st = cuda_status(cudaHostAlloc((void **)&cc->abort_h, sizeof(int),
-                                               cudaHostAllocMapped | cudaHostAllocPortable),
-                                 "cudaHostAlloc (abort flag)");
-    if (st == BT_OK)
-        st = cuda_status(cudaHostAlloc((void **)&cc->report_h, sizeof(*cc->report_h),
-                                       cudaHostAllocMapped | cudaHostAllocPortable),
-                         "cudaHostAlloc (kernel report)");
-    if (st == BT_OK) {
-        *cc->abort_h = *s->ctx->abort_flag;
-        memset(cc->report_h, 0, sizeof(*cc->report_h));
-        st = cuda_status(cudaHostGetDevicePointer(&cc->abort_d, cc->abort_h, 0),
-                         "cudaHostGetDevicePointer");
-    }
-    if (st == BT_OK)
-        st = cuda_status(cudaHostGetDevicePointer(&cc->report_d, cc->report_h, 0),
-                         "cudaHostGetDevicePointer");
-    if (st == BT_OK)
-        st = bt_cuda_p2p_setup(s, cc);
-    if (st != BT_OK) {
-        cudaFreeHost(cc->abort_h);
-        cudaFreeHost(cc->report_h);
-        free(cc);
-        return st;
-    }
-    *cc_p = cc;
-    return BT_OK;
-}
-
-bt_status_t bt_cuda_comm_error(const struct bt_cuda_comm *cc)
-{
-    if (!cc || __atomic_load_n(&cc->report_h->error, __ATOMIC_ACQUIRE) == BT_CUDA_KERR_NONE)
-        return BT_OK;
-    return BT_ERR_REMOTE;
-}
-
-void bt_cuda_comm_abort(struct bt_cuda_comm *cc)
-{
-    if (cc)
-        __atomic_store_n(cc->abort_h, 1, __ATOMIC_RELEASE);
-}
-
-void bt_cuda_comm_sync(struct bt_cuda_comm *cc)
-{
-    if (!cc)
-        return;
-    int prev = -1;
-    cudaGetDevice(&prev);
-    cudaSetDevice(cc->dev);
-    cudaDeviceSynchronize(); /* kernels still running use the FIFOs */
-    if (prev >= 0)
-        cudaSetDevice(prev);
-}
-
-void bt_cuda_comm_free(struct bt_cuda_comm *cc)
-{
-    if (!cc)
-        return;
-    int prev = -1;
-    cudaGetDevice(&prev);
-    cudaSetDevice(cc->dev);
-    bt_cuda_p2p_free(cc);
-    if (cc->order_ev)
-        cudaEventDestroy((cudaEvent_t)cc->order_ev);
-    cudaFreeHost(cc->abort_h);
-    cudaFreeHost(cc->report_h);
-    if (prev >= 0)
-        cudaSetDevice(prev);
-    free(cc);
-}
-
 /* ---- launches ------------------------------------------------------------------------ */
 
 void bt_cuda_kargs_init(struct bt_cuda_kargs *a, const struct bt_cuda_comm *cc)
 {
     a->h.nworks = 0;
     a->h.abort_flag = cc->abort_d;
-    a->h.report = (struct bt_cuda_report *)cc->report_d;
+    a->h.report = (struct bt_exec_report *)cc->report_d;
     a->h.timeout_ns = (uint64_t)bt_param_timeout() * 1000000000ull;
     a->h.hang_ns = (uint64_t)bt_param_hang_report() * 1000000000ull;
     a->h.failed = cc->dfail_own;

@@ -1,10 +1,10 @@
 /*
- * Windows on GPU memory (core/window.c decides what to map; this file does the CUDA part):
- * each rank exports its window (a CUDA IPC handle of the allocation that holds it, and the
- * window's offset there) and the barrier flags its window kernels use (struct bt_win_flags,
- * one cudaMalloc of its own); every rank maps every peer's: the plain pointers when the peer
- * is this process (ranks of one process, one GPU or peer-enabled GPUs), else
- * cudaIpcOpenMemHandle. And the window AllReduce's launch, in the communicator's kernel order.
+ * Windows on GPU memory (exec/exec.h's win_* of the CUDA executor; core/window.c registers them
+ * collectively): each rank exports its window (a CUDA IPC handle of the allocation that holds
+ * it, and the window's offset there) and the barrier flags its window kernels use (struct
+ * bt_win_flags, one cudaMalloc of its own); every rank maps every peer's: the plain pointers
+ * when the peer is this process (ranks of one process, one GPU or peer-enabled GPUs), else
+ * cudaIpcOpenMemHandle, which needs the same host and IPC namespace.
  */
 #include <cuda.h> /* CUdeviceptr, CUresult: the driver entry point's signature */
 #include <cuda_runtime_api.h>
@@ -13,6 +13,7 @@
 #include "device/device.h"
 #include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
+#include "exec/exec.h"
 #include "util/log.h"
 #include "util/param.h"
 
@@ -49,7 +50,21 @@ static bt_status_t alloc_base(const void *p, char **base_p)
     return BT_OK;
 }
 
-bt_status_t bt_cuda_window_export(void *buf, struct bt_cuda_win_export *out)
+/* What a rank tells its peers of its GPU window. */
+struct cuda_win_blob {
+    void *base;                 /* the window, in the exporter's address space */
+    struct bt_win_flags *flags; /* its barrier flags (device memory it allocated) */
+    int dev;
+    uint64_t data_off;              /* the window's offset in its allocation */
+    unsigned char data_handle[64];  /* cudaIpcMemHandle_t of that allocation */
+    unsigned char flags_handle[64]; /* ... and of the flags */
+};
+_Static_assert(sizeof(struct cuda_win_blob) <= BT_WIN_BLOB_BYTES, "GPU window blob too large");
+_Static_assert(sizeof(cudaIpcMemHandle_t) <= 64, "cudaIpcMemHandle_t larger than its field");
+
+/* The blob of the window at `buf` (device memory of the current device), with its zeroed
+ * flags allocated. */
+static bt_status_t export_blob(void *buf, struct cuda_win_blob *out)
 {
     memset(out, 0, sizeof(*out));
     out->base = buf;
@@ -79,17 +94,38 @@ bt_status_t bt_cuda_window_export(void *buf, struct bt_cuda_win_export *out)
     return st;
 }
 
-void bt_cuda_window_unexport(struct bt_cuda_win_export *mine)
+int bt_cuda_win_export(const struct bt_exec_comm *ec, void *buf, size_t size,
+                       struct bt_win_map *mine, void *blob)
+{
+    (void)size;
+    if (ec->dev < 0 || ec->nranks > BT_WIN_MAX_RANKS) /* the window kernel's limit */
+        return 0;
+    int prev = bt_device_get();
+    struct cuda_win_blob *b = blob;
+    bt_status_t st = bt_device_set(ec->dev);
+    if (st == BT_OK)
+        st = export_blob(buf, b);
+    if (prev >= 0)
+        (void)bt_device_set(prev);
+    if (st != BT_OK)
+        return 0;
+    memset(mine, 0, sizeof(*mine));
+    mine->base = buf;
+    mine->flags = b->flags;
+    return 1;
+}
+
+void bt_cuda_win_unexport(struct bt_win_map *mine)
 {
     if (mine->flags)
         cudaFree(mine->flags);
-    mine->flags = NULL;
+    memset(mine, 0, sizeof(*mine));
 }
 
-bt_status_t bt_cuda_window_open(const struct bt_cuda_win_export *peer, int same_process,
-                                struct bt_cuda_win_map *map)
+/* Map a peer's blob with the communicator's device current. */
+static bt_status_t open_blob(const struct cuda_win_blob *peer, int same_process,
+                             struct bt_win_map *map)
 {
-    memset(map, 0, sizeof(*map));
     int dev = -1;
     BT_CHECK(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
     if (same_process) {
@@ -116,18 +152,34 @@ bt_status_t bt_cuda_window_open(const struct bt_cuda_win_export *peer, int same_
         cudaIpcCloseMemHandle(data);
         return st;
     }
-    map->opened_data = data;
-    map->opened_flags = flags;
+    map->opened[0] = data;
+    map->opened[1] = flags;
     map->base = (char *)data + peer->data_off;
     map->flags = (struct bt_win_flags *)flags;
     return BT_OK;
 }
 
-void bt_cuda_window_close(struct bt_cuda_win_map *map)
+bt_status_t bt_cuda_win_open(const struct bt_exec_comm *ec, int peer, int same_process,
+                             const void *blob, struct bt_win_map *map)
 {
-    if (map->opened_data && cudaIpcCloseMemHandle(map->opened_data) != cudaSuccess)
+    const struct bt_peer_info *me = &ec->tctx->peers[ec->rank], *p = &ec->tctx->peers[peer];
+    memset(map, 0, sizeof(*map));
+    if (!same_process && p->shm_ns != me->shm_ns) /* CUDA IPC handles open only there */
+        return BT_ERR_INVALID_USAGE;
+    int prev = bt_device_get();
+    bt_status_t st = bt_device_set(ec->dev);
+    if (st == BT_OK)
+        st = open_blob(blob, same_process, map);
+    if (prev >= 0)
+        (void)bt_device_set(prev);
+    return st;
+}
+
+void bt_cuda_win_close(struct bt_win_map *map)
+{
+    if (map->opened[0] && cudaIpcCloseMemHandle(map->opened[0]) != cudaSuccess)
         (void)cudaGetLastError();
-    if (map->opened_flags && cudaIpcCloseMemHandle(map->opened_flags) != cudaSuccess)
+    if (map->opened[1] && cudaIpcCloseMemHandle(map->opened[1]) != cudaSuccess)
         (void)cudaGetLastError();
     memset(map, 0, sizeof(*map));
 }

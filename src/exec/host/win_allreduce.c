@@ -1,5 +1,5 @@
-/* The window AllReduce on host memory (window.h). */
-#include "exec/host/window.h"
+/* The window AllReduce on host memory (win_allreduce.h). */
+#include "exec/host/win_allreduce.h"
 
 #include "exec/host/reduce.h"
 

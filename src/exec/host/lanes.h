@@ -6,8 +6,8 @@
  * When a pass makes no progress the thread spins, then yields, then sleeps briefly, so
  * many ranks on few cores still progress.
  */
-#ifndef BT_EXEC_HOST_EXECUTOR_H
-#define BT_EXEC_HOST_EXECUTOR_H
+#ifndef BT_EXEC_HOST_LANES_H
+#define BT_EXEC_HOST_LANES_H
 
 #include "coll/work.h"
 #include "util/status.h"
