@@ -1,13 +1,13 @@
-#define _GNU_SOURCE /* accept4 */
 /*
- * Bootstrap, rank side: unique ids, init (register with the root, get the address table,
- * connect the ring), ring allgather/barrier, and point-to-point messages. The root thread
- * is in root.c; the wire formats are in wire.h.
+ * Bootstrap messages, rank side: the rank's listener, the queue of unexpected messages and
+ * the point-to-point calls. A connection accepted on the listener waits in a pending set
+ * until its whole header has come (read as the bytes come, so a stranger that stalls holds
+ * up nobody); a P2P message is then queued, matched later by (peer, tag). Sends, recvs and
+ * bt_bootstrap_poll (a second thread's look) share the queue under bs->lock, taken one
+ * slice at a time. The rendezvous that fills the address table is in rendezvous.c.
  */
-#include "bootstrap/bootstrap.h"
-
+#define _GNU_SOURCE /* accept4 */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -15,69 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap/unique_id.h"
-#include "bootstrap/wire.h"
-#include "util/hash.h"
-#include "util/param.h"
-#include "util/random.h"
+#include "bootstrap/bootstrap_impl.h"
 #include "util/time.h"
-
-/* A message that arrived before the recv that wants it. FIFO per (peer, tag). */
-struct bt_bs_msg {
-    struct bt_bs_msg *next;
-    int peer;
-    int tag;
-    size_t size;
-    void *data;
-};
-
-/* An accepted connection whose header has not all arrived: strangers that stall stay here
- * (until BT_BS_HELLO_TIMEOUT_S) without holding up the connections behind them. */
-#define BS_MAX_PENDING 16
-struct bs_pending {
-    int fd;
-    uint64_t drop_at;
-    union bt_sockaddr from;
-    size_t got;
-    unsigned char hdr[sizeof(struct bt_bs_peer_hdr)];
-};
-
-struct bt_bootstrap {
-    uint64_t magic;
-    int rank;
-    int nranks;
-    volatile int *abort_flag; /* the caller's (may be NULL) */
-    volatile int aborted;     /* bt_bootstrap_abort */
-    /* bt_bootstrap_set_peer_check's: asked while a send or recv waits on one rank */
-    int (*peer_down)(void *arg, int peer);
-    void *peer_arg;
-    int listen_fd;
-    int ring_send_fd;         /* to rank+1 */
-    int ring_recv_fd;         /* from rank-1 */
-    union bt_sockaddr *peers; /* listen address of every rank */
-    /* `lock` guards what follows: the queue, the pending set and accepting on listen_fd, which
-     * a second thread may move along too (the GPU watcher answering other ranks' questions,
-     * core/arrival.c). Held for one slice of a wait at most (BS_SLICE_NS), never across a
-     * whole blocking call; the ring links and sends need none (one thread uses the ring, a
-     * send opens its own connection). */
-    pthread_mutex_t lock;
-    struct bt_bs_msg *unexp_head, *unexp_tail;
-    struct bs_pending pending[BS_MAX_PENDING];
-    int npending;
-};
-
-#define BS_SLICE_NS 10000000ull /* 10 ms */
-
-static struct bt_socket_wait bs_wait(struct bt_bootstrap *bs, uint64_t deadline)
-{
-    struct bt_socket_wait w = {.deadline = deadline, .abort_flags = {bs->abort_flag, &bs->aborted}};
-    return w;
-}
 
 /* A wait on rank `peer` alone: it also ends when that rank is down. */
 static struct bt_socket_wait bs_wait_peer(struct bt_bootstrap *bs, uint64_t deadline, int peer)
 {
-    struct bt_socket_wait w = bs_wait(bs, deadline);
+    struct bt_socket_wait w = bt_bootstrap_wait(bs, deadline);
     w.peer_down = bs->peer_down;
     w.peer_arg = bs->peer_arg;
     w.peer = peer;
@@ -87,90 +31,6 @@ static struct bt_socket_wait bs_wait_peer(struct bt_bootstrap *bs, uint64_t dead
 static int bs_peer_down(struct bt_bootstrap *bs, int peer)
 {
     return bs->peer_down && bs->peer_down(bs->peer_arg, peer);
-}
-
-static int bs_aborted(struct bt_bootstrap *bs)
-{
-    struct bt_socket_wait w = bs_wait(bs, UINT64_MAX);
-    return bt_socket_wait_aborted(&w);
-}
-
-bt_status_t bt_bootstrap_unique_id(void *id_p)
-{
-    /* As NCCL: with COMM_ID the id only names that address; rank 0's init starts the root. */
-    if (bt_param_str_comm_id())
-        return bt_bootstrap_unique_id_from_env(-1, id_p);
-    return bt_bootstrap_unique_id_new(id_p);
-}
-
-bt_status_t bt_bootstrap_unique_id_new(void *id_p)
-{
-    union bt_sockaddr addr;
-    char ifname[64];
-    uint64_t magic;
-    int fd = -1;
-    bt_status_t st;
-
-    BT_CHECK(bt_socket_find_interface(&addr, ifname, sizeof(ifname)));
-    magic = bt_random_u64();
-    BT_CHECK(bt_socket_listen(&addr, &fd, &addr));
-    st = bt_bootstrap_id_pack(magic, &addr, id_p);
-    if (st != BT_OK)
-        goto err_close;
-    st = bt_bootstrap_root_start(magic, fd); /* the root owns fd, even on failure */
-    if (st != BT_OK)
-        return st;
-    char s[BT_SOCKADDR_STRLEN];
-    BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap root listening on %s (%s) magic 0x%llx",
-            bt_socket_addr_to_str(&addr, s, sizeof(s)), ifname, (unsigned long long)magic);
-    return BT_OK;
-
-err_close:
-    close(fd);
-    return st;
-}
-
-/*
- * With COMM_ID no id travels between ranks, so every rank derives the same magic from the
- * string itself (FNV-1a 64). Two jobs that use the same COMM_ID at once are not told apart.
- */
-static uint64_t comm_id_magic(const char *s)
-{
-    return bt_fnv1a_str(BT_FNV1A_INIT, s);
-}
-
-bt_status_t bt_bootstrap_unique_id_from_env(int rank, void *id_p)
-{
-    union bt_sockaddr addr;
-    const char *env = bt_param_str_comm_id();
-    if (env == NULL)
-        return BT_ERR_INVALID_USAGE;
-    BT_CHECK(bt_socket_addr_parse(env, &addr));
-    uint64_t magic = comm_id_magic(env);
-    BT_CHECK(bt_bootstrap_id_pack(magic, &addr, id_p));
-    if (rank == 0) {
-        int fd = -1;
-        BT_CHECK(bt_socket_listen(&addr, &fd, NULL));
-        BT_CHECK(bt_bootstrap_root_start(magic, fd)); /* the root owns fd */
-        BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap root listening on COMM_ID %s", env);
-    }
-    return BT_OK;
-}
-
-void bt_bootstrap_root_wait(const void *id)
-{
-    uint64_t magic;
-    union bt_sockaddr addr;
-    if (bt_bootstrap_id_unpack(id, &magic, &addr) == BT_OK)
-        bt_bootstrap_root_join(magic);
-}
-
-void bt_bootstrap_root_cancel(const void *id)
-{
-    uint64_t magic;
-    union bt_sockaddr addr;
-    if (bt_bootstrap_id_unpack(id, &magic, &addr) == BT_OK)
-        bt_bootstrap_root_cancel_magic(magic);
 }
 
 static void bs_queue_push(struct bt_bootstrap *bs, struct bt_bs_msg *m)
@@ -210,7 +70,7 @@ static struct bt_bs_msg *bs_queue_take(struct bt_bootstrap *bs, int peer, int ta
 static bt_status_t bs_handle(struct bt_bootstrap *bs, int fd, const struct bt_bs_peer_hdr *hp,
                              const union bt_sockaddr *from, uint64_t deadline, int want_ring)
 {
-    struct bt_socket_wait w = bs_wait(bs, deadline);
+    struct bt_socket_wait w = bt_bootstrap_wait(bs, deadline);
     char s[BT_SOCKADDR_STRLEN];
     struct bt_bs_peer_hdr h = *hp;
     struct bt_bs_msg *m = NULL;
@@ -278,22 +138,13 @@ static void bs_pending_drop(struct bt_bootstrap *bs, int i, const char *why)
     bs->pending[i] = bs->pending[--bs->npending];
 }
 
-/*
- * Move the listen socket along until one connection has been dealt with (bs_handle): new
- * connections are accepted into the pending set, whose headers are read as their bytes
- * come, so a stranger that connects and stalls (or sends half a header) costs the real
- * ranks nothing; it is dropped after BT_BS_HELLO_TIMEOUT_S. `deadline` bounds the wait for a
- * connection (0: only what is ready, without waiting); a message whose header has come gets
- * until `body_by` for the rest. Returns BT_OK when one was dealt with; BT_ERR_REMOTE with
- * *expired = 1 when the deadline passed with none; otherwise (*expired = 0) an abort
- * (BT_ERR_REMOTE), a failing listen socket, or bs_handle's error.
- */
-static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, uint64_t body_by,
-                                 int want_ring, int *expired)
+/* What it does, and who calls it: bootstrap_impl.h. */
+bt_status_t bt_bootstrap_accept_one(struct bt_bootstrap *bs, uint64_t deadline, uint64_t body_by,
+                                    int want_ring, int *expired)
 {
     *expired = 0;
     for (int look = 1;;) {
-        if (bs_aborted(bs))
+        if (bt_bootstrap_aborted(bs))
             return BT_ERR_REMOTE;
         uint64_t now = bt_time_ns();
         if (deadline == 0 ? !look : now >= deadline) {
@@ -367,184 +218,19 @@ static bt_status_t bs_accept_one(struct bt_bootstrap *bs, uint64_t deadline, uin
     }
 }
 
-/* Register with the root and receive the address table into bs->peers. */
-static bt_status_t bs_rendezvous(struct bt_bootstrap *bs, const union bt_sockaddr *root,
-                                 const union bt_sockaddr *me)
+int bt_bootstrap_queue_clear(struct bt_bootstrap *bs)
 {
-    struct bt_socket_wait w = bs_wait(bs, bt_deadline_from_now());
-    struct bt_bs_root_hello h;
-    char s[BT_SOCKADDR_STRLEN];
-    uint64_t magic = 0;
-    int fd = -1;
-    bt_status_t st;
-
-    bt_socket_addr_to_str(root, s, sizeof(s));
-    memset(&h, 0, sizeof(h));
-    h.magic = bs->magic;
-    h.kind = BT_BS_KIND_ROOT;
-    h.rank = bs->rank;
-    h.nranks = bs->nranks;
-    h.addr = *me;
-    st = bt_socket_connect(root, &w, &fd);
-    if (st != BT_OK) {
-        BT_WARN("Bootstrap: rank %d could not reach the root at %s", bs->rank, s);
-        return st;
+    while (bs->npending > 0)
+        bt_socket_close(&bs->pending[--bs->npending].fd);
+    int left = 0;
+    while (bs->unexp_head) {
+        struct bt_bs_msg *m = bs->unexp_head;
+        bs->unexp_head = m->next;
+        left++;
+        free(m->data);
+        free(m);
     }
-    BT_CHECK_GOTO(bt_socket_send_all(fd, &h, sizeof(h), &w), st, err_close);
-    st = bt_socket_recv_all(fd, &magic, sizeof(magic), &w);
-    if (st == BT_OK)
-        st = bt_socket_recv_all(fd, bs->peers, sizeof(union bt_sockaddr) * (size_t)bs->nranks, &w);
-    if (st != BT_OK) {
-        BT_WARN("Bootstrap: rank %d got no address table from the root at %s (waiting for all "
-                "%d ranks to arrive)",
-                bs->rank, s, bs->nranks);
-        goto err_close;
-    }
-    if (magic != bs->magic) {
-        BT_WARN("Bootstrap: rank %d: the root at %s answered with magic 0x%llx, not 0x%llx",
-                bs->rank, s, (unsigned long long)magic, (unsigned long long)bs->magic);
-        st = BT_ERR_REMOTE;
-        goto err_close;
-    }
-    for (int r = 0; r < bs->nranks; r++) {
-        if (!bt_socket_addr_valid(&bs->peers[r])) {
-            BT_WARN("Bootstrap: rank %d: the root sent an invalid address for rank %d", bs->rank,
-                    r);
-            st = BT_ERR_REMOTE;
-            goto err_close;
-        }
-    }
-    bt_socket_close(&fd);
-    return BT_OK;
-
-err_close:
-    bt_socket_close(&fd);
-    return st;
-}
-
-/* Connect to rank+1 and accept from rank-1 (queueing any early P2P messages). */
-static bt_status_t bs_ring_connect(struct bt_bootstrap *bs)
-{
-    uint64_t deadline = bt_deadline_from_now();
-    struct bt_socket_wait w = bs_wait(bs, deadline);
-    int next = (bs->rank + 1) % bs->nranks, prev = (bs->rank - 1 + bs->nranks) % bs->nranks;
-    struct bt_bs_peer_hdr h;
-    char s[BT_SOCKADDR_STRLEN];
-
-    bt_socket_addr_to_str(&bs->peers[next], s, sizeof(s));
-    if (bt_socket_connect(&bs->peers[next], &w, &bs->ring_send_fd) != BT_OK) {
-        BT_WARN("Bootstrap: rank %d could not connect the ring to rank %d at %s", bs->rank, next,
-                s);
-        return BT_ERR_REMOTE;
-    }
-    memset(&h, 0, sizeof(h));
-    h.magic = bs->magic;
-    h.kind = BT_BS_KIND_RING;
-    h.rank = bs->rank;
-    if (bt_socket_send_all(bs->ring_send_fd, &h, sizeof(h), &w) != BT_OK) {
-        BT_WARN("Bootstrap: rank %d could not send the ring header to rank %d at %s", bs->rank,
-                next, s);
-        return BT_ERR_REMOTE;
-    }
-    while (bs->ring_recv_fd < 0) {
-        int expired;
-        if (bs_accept_one(bs, deadline, deadline, 1, &expired) != BT_OK) {
-            BT_WARN("Bootstrap: rank %d: no ring link from rank %d at %s", bs->rank, prev,
-                    bt_socket_addr_to_str(&bs->peers[prev], s, sizeof(s)));
-            return BT_ERR_REMOTE;
-        }
-    }
-    return BT_OK;
-}
-
-bt_status_t bt_bootstrap_init(const void *id, int rank, int nranks, volatile int *abort_flag,
-                              struct bt_bootstrap **bs_p)
-{
-    struct bt_bootstrap *bs = NULL;
-    union bt_sockaddr root, me;
-    char ifname[64];
-    uint64_t magic;
-    bt_status_t st;
-
-    if (nranks <= 0 || nranks > BT_BS_MAX_NRANKS || rank < 0 || rank >= nranks) {
-        BT_WARN("Bootstrap: invalid rank %d / nranks %d", rank, nranks);
-        return BT_ERR_INVALID_ARG;
-    }
-    BT_CHECK(bt_bootstrap_id_unpack(id, &magic, &root));
-    bs = calloc(1, sizeof(*bs));
-    if (bs == NULL) {
-        BT_WARN("Bootstrap: out of memory");
-        return BT_ERR_SYSTEM;
-    }
-    pthread_mutex_init(&bs->lock, NULL);
-    bs->magic = magic;
-    bs->rank = rank;
-    bs->nranks = nranks;
-    bs->abort_flag = abort_flag;
-    bs->listen_fd = bs->ring_send_fd = bs->ring_recv_fd = -1;
-    bs->peers = calloc((size_t)nranks, sizeof(union bt_sockaddr));
-    if (bs->peers == NULL) {
-        BT_WARN("Bootstrap: out of memory for %d addresses", nranks);
-        st = BT_ERR_SYSTEM;
-        goto err_destroy;
-    }
-    BT_CHECK_GOTO(bt_socket_find_interface(&me, ifname, sizeof(ifname)), st, err_destroy);
-    BT_CHECK_GOTO(bt_socket_listen(&me, &bs->listen_fd, &me), st, err_destroy);
-    BT_CHECK_GOTO(bs_rendezvous(bs, &root, &me), st, err_destroy);
-    /* The root (if it is ours) is done once every rank has its table: reap its thread. */
-    bt_bootstrap_root_join(magic);
-    if (nranks > 1)
-        BT_CHECK_GOTO(bs_ring_connect(bs), st, err_destroy);
-
-    char s[BT_SOCKADDR_STRLEN];
-    BT_INFO(BT_LOG_INIT | BT_LOG_BOOTSTRAP, "Bootstrap: rank %d/%d listening on %s (%s)", rank,
-            nranks, bt_socket_addr_to_str(&me, s, sizeof(s)), ifname);
-    *bs_p = bs;
-    return BT_OK;
-
-err_destroy:
-    bt_bootstrap_destroy(bs); /* accepts a half-built bootstrap */
-    return st;
-}
-
-/*
- * Ring AllGather, n ranks, slot k = rank k's contribution.
- *   step s (0..n-2): send slot (rank-s) to rank+1 while receiving slot (rank-s-1) from rank-1
- * Both directions progress together, so full socket buffers cannot deadlock the ring.
- */
-bt_status_t bt_bootstrap_allgather(struct bt_bootstrap *bs, void *buf, size_t bytes)
-{
-    int n = bs->nranks;
-    struct bt_socket_wait w = bs_wait(bs, bt_deadline_from_now());
-    char *b = buf;
-    for (int step = 0; step < n - 1; step++) {
-        int sslot = (bs->rank - step + n) % n;
-        int rslot = (bs->rank - step - 1 + n) % n;
-        bt_status_t st = bt_socket_exchange(bs->ring_send_fd, b + (size_t)sslot * bytes, bytes,
-                                            bs->ring_recv_fd, b + (size_t)rslot * bytes, bytes, &w);
-        if (st != BT_OK) {
-            if (bs_aborted(bs))
-                BT_INFO(BT_LOG_BOOTSTRAP, "Bootstrap: rank %d allgather aborted", bs->rank);
-            else
-                BT_WARN("Bootstrap: rank %d allgather step %d/%d failed (send to rank %d, "
-                        "receive from rank %d)",
-                        bs->rank, step, n - 1, (bs->rank + 1) % n, (bs->rank - 1 + n) % n);
-            return BT_ERR_REMOTE;
-        }
-    }
-    return BT_OK;
-}
-
-bt_status_t bt_bootstrap_barrier(struct bt_bootstrap *bs)
-{
-    char *tmp = calloc((size_t)bs->nranks, 1);
-    if (tmp == NULL) {
-        BT_WARN("Bootstrap: out of memory for a %d-rank barrier", bs->nranks);
-        return BT_ERR_SYSTEM;
-    }
-    bt_status_t st = bt_bootstrap_allgather(bs, tmp, 1);
-    free(tmp);
-    return st;
+    return left;
 }
 
 static bt_status_t bs_send(struct bt_bootstrap *bs, int peer, int tag, const void *data,
@@ -613,7 +299,7 @@ static bt_status_t bs_send(struct bt_bootstrap *bs, int peer, int tag, const voi
         bt_socket_close(&fd);
     }
     if (st != BT_OK) {
-        if (bs_aborted(bs))
+        if (bt_bootstrap_aborted(bs))
             return BT_ERR_REMOTE;
         BT_WAIT_LOG(&w, BT_LOG_BOOTSTRAP,
                     "Bootstrap: rank %d could not send %zu bytes (tag %d) to rank %d at %s%s",
@@ -633,7 +319,7 @@ static struct bt_bs_msg *bs_take_last(struct bt_bootstrap *bs, int peer, int tag
     pthread_mutex_lock(&bs->lock);
     uint64_t body_by = bt_time_ns() + BS_SLICE_NS;
     while ((m = bs_queue_take(bs, peer, tag)) == NULL &&
-           bs_accept_one(bs, 0, body_by, 0, &expired) == BT_OK)
+           bt_bootstrap_accept_one(bs, 0, body_by, 0, &expired) == BT_OK)
         ;
     pthread_mutex_unlock(&bs->lock);
     return m;
@@ -654,9 +340,9 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
         pthread_mutex_lock(&bs->lock);
         m = bs_queue_take(bs, peer, tag);
         uint64_t slice = bt_time_ns() + BS_SLICE_NS;
-        bt_status_t st =
-            m ? BT_OK
-              : bs_accept_one(bs, slice < deadline ? slice : deadline, deadline, 0, &expired);
+        bt_status_t st = m ? BT_OK
+                           : bt_bootstrap_accept_one(bs, slice < deadline ? slice : deadline,
+                                                     deadline, 0, &expired);
         pthread_mutex_unlock(&bs->lock);
         if (m)
             break;
@@ -679,7 +365,7 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
         if (st != BT_OK) {
             if (quiet && st == BT_ERR_REMOTE)
                 return st;
-            if (bs_aborted(bs))
+            if (bt_bootstrap_aborted(bs))
                 BT_INFO(BT_LOG_BOOTSTRAP, "Bootstrap: rank %d recv from rank %d aborted", bs->rank,
                         peer);
             else
@@ -723,7 +409,7 @@ int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size)
     uint64_t body_by = bt_time_ns() + 100000000ull;
     int expired;
     for (int i = 0; (m = bs_queue_take(bs, -1, tag)) == NULL && i < BS_MAX_PENDING; i++)
-        if (bs_accept_one(bs, 0, body_by, 0, &expired) != BT_OK)
+        if (bt_bootstrap_accept_one(bs, 0, body_by, 0, &expired) != BT_OK)
             break;
     pthread_mutex_unlock(&bs->lock);
     if (!m)
@@ -748,46 +434,4 @@ void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*down)(void *arg,
 {
     bs->peer_down = down;
     bs->peer_arg = arg;
-}
-
-void bt_bootstrap_abort(struct bt_bootstrap *bs)
-{
-    if (bs)
-        __atomic_store_n(&bs->aborted, 1, __ATOMIC_RELEASE);
-}
-
-int bt_bootstrap_peer_refuses(const struct bt_bootstrap *bs, int peer, int timeout_ms)
-{
-    return peer >= 0 && peer < bs->nranks && peer != bs->rank &&
-           bt_socket_refused(&bs->peers[peer], timeout_ms);
-}
-
-const union bt_sockaddr *bt_bootstrap_peer_addr(const struct bt_bootstrap *bs, int rank)
-{
-    return rank >= 0 && rank < bs->nranks ? &bs->peers[rank] : NULL;
-}
-
-void bt_bootstrap_destroy(struct bt_bootstrap *bs)
-{
-    if (bs == NULL)
-        return;
-    bt_socket_close(&bs->ring_send_fd);
-    bt_socket_close(&bs->ring_recv_fd);
-    bt_socket_close(&bs->listen_fd);
-    while (bs->npending > 0)
-        bt_socket_close(&bs->pending[--bs->npending].fd);
-    int left = 0;
-    while (bs->unexp_head) {
-        struct bt_bs_msg *m = bs->unexp_head;
-        bs->unexp_head = m->next;
-        left++;
-        free(m->data);
-        free(m);
-    }
-    if (left)
-        BT_INFO(BT_LOG_BOOTSTRAP, "Bootstrap: rank %d destroyed with %d unreceived messages",
-                bs->rank, left);
-    free(bs->peers);
-    pthread_mutex_destroy(&bs->lock);
-    free(bs);
 }
