@@ -4,7 +4,7 @@
  * Layout (multi-byte fields little-endian, except the port, which is in network order):
  *   off  size  field
  *     0     4  tag "BTID" (0x44495442 read little-endian): says the bytes are a Baton id
- *     4     1  layout version (1)
+ *     4     1  layout version (BT_UNIQUE_ID_VERSION, 2)
  *     5     1  address family: 4 (IPv4) or 6 (IPv6)
  *     6     2  root port (network order)
  *     8     8  magic: random per id; every bootstrap message carries it
