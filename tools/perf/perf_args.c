@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -246,40 +247,68 @@ static int perf_parse_int(const char *opt, const char *s, long lo, long hi, long
 
 enum { PERF_OPT_PARAMS = 1000, PERF_OPT_HOST };
 
-int perf_args_parse(int argc, char **argv, struct perf_args *a)
-{
-    static const struct option longopts[] = {
-        {"minbytes", required_argument, 0, 'b'},
-        {"maxbytes", required_argument, 0, 'e'},
-        {"stepbytes", required_argument, 0, 'i'},
-        {"stepfactor", required_argument, 0, 'f'},
-        {"iters", required_argument, 0, 'n'},
-        {"warmup_iters", required_argument, 0, 'w'},
-        {"check", required_argument, 0, 'c'},
-        {"op", required_argument, 0, 'o'},
-        {"datatype", required_argument, 0, 'd'},
-        {"root", required_argument, 0, 'r'},
-        {"blocking", required_argument, 0, 'z'},
-        {"average", required_argument, 0, 'a'},
-        {"nthreads", required_argument, 0, 't'},
-        {"ngpus", required_argument, 0, 'g'},
-        {"agg_iters", required_argument, 0, 'm'},
-        {"cudagraph", required_argument, 0, 'G'},
-        {"local_register", required_argument, 0, 'R'},
-        {"report_cputime", required_argument, 0, 'C'},
-        {"timeout", required_argument, 0, 'T'},
-        {"stream_null", required_argument, 0, 'y'},
-        {"percentiles", no_argument, 0, 'p'},
-        {"json", required_argument, 0, 'J'},
-        {"params", no_argument, 0, PERF_OPT_PARAMS},
-        {"host", no_argument, 0, PERF_OPT_HOST},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    const char *coll_name = NULL;
-    long v;
-    int c;
+/* The short options as getopt spells them (a leading ':' reports a missing value as ':'). */
+static const char perf_shortopts[] = ":b:e:i:f:n:w:c:o:d:r:z:a:t:g:m:G:R:C:T:y:pJ:h";
 
+static const struct option perf_longopts[] = {
+    {"minbytes", required_argument, 0, 'b'},
+    {"maxbytes", required_argument, 0, 'e'},
+    {"stepbytes", required_argument, 0, 'i'},
+    {"stepfactor", required_argument, 0, 'f'},
+    {"iters", required_argument, 0, 'n'},
+    {"warmup_iters", required_argument, 0, 'w'},
+    {"check", required_argument, 0, 'c'},
+    {"op", required_argument, 0, 'o'},
+    {"datatype", required_argument, 0, 'd'},
+    {"root", required_argument, 0, 'r'},
+    {"blocking", required_argument, 0, 'z'},
+    {"average", required_argument, 0, 'a'},
+    {"nthreads", required_argument, 0, 't'},
+    {"ngpus", required_argument, 0, 'g'},
+    {"agg_iters", required_argument, 0, 'm'},
+    {"cudagraph", required_argument, 0, 'G'},
+    {"local_register", required_argument, 0, 'R'},
+    {"report_cputime", required_argument, 0, 'C'},
+    {"timeout", required_argument, 0, 'T'},
+    {"stream_null", required_argument, 0, 'y'},
+    {"percentiles", no_argument, 0, 'p'},
+    {"json", required_argument, 0, 'J'},
+    {"params", no_argument, 0, PERF_OPT_PARAMS},
+    {"host", no_argument, 0, PERF_OPT_HOST},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+/* How an integer option's value is kept. */
+enum perf_int_keep {
+    PERF_KEEP_VALUE, /* as given */
+    PERF_KEEP_BOOL,  /* as v != 0 */
+    PERF_KEEP_NONE,  /* checked, then dropped */
+};
+
+/* The options that take an integer in [lo, hi], and the int of struct perf_args it sets. */
+static const struct perf_int_opt {
+    int c;
+    long lo, hi;
+    enum perf_int_keep keep;
+    size_t field; /* offsetof(struct perf_args, ...) */
+} perf_int_opts[] = {
+    {'n', 1, 1000000000, PERF_KEEP_VALUE, offsetof(struct perf_args, iters)},
+    {'w', 0, 1000000000, PERF_KEEP_VALUE, offsetof(struct perf_args, warmup)},
+    {'c', 0, 1000, PERF_KEEP_BOOL, offsetof(struct perf_args, check)},
+    {'r', 0, 1 << 30, PERF_KEEP_VALUE, offsetof(struct perf_args, root)},
+    {'z', 0, 1, PERF_KEEP_VALUE, offsetof(struct perf_args, blocking)},
+    {'a', 0, 3, PERF_KEEP_VALUE, offsetof(struct perf_args, average)},
+    {'G', 0, 1 << 20, PERF_KEEP_VALUE, offsetof(struct perf_args, cudagraph)},
+    {'R', 0, 2, PERF_KEEP_VALUE, offsetof(struct perf_args, local_register)},
+    {'T', 0, 1 << 30, PERF_KEEP_NONE, 0}, /* the library's own BATON_TIMEOUT governs waits */
+};
+#define PERF_NINT_OPTS (sizeof(perf_int_opts) / sizeof(perf_int_opts[0]))
+
+/* The defaults of nccl-tests, and the collective a binary called all_reduce_perf (a
+ * symlink) names. */
+static void perf_args_defaults(int argc, char **argv, struct perf_args *a)
+{
     memset(a, 0, sizeof(*a));
     a->coll = PERF_NCOLLS;
     a->dtype = perf_dtype_lookup("float");
@@ -294,160 +323,126 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
     a->blocking = 0;
     a->average = 1;
 
-    /* A binary called all_reduce_perf (a symlink) names its collective. */
     enum perf_coll_id from_argv0;
     if (argc > 0 && perf_coll_lookup(argv[0], &from_argv0) == 0) {
         a->coll = from_argv0;
     }
+}
 
-    optind = 0; /* glibc: 0 fully resets getopt, so the parser can run more than once */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:c:o:d:r:z:a:t:g:m:G:R:C:T:y:pJ:h", longopts,
-                            NULL)) != -1) {
-        switch (c) {
-        case 'b':
-        case 'e':
-        case 'i': {
-            size_t s;
-            if (perf_parse_size(optarg, &s) != 0) {
-                fprintf(stderr, "baton-perf: invalid size '%s' for -%c\n", optarg, c);
-                return 1;
-            }
-            *(c == 'b' ? &a->min_bytes : c == 'e' ? &a->max_bytes : &a->step_bytes) = s;
-            break;
+/* Option c when it takes an integer: 0 (set), 1 (invalid value, said), -1 (not one of them). */
+static int perf_args_int_option(int c, const char *arg, struct perf_args *a)
+{
+    for (size_t i = 0; i < PERF_NINT_OPTS; i++) {
+        const struct perf_int_opt *o = &perf_int_opts[i];
+        if (o->c != c) {
+            continue;
         }
-        case 'f': {
-            char *end = NULL;
-            double f = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(f >= 0) || f > 1e6) {
-                fprintf(stderr, "baton-perf: invalid step factor '%s'\n", optarg);
-                return 1;
-            }
-            a->step_factor = f;
-            break;
-        }
-        case 'n':
-            if (perf_parse_int("-n", optarg, 1, 1000000000, &v) != 0) {
-                return 1;
-            }
-            a->iters = (int)v;
-            break;
-        case 'w':
-            if (perf_parse_int("-w", optarg, 0, 1000000000, &v) != 0) {
-                return 1;
-            }
-            a->warmup = (int)v;
-            break;
-        case 'c':
-            if (perf_parse_int("-c", optarg, 0, 1000, &v) != 0) {
-                return 1;
-            }
-            a->check = v != 0;
-            break;
-        case 'o':
-            if (perf_op_lookup(optarg, &a->op) != 0) {
-                fprintf(stderr, "baton-perf: unknown op '%s' (sum prod max min avg mulsum)\n",
-                        optarg);
-                return 1;
-            }
-            break;
-        case 'd':
-            a->dtype = perf_dtype_lookup(optarg);
-            if (a->dtype == NULL) {
-                fprintf(stderr,
-                        "baton-perf: unknown datatype '%s' (int8 uint8 int32 uint32 int64 "
-                        "uint64 half float double bfloat16 f8e4m3 f8e5m2)\n",
-                        optarg);
-                return 1;
-            }
-            break;
-        case 'r':
-            if (perf_parse_int("-r", optarg, 0, 1 << 30, &v) != 0) {
-                return 1;
-            }
-            a->root = (int)v;
-            break;
-        case 'z':
-            if (perf_parse_int("-z", optarg, 0, 1, &v) != 0) {
-                return 1;
-            }
-            a->blocking = (int)v;
-            break;
-        case 'a':
-            if (perf_parse_int("-a", optarg, 0, 3, &v) != 0) {
-                return 1;
-            }
-            a->average = (int)v;
-            break;
-        case 't':
-        case 'g':
-        case 'm':
-            if (strcmp(optarg, "1") != 0) {
-                fprintf(stderr, "baton-perf: -%c %s: only 1 is supported (one rank per process)\n",
-                        c, optarg);
-                return 1;
-            }
-            break;
-        case 'G':
-            if (perf_parse_int("-G", optarg, 0, 1 << 20, &v) != 0) {
-                return 1;
-            }
-            a->cudagraph = (int)v;
-            break;
-        case 'R':
-            if (perf_parse_int("-R", optarg, 0, 2, &v) != 0) {
-                return 1;
-            }
-            a->local_register = (int)v;
-            break;
-        case 'C':
-        case 'y':
-            if (strcmp(optarg, "0") != 0) {
-                fprintf(stderr, "baton-perf: -%c %s: not supported yet (only 0)\n", c, optarg);
-                return 1;
-            }
-            break;
-        case 'T':
-            if (perf_parse_int("-T", optarg, 0, 1 << 30, &v) != 0) {
-                return 1;
-            }
-            break; /* the library's own BATON_TIMEOUT governs waits */
-        case 'p':
-            a->percentiles = 1;
-            break;
-        case 'J':
-            a->json_path = optarg;
-            break;
-        case PERF_OPT_PARAMS:
-            a->print_params = 1;
-            break;
-        case PERF_OPT_HOST:
-            a->force_host = 1;
-            break;
-        case 'h':
-            perf_usage(stdout);
-            return 2;
-        case ':':
-            fprintf(stderr, "baton-perf: option '%s' needs a value\n", argv[optind - 1]);
-            return 1;
-        default:
-            fprintf(stderr, "baton-perf: unknown option '%s'\n", argv[optind - 1]);
-            fprintf(stderr, "run 'baton-perf --help' for the options\n");
+        char name[3] = {'-', (char)c, '\0'};
+        long v;
+        if (perf_parse_int(name, arg, o->lo, o->hi, &v) != 0) {
             return 1;
         }
+        int *field = (int *)((char *)a + o->field);
+        if (o->keep == PERF_KEEP_VALUE) {
+            *field = (int)v;
+        } else if (o->keep == PERF_KEEP_BOOL) {
+            *field = v != 0;
+        }
+        return 0;
     }
-    for (int i = optind; i < argc; i++) {
-        if (coll_name != NULL) {
-            fprintf(stderr, "baton-perf: unexpected argument '%s'\n", argv[i]);
+    return -1;
+}
+
+/* One option from getopt (c, with its value in optarg): 0 to go on, else perf_args_parse's
+ * return value. */
+static int perf_args_option(int c, char **argv, struct perf_args *a)
+{
+    int rc = perf_args_int_option(c, optarg, a);
+    if (rc >= 0) {
+        return rc;
+    }
+    switch (c) {
+    case 'b':
+    case 'e':
+    case 'i': {
+        size_t s;
+        if (perf_parse_size(optarg, &s) != 0) {
+            fprintf(stderr, "baton-perf: invalid size '%s' for -%c\n", optarg, c);
             return 1;
         }
-        coll_name = argv[i];
+        *(c == 'b' ? &a->min_bytes : c == 'e' ? &a->max_bytes : &a->step_bytes) = s;
+        return 0;
     }
-    if (coll_name != NULL && perf_coll_lookup(coll_name, &a->coll) != 0) {
-        fprintf(stderr, "baton-perf: unknown collective '%s'\n", coll_name);
+    case 'f': {
+        char *end = NULL;
+        double f = strtod(optarg, &end);
+        if (end == optarg || *end != '\0' || !(f >= 0) || f > 1e6) {
+            fprintf(stderr, "baton-perf: invalid step factor '%s'\n", optarg);
+            return 1;
+        }
+        a->step_factor = f;
+        return 0;
+    }
+    case 'o':
+        if (perf_op_lookup(optarg, &a->op) != 0) {
+            fprintf(stderr, "baton-perf: unknown op '%s' (sum prod max min avg mulsum)\n", optarg);
+            return 1;
+        }
+        return 0;
+    case 'd':
+        a->dtype = perf_dtype_lookup(optarg);
+        if (a->dtype == NULL) {
+            fprintf(stderr,
+                    "baton-perf: unknown datatype '%s' (int8 uint8 int32 uint32 int64 "
+                    "uint64 half float double bfloat16 f8e4m3 f8e5m2)\n",
+                    optarg);
+            return 1;
+        }
+        return 0;
+    case 't':
+    case 'g':
+    case 'm':
+        if (strcmp(optarg, "1") != 0) {
+            fprintf(stderr, "baton-perf: -%c %s: only 1 is supported (one rank per process)\n", c,
+                    optarg);
+            return 1;
+        }
+        return 0;
+    case 'C':
+    case 'y':
+        if (strcmp(optarg, "0") != 0) {
+            fprintf(stderr, "baton-perf: -%c %s: not supported yet (only 0)\n", c, optarg);
+            return 1;
+        }
+        return 0;
+    case 'p':
+        a->percentiles = 1;
+        return 0;
+    case 'J':
+        a->json_path = optarg;
+        return 0;
+    case PERF_OPT_PARAMS:
+        a->print_params = 1;
+        return 0;
+    case PERF_OPT_HOST:
+        a->force_host = 1;
+        return 0;
+    case 'h':
+        perf_usage(stdout);
+        return 2;
+    case ':':
+        fprintf(stderr, "baton-perf: option '%s' needs a value\n", argv[optind - 1]);
+        return 1;
+    default:
+        fprintf(stderr, "baton-perf: unknown option '%s'\n", argv[optind - 1]);
         fprintf(stderr, "run 'baton-perf --help' for the options\n");
         return 1;
     }
+}
+
+/* What the options say together, once all are read. */
+static int perf_args_check(const struct perf_args *a)
+{
     if (a->coll == PERF_NCOLLS && !a->print_params) {
         fprintf(stderr, "baton-perf: which collective?\n");
         fprintf(stderr, "run 'baton-perf --help' for the options\n");
@@ -463,4 +458,34 @@ int perf_args_parse(int argc, char **argv, struct perf_args *a)
         return 1;
     }
     return 0;
+}
+
+int perf_args_parse(int argc, char **argv, struct perf_args *a)
+{
+    const char *coll_name = NULL;
+    int c, rc;
+
+    perf_args_defaults(argc, argv, a);
+    optind = 0; /* glibc: 0 fully resets getopt, so the parser can run more than once */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, perf_shortopts, perf_longopts, NULL)) != -1) {
+        rc = perf_args_option(c, argv, a);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    /* The one argument that is not an option names the collective. */
+    for (int i = optind; i < argc; i++) {
+        if (coll_name != NULL) {
+            fprintf(stderr, "baton-perf: unexpected argument '%s'\n", argv[i]);
+            return 1;
+        }
+        coll_name = argv[i];
+    }
+    if (coll_name != NULL && perf_coll_lookup(coll_name, &a->coll) != 0) {
+        fprintf(stderr, "baton-perf: unknown collective '%s'\n", coll_name);
+        fprintf(stderr, "run 'baton-perf --help' for the options\n");
+        return 1;
+    }
+    return perf_args_check(a);
 }
