@@ -244,142 +244,174 @@ static int br_status_code(int status)
     return 1;
 }
 
+/* The job as br_run supervises it. */
+struct br_job {
+    const struct br_opts *o;
+    struct br_rank *ranks;
+    sigset_t mask; /* the signals taken with sigtimedwait */
+    int running;   /* ranks started and not reaped yet */
+    int exit_code;
+    int failed;      /* a rank failed or the timeout fired: the rest is being killed */
+    double kill_at;  /* when to send SIGKILL; 0: not scheduled */
+    int forwarded;   /* how many terminating signals we forwarded */
+    double deadline; /* when --timeout fires; 0: none */
+};
+
+/* Stop the job with exit status `code`: every rank gets SIGTERM now and SIGKILL after
+ * BR_KILL_GRACE_S. */
+static void br_fail(struct br_job *j, int code)
+{
+    j->exit_code = code;
+    j->failed = 1;
+    br_signal_all(j->ranks, j->o->nranks, SIGTERM);
+    j->kill_at = br_now() + BR_KILL_GRACE_S;
+}
+
+/* Fork every rank; a fork that fails stops the job (the ranks started get SIGTERM).
+ * caller: br_run, with the signals of j->mask blocked. */
+static void br_spawn(struct br_job *j, const char *comm_id, const sigset_t *orig_mask)
+{
+    fflush(NULL);
+    for (int r = 0; r < j->o->nranks; r++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, "baton-run: fork for rank %d failed: %s\n", r, strerror(errno));
+            br_fail(j, 1);
+            break;
+        }
+        if (pid == 0) {
+            br_child_exec(j->o, r, comm_id, orig_mask, getppid());
+        }
+        /* Also from the parent, so that br_signal_all can use the group at once. */
+        setpgid(pid, pid);
+        j->ranks[r].pid = pid;
+        j->running++;
+    }
+}
+
+/* Reap every rank that has ended. The first failure, unless a signal we forwarded caused
+ * it, is reported and stops the job; after a forwarded signal, the first failure's status
+ * becomes the exit status. */
+static void br_reap(struct br_job *j)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        int r;
+        for (r = 0; r < j->o->nranks; r++) {
+            if (j->ranks[r].pid == pid) {
+                break;
+            }
+        }
+        if (r == j->o->nranks) {
+            continue; /* not one of ours */
+        }
+        j->ranks[r].pid = 0;
+        j->ranks[r].status = status;
+        j->running--;
+        int bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (bad && !j->failed && j->forwarded == 0) {
+            if (WIFSIGNALED(status)) {
+                fprintf(stderr, "baton-run: rank %d (pid %d) killed by signal %d (%s)", r, (int)pid,
+                        WTERMSIG(status), strsignal(WTERMSIG(status)));
+            } else {
+                fprintf(stderr, "baton-run: rank %d (pid %d) exited with status %d", r, (int)pid,
+                        WEXITSTATUS(status));
+            }
+            fprintf(stderr, "%s\n", j->running > 0 ? "; terminating the other ranks" : "");
+            br_fail(j, br_status_code(status));
+        } else if (bad && j->forwarded > 0 && j->exit_code == 0) {
+            j->exit_code = br_status_code(status);
+        }
+    }
+}
+
+/* The deadlines: --timeout stops the job; SIGKILL goes to ranks that outlive the grace. */
+static void br_check_deadlines(struct br_job *j, double now)
+{
+    if (j->deadline > 0 && now >= j->deadline && !j->failed) {
+        fprintf(stderr, "baton-run: timeout after %g s; killing %d running rank(s)\n",
+                j->o->timeout_s, j->running);
+        br_fail(j, 124);
+    }
+    if (j->kill_at > 0 && now >= j->kill_at) {
+        fprintf(stderr, "baton-run: %d rank(s) still running after SIGTERM; sending SIGKILL\n",
+                j->running);
+        br_signal_all(j->ranks, j->o->nranks, SIGKILL);
+        j->kill_at = 0;
+    }
+}
+
+/* Sleep until a signal arrives or the next deadline, at most 1 s. SIGINT, SIGTERM and
+ * SIGHUP go on to every rank; a second one sends SIGKILL. */
+static void br_wait_signal(struct br_job *j, double now)
+{
+    double wait_s = 1.0;
+    if (j->deadline > 0 && !j->failed && j->deadline - now < wait_s) {
+        wait_s = j->deadline - now;
+    }
+    if (j->kill_at > 0 && j->kill_at - now < wait_s) {
+        wait_s = j->kill_at - now;
+    }
+    if (wait_s < 0.001) {
+        wait_s = 0.001;
+    }
+    struct timespec ts = {.tv_sec = (time_t)wait_s,
+                          .tv_nsec = (long)((wait_s - (double)(time_t)wait_s) * 1e9)};
+    siginfo_t info;
+    int sig = sigtimedwait(&j->mask, &info, &ts);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        j->forwarded++;
+        if (j->forwarded == 1) {
+            br_signal_all(j->ranks, j->o->nranks, sig);
+            if (j->exit_code == 0) {
+                j->exit_code = 128 + sig;
+            }
+        } else {
+            fprintf(stderr, "baton-run: signal %d again; sending SIGKILL to every rank\n", sig);
+            br_signal_all(j->ranks, j->o->nranks, SIGKILL);
+        }
+    }
+}
+
 static int br_run(const struct br_opts *o)
 {
     int port = br_free_port();
     char comm_id[64];
-    sigset_t mask, orig_mask;
-    struct br_rank *ranks;
-    int running = 0;
-    int exit_code = 0;
-    int failed = 0;     /* a rank failed or the timeout fired: the rest is being killed */
-    double kill_at = 0; /* when to send SIGKILL; 0: not scheduled */
-    int forwarded = 0;  /* how many terminating signals we forwarded */
-    double deadline = o->timeout_s > 0 ? br_now() + o->timeout_s : 0;
+    sigset_t orig_mask;
+    struct br_job j = {.o = o, .deadline = o->timeout_s > 0 ? br_now() + o->timeout_s : 0};
 
     if (port == 0) {
         return 1;
     }
     snprintf(comm_id, sizeof(comm_id), "127.0.0.1:%d", port);
-    ranks = calloc((size_t)o->nranks, sizeof(*ranks));
-    if (ranks == NULL) {
+    j.ranks = calloc((size_t)o->nranks, sizeof(*j.ranks));
+    if (j.ranks == NULL) {
         fprintf(stderr, "baton-run: out of memory\n");
         return 1;
     }
 
     /* Signals are taken synchronously with sigtimedwait: block them before any fork so
      * that none is lost between a child's death and our wait. */
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
-    sigprocmask(SIG_BLOCK, &mask, &orig_mask);
+    sigemptyset(&j.mask);
+    sigaddset(&j.mask, SIGCHLD);
+    sigaddset(&j.mask, SIGINT);
+    sigaddset(&j.mask, SIGTERM);
+    sigaddset(&j.mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &j.mask, &orig_mask);
 
-    fflush(NULL);
-    for (int r = 0; r < o->nranks; r++) {
-        pid_t pid = fork();
-        if (pid < 0) {
-            fprintf(stderr, "baton-run: fork for rank %d failed: %s\n", r, strerror(errno));
-            exit_code = 1;
-            failed = 1;
-            br_signal_all(ranks, r, SIGTERM);
-            kill_at = br_now() + BR_KILL_GRACE_S;
+    br_spawn(&j, comm_id, &orig_mask);
+    while (j.running > 0) {
+        br_reap(&j);
+        if (j.running == 0) {
             break;
         }
-        if (pid == 0) {
-            br_child_exec(o, r, comm_id, &orig_mask, getppid());
-        }
-        /* Also from the parent, so that br_signal_all can use the group at once. */
-        setpgid(pid, pid);
-        ranks[r].pid = pid;
-        running++;
-    }
-
-    while (running > 0) {
-        int status;
-        pid_t pid;
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-            int r;
-            for (r = 0; r < o->nranks; r++) {
-                if (ranks[r].pid == pid) {
-                    break;
-                }
-            }
-            if (r == o->nranks) {
-                continue; /* not one of ours */
-            }
-            ranks[r].pid = 0;
-            ranks[r].status = status;
-            running--;
-            int bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-            if (bad && !failed && forwarded == 0) {
-                if (WIFSIGNALED(status)) {
-                    fprintf(stderr, "baton-run: rank %d (pid %d) killed by signal %d (%s)", r,
-                            (int)pid, WTERMSIG(status), strsignal(WTERMSIG(status)));
-                } else {
-                    fprintf(stderr, "baton-run: rank %d (pid %d) exited with status %d", r,
-                            (int)pid, WEXITSTATUS(status));
-                }
-                fprintf(stderr, "%s\n", running > 0 ? "; terminating the other ranks" : "");
-                exit_code = br_status_code(status);
-                failed = 1;
-                br_signal_all(ranks, o->nranks, SIGTERM);
-                kill_at = br_now() + BR_KILL_GRACE_S;
-            } else if (bad && forwarded > 0 && exit_code == 0) {
-                exit_code = br_status_code(status);
-            }
-        }
-        if (running == 0) {
-            break;
-        }
-
         double now = br_now();
-        if (deadline > 0 && now >= deadline && !failed) {
-            fprintf(stderr, "baton-run: timeout after %g s; killing %d running rank(s)\n",
-                    o->timeout_s, running);
-            exit_code = 124;
-            failed = 1;
-            br_signal_all(ranks, o->nranks, SIGTERM);
-            kill_at = now + BR_KILL_GRACE_S;
-        }
-        if (kill_at > 0 && now >= kill_at) {
-            fprintf(stderr, "baton-run: %d rank(s) still running after SIGTERM; sending SIGKILL\n",
-                    running);
-            br_signal_all(ranks, o->nranks, SIGKILL);
-            kill_at = 0;
-        }
-
-        /* Sleep until a signal arrives or the next deadline, at most 1 s. */
-        double wait_s = 1.0;
-        if (deadline > 0 && !failed && deadline - now < wait_s) {
-            wait_s = deadline - now;
-        }
-        if (kill_at > 0 && kill_at - now < wait_s) {
-            wait_s = kill_at - now;
-        }
-        if (wait_s < 0.001) {
-            wait_s = 0.001;
-        }
-        struct timespec ts = {.tv_sec = (time_t)wait_s,
-                              .tv_nsec = (long)((wait_s - (double)(time_t)wait_s) * 1e9)};
-        siginfo_t info;
-        int sig = sigtimedwait(&mask, &info, &ts);
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-            forwarded++;
-            if (forwarded == 1) {
-                br_signal_all(ranks, o->nranks, sig);
-                if (exit_code == 0) {
-                    exit_code = 128 + sig;
-                }
-            } else {
-                fprintf(stderr, "baton-run: signal %d again; sending SIGKILL to every rank\n", sig);
-                br_signal_all(ranks, o->nranks, SIGKILL);
-            }
-        }
+        br_check_deadlines(&j, now);
+        br_wait_signal(&j, now);
     }
-    free(ranks);
-    return exit_code;
+    free(j.ranks);
+    return j.exit_code;
 }
 
 int main(int argc, char **argv)
