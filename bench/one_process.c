@@ -2,7 +2,7 @@
  * One process drives every rank from one thread, as nccl-tests does with -g N: one
  * communicator per GPU from ncclCommInitAll, each call of an iteration inside one
  * ncclGroupStart/End, every rank's operation on its own stream. The anchor's small-AllReduce
- * figures (ANCHORS.md: all_reduce_perf -g 2) are measured this way; baton-perf (one rank per
+ * figures (docs/ANCHORS.md: all_reduce_perf -g 2) are measured this way; baton-perf (one rank per
  * process) cannot. Built against the public NCCL API only: LD_LIBRARY_PATH picks the library.
  *
  *   baton-one-process [--same-gpu] [--ranks N] [--windows] allreduce|allgather|reducescatter

@@ -1,5 +1,5 @@
 /*
- * Ring planning over a bandwidth matrix (seed 003 §4.3): which order the ranks (or GPUs) of
+ * Ring planning over a bandwidth matrix: which order the ranks (or GPUs) of
  * a ring follow, and how a ring AllReduce splits its data into blocks when the ring's links
  * differ. The matrix is directed: bw[a * n + b] is GB/s (any unit) from a to b; it comes from
  * the topology model (topo/topo.h) or from a measurement at init (core/link_probe.c).

@@ -1,5 +1,5 @@
 /*
- * The CPU proxy core (DESIGN.md §5, seed 000): the generic machinery a transport plugs its
+ * The CPU proxy core (docs/ARCHITECTURE.md, "The NET transport"): the generic machinery a transport plugs its
  * progress functions into. Two threads per proxy, never mixed:
  *
  *   "baton Service"  runs connection-control RPCs (bt_proxy_call) one at a time, in order;

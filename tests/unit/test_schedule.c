@@ -354,16 +354,6 @@ static struct bt_work *new_work(int r)
     return &W.works[r][W.nworks[r]++];
 }
 
-static void lane_push(struct bt_lane *ln, struct bt_work *w)
-{
-    w->next = NULL;
-    if (ln->tail)
-        ln->tail->next = w;
-    else
-        ln->head = w;
-    ln->tail = w;
-}
-
 static struct bt_redop make_redop(int fl, int n)
 {
     struct bt_redop op;
@@ -449,11 +439,11 @@ static void plan_coll(int r, const struct op *o, const char *sendbuf, char *recv
             w->split_max != (W.ch[r][c].ring.split ? W.ch[r][c].ring.split_max : 0))
             fail("channel %u's work: channel %p off %zu count %zu split_max %u", c, (void *)w->chan,
                  w->chan_off, w->chan_count, w->split_max);
-        lane_push(&W.ch[r][c].lane, w);
+        bt_lane_push(&W.ch[r][c].lane, w);
         if (has_down) {
             struct bt_work *d = new_work(r);
             *d = down;
-            lane_push(&W.down[r][c], d);
+            bt_lane_push(&W.down[r][c], d);
         }
     }
 }
@@ -477,7 +467,7 @@ static void plan_p2p(int r, int peer, int is_send, const struct op *o, size_t co
     if (w->proto != o->proto)
         fail("send/recv planned with protocol %d", w->proto);
     w->p2p_conn = is_send ? &W.p2p_send[r][peer] : &W.p2p_recv[r][peer];
-    lane_push(is_send ? &W.p2p_send_lane[r][peer] : &W.p2p_recv_lane[r][peer], w);
+    bt_lane_push(is_send ? &W.p2p_send_lane[r][peer] : &W.p2p_recv_lane[r][peer], w);
 }
 
 static size_t p2p_count(size_t count, int m)

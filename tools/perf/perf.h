@@ -1,6 +1,6 @@
 /*
  * baton-perf: an nccl-tests style benchmark that uses only the public NCCL API, so that
- * one binary measures Baton and NVIDIA's NCCL alike (see /work/shared/ANCHORS.md).
+ * one binary measures Baton and NVIDIA's NCCL alike (docs/ANCHORS.md: how to compare fairly).
  *
  *   perf_main.c    ranks and launcher environments, communicator, the size loop
  *   perf_args.c    command line: sizes, dtypes, ops, collectives

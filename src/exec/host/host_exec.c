@@ -202,16 +202,6 @@ static struct host_comm *touch(void *state)
     return hc;
 }
 
-static void lane_push(struct bt_lane *ln, struct bt_work *w)
-{
-    w->next = NULL;
-    if (ln->tail)
-        ln->tail->next = w;
-    else
-        ln->head = w;
-    ln->tail = w;
-}
-
 /* A failed launch must clear every lane it touched: each one is listed before a work goes on
  * it. */
 static bt_status_t push(struct bt_lane *ln, struct bt_work *w)
@@ -224,7 +214,7 @@ static bt_status_t push(struct bt_lane *ln, struct bt_work *w)
             return BT_ERR_SYSTEM;
         ls.lanes[ls.nlanes++] = ln;
     }
-    lane_push(ln, w);
+    bt_lane_push(ln, w);
     return BT_OK;
 }
 

@@ -45,6 +45,17 @@ struct bt_wait_policy {
     void (*stalled)(const struct bt_work *w);
 };
 
+/* Append w to lane ln (works of a lane run in order). */
+static inline void bt_lane_push(struct bt_lane *ln, struct bt_work *w)
+{
+    w->next = NULL;
+    if (ln->tail)
+        ln->tail->next = w;
+    else
+        ln->head = w;
+    ln->tail = w;
+}
+
 /* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works
  * that did not finish; the caller discards them. The failing work is stored in *failed_p
  * (may be NULL). */
