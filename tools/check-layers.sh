@@ -10,11 +10,15 @@ layers="$src/LAYERS"
 find "$src" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort |
     while read -r f; do
         rel=${f#"$src"/}
-        # "x/y.h" as QUOTE x/y.h, <x/y.h> as ANGLE x/y.h (only src's own folders count then)
+        # "x/y.h" as QUOTE x/y.h, <x/y.h> as ANGLE x/y.h (only src's own headers count then)
         grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]' "$f" |
             sed -e 's/^\([0-9]*\):.*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1 QUOTE \2/' \
                 -e 's/^\([0-9]*\):.*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/\1 ANGLE \2/' |
-            while read -r line kind inc; do echo "$rel $line $kind $inc"; done
+            while read -r line kind inc; do
+                # <x/y.h> is src's only when src has it: <net/if.h> is the system's
+                [ "$kind" = ANGLE ] && [ ! -e "$src/$inc" ] && continue
+                echo "$rel $line $kind $inc"
+            done
     done | awk -v layers="$layers" '
 # the longest folder of LAYERS that `path` is in; "" when none
 function module(path,    d, best) {
@@ -47,8 +51,6 @@ BEGIN {
     file = $1
     line = $2
     inc = $4
-    if ($3 == "ANGLE" && module(inc) == "")
-        next # a system header
     gsub(/(^|\/)\.\//, "", inc) # ./ parts; a .. part leaves the tree: its folder is unknown
     from = module(file)
     if (from == "") {
