@@ -1,15 +1,15 @@
 /*
- * libnccl-net-baton.so: Baton's socket backend (src/transport/net_socket*.c) as an external
- * NCCL net plugin. It exports ncclNetPlugin_v11 (NCCL 2.28) and ncclNetPlugin_v10 (NCCL
- * 2.24-2.27), so that
- *   - Baton's own plugin loader (transport/net_plugin.c) is tested against a library built
+ * libnccl-net-baton.so: Baton's socket backend (src/net/socket/) as an external NCCL net
+ * plugin. It exports ncclNetPlugin_v11 (NCCL 2.28) and ncclNetPlugin_v10 (NCCL 2.24-2.27),
+ * so that
+ *   - Baton's own plugin loader (net/plugin.c) is tested against a library built
  *     apart from libnccl.so.2 (NCCL_NET_PLUGIN=baton, NCCL_NET=BatonSocket), and
  *   - NVIDIA's NCCL can load the same backend, for cross-checks.
  * The table is the built-in one under another name ("BatonSocket"), so a run shows which
  * of the two carried its bytes. Only these symbols are exported (the build hides the
  * rest), so loading it into a process that has Baton's libnccl.so.2 binds nothing across.
  *
- * It also exports batonNetExtensions_v1 (transport/net.h), the built-in backend's extensions
+ * It also exports batonNetExtensions_v1 (net/net.h), the built-in backend's extensions
  * (pollfds, connect_cancel, zero_copy_safe), so that through Baton's loader it behaves as the
  * built-in table does; other NCCLs ignore the symbol.
  *
@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "transport/net.h"
+#include "net/net.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

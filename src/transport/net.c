@@ -2,7 +2,7 @@
  * NET transport: connectors between ranks that share no memory (other hosts, or when
  * SHM_DISABLE=1). Each end keeps its FIFO in its own memory, so the executor's view is the
  * same as with shm; the communicator's CPU proxy moves the bytes with a network backend, an
- * NCCL v11 net table (transport/net.h: Baton's sockets, libfabric, or an external plugin):
+ * NCCL v11 net table (net/net.h: Baton's sockets, libfabric, or an external plugin):
  *
  *   send end: executor fills slot s, publishes tail = s+1
  *             proxy: isend(slot s) once tail > s  ->  test() done  ->  head = s+1 (credit)
@@ -13,7 +13,7 @@
  * The proxy learns how many steps each connector moves from the executor (the table's
  * `post`, bt_transport_post), one op per (work, connector), so it idles between
  * collectives. Ops of one connector move its steps in order through per-connector cursors.
- * The communicator opens its network at its first NET connector (net_open.c chooses it) and
+ * The communicator opens its network at its first NET connector (net/open.c chooses it) and
  * closes it at destroy (bt_transport_ctx_fini). Each connector registers its FIFO with its
  * comm once, and the user buffers its zero-copy steps use once (a small cache per
  * connector, deregistered when the connector is freed).
@@ -30,8 +30,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "net/net.h"
 #include "proxy/proxy.h"
-#include "transport/net.h"
 #include "transport/transport.h"
 #include "util/param.h"
 #include "util/time.h"

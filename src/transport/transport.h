@@ -62,7 +62,7 @@ struct bt_transport_ctx {
     struct bt_proxy *proxy; /* the CPU proxy, started by the first connector that needs one */
     char proxy_cpus[256];   /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
     char nic[32];           /* network device nearest this rank's GPU (topology), or "" */
-    /* The network (transport/net.h), opened by the first NET connector; what it asks for:
+    /* The network (net/net.h), opened by the first NET connector; what it asks for:
      * a network by name (the config's netName; "" : NCCL_NET, else any), the comm's id and
      * traffic class (handed to the backend's init). */
     struct bt_net *net;

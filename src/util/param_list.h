@@ -139,7 +139,7 @@ BT_PARAM_INT(socket_delay_min_bytes, "SOCKET_DELAY_MIN_BYTES", 65536,
              "fault injection: SOCKET_DELAY_US applies to messages of at least this many bytes")
 BT_PARAM_INT(socket_fail_after_bytes, "SOCKET_FAIL_AFTER_BYTES", 0,
              "fault injection: shut a socket connection down after it sent K bytes (0: never)")
-/* network (libfabric backend, transport/net_ofi.c): which provider; without it (or
+/* network (libfabric backend, net/ofi/ofi.c): which provider; without it (or
  * FI_PROVIDER) OFI has devices only when libfabric's first provider drives a NIC */
 BT_PARAM_STR(
     ofi_provider, "OFI_PROVIDER", NULL,

@@ -2,7 +2,7 @@
  * Net plugins for the loader's tests (tests/plugins/loader.sh, ctest mp/plugin_loader), one
  * library per mode, built from this file with FAKE_MODE set:
  *   1 FakeV6     exports only ncclNetPlugin_v6: Baton's socket backend behind the oldest
- *                table, so that collectives run through transport/net_shim.c's v6 adapter
+ *                table, so that collectives run through net/shim.c's v6 adapter
  *   2 FakeFail   a v11 table whose init fails
  *   3 FakeEmpty  a v11 table that finds no device
  *   4 (none)     a library that exports no net table at all
@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "transport/net.h"
+#include "net/net.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -1,6 +1,6 @@
 /*
- * The libfabric network backend (transport/net_ofi*.c) through its v11 table, over
- * tcp;ofi_rxm on loopback, both ends in one process as threads (no fork):
+ * The libfabric network backend (net/ofi/) through its v11 table, over tcp;ofi_rxm on
+ * loopback, both ends in one process as threads (no fork):
  *  - init, devices, getProperties; init twice, finalize twice;
  *  - connect completes before accept is ever called (Baton accepts only once every rank has
  *    connected), accept then, both tolerating NULL-comm rounds;
@@ -26,8 +26,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "transport/net.h"
-#include "transport/net_ofi.h"
+#include "net/net.h"
+#include "net/ofi/ofi.h"
 #include "util/time.h"
 
 #ifdef BATON_HAVE_OFI

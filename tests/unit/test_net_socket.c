@@ -1,6 +1,6 @@
 /*
- * The socket network backend (transport/net_socket*.c) through its ops table, both ends in
- * one process as two threads (no fork, so TSan can run it):
+ * The socket network backend (net/socket/) through its ops table, both ends in one process
+ * as two threads (no fork, so TSan can run it):
  *  - helper configurations 0x1, 1x1, 1x2, 2x1, 2x2, 4x4 (threads x sockets per thread), set
  *    with bt_net_socket_config_set: sizes 0, 1, 7, 64 KB + 3, 8 MB + 5, then 64 messages of
  *    mixed sizes with up to 8 in flight, received into larger buffers (the real size is
@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "transport/net.h"
-#include "transport/net_socket.h"
+#include "net/net.h"
+#include "net/socket/socket.h"
 #include "util/time.h"
 
 /* The backend's v11 table, called the way transport/net.c calls it (one buffer per irecv,

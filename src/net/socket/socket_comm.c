@@ -1,5 +1,5 @@
 /*
- * Socket backend, the data path of one connected comm (wire format: net_socket.h).
+ * Socket backend, the data path of one connected comm (wire format: socket.h).
  *
  * Requests live in BT_NET_SOCKET_MAX_REQS slots, used in sequence order. A request is cut
  * into per-socket tasks {lo, hi}; each socket has a FIFO of tasks (single producer, single
@@ -29,7 +29,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "transport/net_socket.h"
+#include "net/socket/socket.h"
 #include "util/time.h"
 
 struct sock_req {

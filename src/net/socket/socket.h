@@ -1,7 +1,7 @@
 /*
- * The socket network backend (net.h's `bt_net_socket`), internals shared by its two files:
- * net_socket.c (init, listen, connect, accept, the v11 table) and net_socket_comm.c (a
- * connected comm: requests, the per-socket data path, helper threads).
+ * The socket network backend (net/net.h's `bt_net_socket`), internals shared by its two files:
+ * socket.c (init, listen, connect, accept, the v11 table) and socket_comm.c (a connected
+ * comm: requests, the per-socket data path, helper threads).
  *
  * Wire format. Each connection is a bundle of nsocks TCP sockets (1..64). Every socket
  * opens with a 24-byte header from the connecting side, fields big-endian:
@@ -14,13 +14,13 @@
  * one is cut into nsocks contiguous pieces of ceil(size / nsocks) bytes (the last ones may
  * be shorter or empty). Each socket carries its pieces in message order.
  */
-#ifndef BT_TRANSPORT_NET_SOCKET_H
-#define BT_TRANSPORT_NET_SOCKET_H
+#ifndef BT_NET_SOCKET_SOCKET_H
+#define BT_NET_SOCKET_SOCKET_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transport/net.h"
+#include "net/net.h"
 #include "util/socket.h"
 #include "util/status.h"
 

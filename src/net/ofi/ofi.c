@@ -1,7 +1,7 @@
 /*
- * libfabric backend (net.h's `bt_net_ofi`): loading libfabric, devices and their domains,
- * listen, connect, accept, and the v11 table. Wire protocol and data structures:
- * net_ofi.h; the data path: net_ofi_comm.c.
+ * libfabric backend (net/net.h's `bt_net_ofi`): loading libfabric, devices and their domains,
+ * listen, connect, accept, and the v11 table. Wire protocol and data structures: ofi.h; the
+ * data path: ofi_comm.c.
  *
  * libfabric is opened at run time (dlopen of libfabric.so.1), so one build runs on machines
  * with and without it: without, init() succeeds and there are 0 devices (one INFO line).
@@ -21,7 +21,7 @@
  * all kept. Each domain (fabric + domain objects) opens when its first endpoint does and
  * closes with its last, so nothing of libfabric stays open once every comm is closed.
  *
- * connect() and accept() make their comms at once (why: net_ofi.h, "Connection"), so
+ * connect() and accept() make their comms at once (why: ofi.h, "Connection"), so
  * connect_cancel has nothing to drop; an unreachable listener shows as a failed request.
  *
  * tcp;ofi_rxm as libfabric 1.17 ships it: its shared receive context costs each endpoint
@@ -42,7 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "transport/net_ofi.h"
+#include "net/ofi/ofi.h"
 #include "util/hash.h"
 #include "util/param.h"
 #include "util/random.h"
@@ -568,7 +568,7 @@ static void ofi_connect_cancel(void *ctx, int dev, void *handle)
 }
 
 /* The recv comm is made at once too: the hello needs the sender to progress its comm, which
- * it does only once it sends. The hello is checked when it arrives (net_ofi_comm.c).
+ * it does only once it sends. The hello is checked when it arrives (ofi_comm.c).
  * caller: the thread that owns the listen comm. */
 static ncclResult_t ofi_accept(void *listen_comm, void **recv_comm,
                                ncclNetDeviceHandle_v11_t **dev_comm)

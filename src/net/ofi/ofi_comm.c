@@ -1,5 +1,5 @@
 /*
- * libfabric backend, the data path (wire protocol: net_ofi.h): endpoint sets, memory
+ * libfabric backend, the data path (wire protocol: ofi.h): endpoint sets, memory
  * registration, requests and their completion.
  *
  * A comm has BT_OFI_MAX_REQS request slots. A request is one to 1 + BT_OFI_MAX_EPS
@@ -26,7 +26,7 @@
 #include <sys/uio.h>
 
 #include "device/device.h"
-#include "transport/net_ofi.h"
+#include "net/ofi/ofi.h"
 #include "util/param.h"
 #include "util/time.h"
 

@@ -1,6 +1,6 @@
 /*
  * Choosing a communicator's network: the external plugins NCCL_NET_PLUGIN names (loaded by
- * net_plugin.c), then the built-in backends, in that order; the first whose init() works
+ * net/plugin.c), then the built-in backends, in that order; the first whose init() works
  * and whose devices() finds a device. NCCL_NET (or the config's netName) names one: then
  * only that one, and failing to find it is an error naming it, as NCCL does.
  *
@@ -15,11 +15,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "transport/net.h"
+#include "net/net.h"
 #include "util/param.h"
 
 /* The built-in backends, in order of preference (OFI only claims a device by default when
- * it has a hardware provider: net_ofi.c). */
+ * it has a hardware provider: net/ofi/ofi.c). */
 static const struct bt_net_backend *const builtin[] = {
 #ifdef BATON_HAVE_OFI
     &bt_net_ofi,

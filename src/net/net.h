@@ -1,11 +1,10 @@
 /*
  * Network backends: what the NET transport (transport/net.c) and its proxy drive. A backend
- * is an NCCL net-plugin table, ncclNet_v11_t (transport/net_abi.h: its members and their
- * semantics), whether it is built in (socket: net_socket.c; libfabric: net_ofi.c) or loaded
- * from an external libnccl-net-*.so (transport/net_plugin.c, older tables through
- * net_shim.c). Baton's own backends may add what the table cannot say (struct
- * bt_net_backend): the descriptors a blocking driver can poll, and how to give up a connect
- * in progress.
+ * is an NCCL net-plugin table, ncclNet_v11_t (net/abi.h: its members and their semantics),
+ * whether it is built in (one folder each: net/socket, net/ofi for libfabric) or loaded
+ * from an external libnccl-net-*.so (net/plugin.c, older tables through net/shim.c).
+ * Baton's own backends may add what the table cannot say (struct bt_net_backend): the
+ * descriptors a blocking driver can poll, and how to give up a connect in progress.
  *
  * A communicator opens one network (struct bt_net: the backend, its init() context, its
  * devices' properties) the first time a connector needs one, and closes it at destroy.
@@ -16,14 +15,14 @@
  * caller: the proxy threads (progress and service) of the communicator; a comm handle is
  * used by one thread at a time.
  */
-#ifndef BT_TRANSPORT_NET_H
-#define BT_TRANSPORT_NET_H
+#ifndef BT_NET_NET_H
+#define BT_NET_NET_H
 
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transport/net_abi.h"
+#include "net/abi.h"
 #include "util/status.h"
 
 #define BT_NET_HANDLE_BYTES NCCL_NET_HANDLE_MAXSIZE /* listen() fills, connect() consumes */
@@ -51,6 +50,9 @@ struct bt_net_backend {
     struct bt_net_ext ext;
 };
 
+/* The built-in backends, each defined in its folder (net/socket, net/ofi), which sits above
+ * this one: net/open.c and the plugins built from Baton's sources reach them through these
+ * declarations, never through a backend's own header. */
 extern const struct bt_net_backend bt_net_socket;
 #ifdef BATON_HAVE_OFI
 extern const struct bt_net_backend bt_net_ofi;
@@ -67,7 +69,8 @@ struct bt_net {
     ncclNetProperties_v11_t props[BT_NET_MAX_DEVS];
 };
 
-/* What the communicator asks for (transport ctx fields, copied here to keep net.h small). */
+/* What the communicator asks for (the transport context's fields, copied: net/ sees no
+ * transport). */
 struct bt_net_want {
     const char *name; /* config netName, else NCCL_NET; NULL: any */
     uint64_t comm_id;
@@ -87,7 +90,7 @@ bt_status_t bt_net_status(ncclResult_t r);
 void bt_net_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* ---- external plugins (net_plugin.c) ---- */
+/* ---- external plugins (net/plugin.c) ---- */
 
 /* The tables NCCL_NET_PLUGIN names, loaded on first use, in order (adapted to v11). At most
  * `max`; each with its library's name. Libraries that fail to load are WARNed once and left
@@ -106,7 +109,7 @@ struct bt_net_plugin {
 #define BT_NET_PLUGIN_EXT "batonNetExtensions_v1"
 int bt_net_plugins(const struct bt_net_plugin **plugins_p);
 
-/* Adapt an older table to v11 (net_shim.c); NULL for a version Baton does not load. The
+/* Adapt an older table to v11 (net/shim.c); NULL for a version Baton does not load. The
  * result lives as long as the process. */
 const ncclNet_v11_t *bt_net_shim(const void *table, int version);
 

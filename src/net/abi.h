@@ -5,7 +5,7 @@
  * built against NCCL's own copy of them, so every field here must keep its place.
  *
  * Baton drives every network backend, built-in or external, through the v11 table; older
- * tables are adapted to it (transport/net_shim.c).
+ * tables are adapted to it (net/shim.c).
  *
  * Semantics Baton relies on (from NCCL's headers and its transport's use of them):
  *   - listen() fills a handle of up to NCCL_NET_HANDLE_MAXSIZE bytes, which travels to the
@@ -20,8 +20,8 @@
  *     GPU memory (or when the device has forceFlush), returning a request or NULL (nothing
  *     to flush).
  */
-#ifndef BT_TRANSPORT_NET_ABI_H
-#define BT_TRANSPORT_NET_ABI_H
+#ifndef BT_NET_ABI_H
+#define BT_NET_ABI_H
 
 #include <stddef.h>
 #include <stdint.h>

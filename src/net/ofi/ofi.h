@@ -1,7 +1,7 @@
 /*
- * The libfabric network backend (net.h's `bt_net_ofi`), internals shared by its two files:
- * net_ofi.c (loading libfabric, devices and domains, listen/connect/accept, the v11 table)
- * and net_ofi_comm.c (endpoint sets, memory registration, requests, the data path).
+ * The libfabric network backend (net/net.h's `bt_net_ofi`), internals shared by its two files:
+ * ofi.c (loading libfabric, devices and domains, listen/connect/accept, the v11 table)
+ * and ofi_comm.c (endpoint sets, memory registration, requests, the data path).
  *
  * Connection. listen() opens the listener's endpoint and publishes in the 128-byte handle
  * {BT_OFI_TAG, a random 64-bit id, the endpoint's name}. connect() opens `neps` endpoints,
@@ -33,8 +33,8 @@
  * or the header (into the first 16 bytes of its buffer, which piece 0 overwrites later),
  * from which it knows the pieces' places and posts them.
  */
-#ifndef BT_TRANSPORT_NET_OFI_H
-#define BT_TRANSPORT_NET_OFI_H
+#ifndef BT_NET_OFI_OFI_H
+#define BT_NET_OFI_OFI_H
 
 #ifdef BATON_HAVE_OFI
 
@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transport/net.h"
+#include "net/net.h"
 #include "util/status.h"
 
 #define BT_OFI_MAX_DEVS 16

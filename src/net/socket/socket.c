@@ -1,7 +1,7 @@
 /*
  * Socket backend: devices, listen, non-blocking connect and accept, and its NCCL v11 net
- * table (wire format and threading: net_socket.h and net_socket_comm.c). The same table is
- * what libnccl-net-baton.so exports (plugins/net-baton).
+ * table (wire format and threading: socket.h and socket_comm.c). The same table is what
+ * libnccl-net-baton.so exports (plugins/net-baton).
  *
  * connect() keeps the state of a connection in progress in a process-wide list keyed by
  * the handle's address and bytes ("call again with the same arguments"); accept() keeps
@@ -21,7 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "transport/net_socket.h"
+#include "net/socket/socket.h"
 #include "util/param.h"
 #include "util/random.h"
 #include "util/time.h"

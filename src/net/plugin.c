@@ -5,11 +5,11 @@
  *   a list    comma-separated; each entry is tried as given (a path, or a file name the
  *             loader searches), and a bare name also as libnccl-net-<name>.so
  * Each library must export ncclNetPlugin_v11, or an older table down to ncclNetPlugin_v6
- * (the newest wins), which net_shim.c adapts to v11. Libraries are loaded once per process,
+ * (the newest wins), which net/shim.c adapts to v11. Libraries are loaded once per process,
  * on the first communicator that needs a network, and stay loaded.
  *
  * A library named explicitly that is missing, fails to load, or exports no table is one
- * WARN; net_open.c then goes on to the next network.
+ * WARN; net/open.c then goes on to the next network.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "transport/net.h"
+#include "net/net.h"
 #include "util/param.h"
 
 #define MAX_PLUGINS 8

@@ -16,7 +16,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "transport/net.h"
+#include "net/net.h"
 
 #define MAX_NET_SIZE ((size_t)1 << 30) /* NCCL's size limit for tables that do not say */
 #define SHIM_MAX_RECVS 8
