@@ -159,6 +159,8 @@ static inline bt_status_t bt_transport_post(struct bt_transport_ctx *ctx, struct
     return conn->tp->post(ctx, conn, nsteps, zc, op_p);
 }
 
+/* ---- ops a proxy moves (transport/proxy_op.c) ---- */
+
 /*
  * Wait for a posted op, then free it. While waiting it calls poll(arg) (may be NULL), which
  * drives the proxy (bt_proxy_drive) and returns whether anything moved, and when poll moved
