@@ -12,7 +12,6 @@
 #include "core/arrival.h"
 #include "core/watch.h"
 #include "core/window.h"
-#include "proxy/proxy.h"
 #include "transport/transport.h"
 
 /* ---- registry of live communicators ------------------------------------------------ */
@@ -205,7 +204,7 @@ void bt_comm_revoke(struct bt_comm *comm)
     wait_no_launch(comm);
     /* The proxy completes the stopped launches' ops and takes no more; it and the
      * connectors stay until free. */
-    bt_proxy_stop(comm->tctx.proxy);
+    bt_transport_ctx_stop(&comm->tctx);
     /* Only now, with nothing running, may waits on this comm succeed again: the bootstrap
      * carries the shrink that follows, whose result ncclCommGetAsyncError then reports (the
      * failure that led here is handled). */
@@ -243,8 +242,7 @@ void bt_comm_free(struct bt_comm *comm)
     bt_window_free_all(comm);
     bt_arrival_free(comm);
     /* The proxy first: its threads use the connectors the executors free. */
-    bt_proxy_destroy(comm->tctx.proxy);
-    comm->tctx.proxy = NULL;
+    bt_transport_ctx_join(&comm->tctx);
     for (int k = 0; k < BT_EXEC_KINDS; k++) {
         if (comm->exec[k])
             bt_exec_of(k)->destroy(comm->exec[k]);

@@ -19,7 +19,7 @@
 #include "core/launch.h"
 #include "core/links.h"
 #include "core/liveness.h"
-#include "proxy/proxy.h"
+#include "proxy/proxy.h" /* the dump signal: the process's, not one comm's proxy */
 #include "util/hash.h"
 #include "util/param.h"
 

@@ -59,6 +59,17 @@ void bt_transport_link(struct bt_transport_ctx *ctx, int peer, struct bt_link_fi
         }
 }
 
+void bt_transport_ctx_stop(struct bt_transport_ctx *ctx)
+{
+    bt_proxy_stop(ctx->proxy);
+}
+
+void bt_transport_ctx_join(struct bt_transport_ctx *ctx)
+{
+    bt_proxy_destroy(ctx->proxy);
+    ctx->proxy = NULL;
+}
+
 void bt_conn_free(struct bt_conn *conn)
 {
     if (!conn)

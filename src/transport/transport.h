@@ -136,8 +136,20 @@ void bt_transport_link(struct bt_transport_ctx *ctx, int peer, struct bt_link_fi
 extern const struct bt_transport_ops bt_transport_shm;
 extern const struct bt_transport_ops bt_transport_net;
 
-/* Release what the transports opened for the communicator (its network), after every
- * connector is freed. */
+/*
+ * The end of a communicator's transports, in this order (core/comm.c):
+ *   bt_transport_ctx_stop   (revoke) the first half of join: the proxy completes every op
+ *                           it holds with an error, fails later posts and ends its progress
+ *                           thread; the ops stay readable, the proxy and connectors allocated
+ *   bt_transport_ctx_join   stop if not yet, join the proxy's threads and free the proxy:
+ *                           after it no thread touches a connector
+ *   bt_conn_free            each connector (the proxy's threads used them, so after join)
+ *   bt_transport_ctx_fini   what the connectors shared (the network), after every connector
+ * Each accepts a context whose proxy never started or whose network never opened.
+ * caller: the communicator's owner, never a proxy thread.
+ */
+void bt_transport_ctx_stop(struct bt_transport_ctx *ctx);
+void bt_transport_ctx_join(struct bt_transport_ctx *ctx);
 void bt_transport_ctx_fini(struct bt_transport_ctx *ctx);
 
 /* The transport for a connector to `peer`, or NULL (logged) when none can connect. */
