@@ -1,5 +1,5 @@
 /*
- * The data types of the tests/mp/test_colls*.c tests, written from the format definitions
+ * The data types of the collectives suites (colls_suite.c), written from the format definitions
  * (sign bit, exponent bits, bias, fraction bits) and independent of src/coll/dtype.h, so that
  * the reference the library is checked against shares no code with it: decode and encode
  * (round to nearest even) of half, bfloat16, fp8 e4m3 (no infinities, one NaN per sign,
@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "colls_suite.h" /* enum ct_dtype_id */
 #include "harness.h"
 
 /* ---- data types: an independent codec ------------------------------------------------- */
@@ -25,7 +26,7 @@ struct ct_dtype {
     int mbits, ebits, bias, has_inf; /* floats only */
 };
 
-static const struct ct_dtype ct_dt[12] = {
+static const struct ct_dtype ct_dt[CT_NDTYPES] = {
     {"int8", 1, CT_K_SINT, 0, 0, 0, 0},         {"uint8", 1, CT_K_UINT, 0, 0, 0, 0},
     {"int32", 4, CT_K_SINT, 0, 0, 0, 0},        {"uint32", 4, CT_K_UINT, 0, 0, 0, 0},
     {"int64", 8, CT_K_SINT, 0, 0, 0, 0},        {"uint64", 8, CT_K_UINT, 0, 0, 0, 0},
@@ -33,8 +34,6 @@ static const struct ct_dtype ct_dt[12] = {
     {"double", 8, CT_K_FLOAT, 52, 11, 1023, 1}, {"bfloat16", 2, CT_K_FLOAT, 7, 8, 127, 1},
     {"e4m3", 1, CT_K_FLOAT, 3, 4, 7, 0},        {"e5m2", 1, CT_K_FLOAT, 2, 5, 15, 1},
 };
-
-enum { CT_HALF = 6, CT_FLOAT = 7, CT_DOUBLE = 8, CT_BF16 = 9, CT_E4M3 = 10, CT_E5M2 = 11 };
 
 static uint64_t ct_trunc(int dt, uint64_t v)
 {

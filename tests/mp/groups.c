@@ -13,12 +13,9 @@
  *     collectives and a Send/Recv ring on all of them inside groups (as nccl-tests -g does);
  *     2 processes x 2 ranks each in one 4-rank comm; ncclCommInitAll.
  * Every value is an exact integer and is checked; each process ends with the leak check.
- * test_groups.c runs this with the default tuning, test_groups_tree.c with AllReduce forced
- * onto the tree (which runs its two halves on separate lanes).
+ * One executable, one suite per tuning (the table at the end, one ctest test mp/<name> each):
+ * `mp_groups NAME` runs suite NAME; no argument or an unknown name lists them and exits 2.
  */
-#ifndef BT_TEST_GROUPS_COMMON_H
-#define BT_TEST_GROUPS_COMMON_H
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,7 +367,7 @@ static int local_main(int proc, int nprocs, void *argp)
 /* env: "NAME=VALUE" strings, NULL-terminated, set before any NCCL call. */
 static int groups_main(const char *const *env)
 {
-    for (const char *const *e = env; e && *e; e++) {
+    for (const char *const *e = env; *e; e++) {
         char name[128];
         const char *eq = strchr(*e, '=');
         BT_TEST_CHECK(eq && (size_t)(eq - *e) < sizeof(name), "bad env entry %s", *e);
@@ -404,4 +401,35 @@ static int groups_main(const char *const *env)
     return 0;
 }
 
-#endif
+struct groups_suite {
+    const char *name; /* the argument that selects it, and its ctest name mp/<name> */
+    const char *what; /* one line (the usage lists it) */
+    const char *env[4];
+};
+
+static const struct groups_suite suites[] = {
+    {
+        .name = "groups",
+        .what = "group semantics with the library's default algorithm and protocol choices",
+    },
+    {
+        /* the tree runs its two halves on separate lanes */
+        .name = "groups_tree",
+        .what = "group semantics with AllReduce forced onto the double binary tree, 2 channels",
+        .env = {"BATON_ALGO=Tree", "BATON_MIN_NCHANNELS=2"},
+    },
+};
+
+int main(int argc, char **argv)
+{
+    int n = (int)(sizeof(suites) / sizeof(suites[0]));
+    for (int k = 0; argc == 2 && k < n; k++)
+        if (strcmp(argv[1], suites[k].name) == 0)
+            return groups_main(suites[k].env);
+    if (argc == 2)
+        fprintf(stderr, "%s: no suite '%s'\n", argv[0], argv[1]);
+    fprintf(stderr, "usage: %s SUITE (ctest mp/SUITE runs it); suites:\n", argv[0]);
+    for (int k = 0; k < n; k++)
+        fprintf(stderr, "  %-16s %s\n", suites[k].name, suites[k].what);
+    return 2;
+}

@@ -1,9 +1,8 @@
 /*
- * Shared body of the tests/mp/test_colls*.c tests: every collective checked element by
- * element against a reference computed here, over real rank processes and the public API.
+ * Running one collectives suite (colls_suite.h; the suites are the table of colls.c): every
+ * collective checked element by element against a reference computed here, over real rank
+ * processes and the public API.
  *
- * Each test_colls*.c file defines a struct colls_suite (which collectives, dtypes, ops, size
- * classes and rank counts, and the environment that forces a path) and calls colls_main().
  * For each rank count the parent makes one ncclUniqueId and forks the ranks; each rank inits
  * one communicator and runs every case of the suite on it, in the same order on every rank.
  *
@@ -40,9 +39,6 @@
  * Reduce/Gather may pass NULL for the buffer they do not use (and Broadcast/Scatter the
  * input), count 0 with NULL buffers, and guard bytes on both sides of every buffer.
  */
-#ifndef BT_TEST_COLLS_COMMON_H
-#define BT_TEST_COLLS_COMMON_H
-
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -52,24 +48,11 @@
 #include <time.h>
 
 #include "colls_dtype.h"
+#include "colls_suite.h"
 #include "harness.h"
 #include "nccl.h"
 
 /* ---- the collectives and ops the suite enumerates ------------------------------------- */
-
-enum ct_coll {
-    CT_ALLREDUCE,
-    CT_ALLGATHER,
-    CT_REDUCESCATTER,
-    CT_BROADCAST,
-    CT_REDUCE,
-    CT_ALLTOALL,
-    CT_GATHER,
-    CT_SCATTER,
-    CT_SENDRECV_RING,  /* send to rank+1, recv from rank-1, in one group */
-    CT_SENDRECV_PAIRS, /* send a block to every peer incl. self, recv one from each */
-    CT_NCOLLS
-};
 
 static const char *const ct_coll_name[CT_NCOLLS] = {
     "AllReduce", "AllGather", "ReduceScatter", "Broadcast",    "Reduce",
@@ -90,58 +73,11 @@ static int ct_coll_has_root(int coll)
     return coll == CT_BROADCAST || coll == CT_REDUCE || coll == CT_GATHER || coll == CT_SCATTER;
 }
 
-enum ct_op { CT_SUM, CT_PROD, CT_MAX, CT_MIN, CT_AVG, CT_PREMUL_IMM, CT_PREMUL_DEV, CT_NOPS };
-
 static const char *const ct_op_name[CT_NOPS] = {"sum", "prod",          "max",          "min",
                                                 "avg", "premulsum-imm", "premulsum-dev"};
 
-#define CT_ALL_COLLS ((1u << CT_NCOLLS) - 1)
-#define CT_ALL_DTYPES ((1u << 12) - 1)
-#define CT_ALL_OPS ((1u << CT_NOPS) - 1)
-
-/* Size classes. Counts are in elements of the case's type. */
-enum ct_size {
-    CT_SZ_0,   /* 0 elements */
-    CT_SZ_1,   /* 1 element */
-    CT_SZ_7,   /* 7 elements */
-    CT_SZ_LL1, /* one LL step (8 KB of payload) + 1 element */
-    CT_SZ_SIMPLE1 /* one Simple slot (BUFFSIZE / 8) + 1 element */,
-    CT_SZ_LARGE, /* 3 MiB + 5 elements */
-    CT_NSIZES
-};
-
-#define CT_SMALL_SIZES ((1u << CT_SZ_0) | (1u << CT_SZ_1) | (1u << CT_SZ_7) | (1u << CT_SZ_LL1))
 #define CT_LL_PAYLOAD 8192
 #define CT_LARGE_BYTES (3u << 20)
-
-struct ct_big_case {
-    int coll, dtype, op; /* op ignored for data-movement collectives */
-};
-
-struct colls_suite {
-    const char *name;
-    const char *const *env; /* "NAME=VALUE", NULL-terminated; set before any NCCL call */
-    const int *ranks;       /* rank counts, one communicator each */
-    int nrank_counts;
-    /* The small matrix: colls x dtypes x ops (reducing colls) x sizes x in/out-of-place. */
-    unsigned colls, dtypes, ops, sizes;
-    /* The representative subset at larger sizes, each in- and out-of-place. */
-    const struct ct_big_case *big;
-    int nbig;
-    unsigned big_sizes;
-    size_t simple_slot; /* bytes of one Simple slot under `env` (BUFFSIZE / 8) */
-    int timeout_s;      /* per rank count */
-    /* Soak instead of the matrix: random cases (collective, dtype, op, size class from
-     * soak_sizes, in/out of place) for soak_s seconds per rank count, or soak_cases cases
-     * when BT_SOAK_CASES is set (else soak_cases, when nonzero); rank 0's clock or count
-     * decides, shared by an AllReduce per case. */
-    int soak_s;
-    long soak_cases;
-    unsigned soak_sizes;
-    /* 1: both arenas from ncclMemAlloc, registered as symmetric windows
-     * (ncclCommWindowRegister) for the run, so every case's buffers lie inside windows */
-    int windows;
-};
 
 /* ---- inputs ------------------------------------------------------------------------- */
 
@@ -852,7 +788,7 @@ static void ct_soak(struct ct_rank *x)
             break;
         rng = ct_mix(rng);
         int coll = (int)(rng % CT_NCOLLS);
-        int dt = (int)((rng >> 8) % 12);
+        int dt = (int)((rng >> 8) % CT_NDTYPES);
         int op = ct_coll_reduces(coll) ? (int)((rng >> 16) % CT_NOPS) : 0;
         int sz;
         do {
@@ -908,7 +844,7 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     for (int coll = 0; coll < CT_NCOLLS && !soak; coll++) {
         if (!(s->colls & (1u << coll)))
             continue;
-        for (int dt = 0; dt < 12; dt++) {
+        for (int dt = 0; dt < CT_NDTYPES; dt++) {
             if (!(s->dtypes & (1u << dt)))
                 continue;
             for (int op = 0; op < CT_NOPS; op++) {
@@ -951,10 +887,9 @@ static int ct_rank_main(int rank, int nranks, void *argp)
     return x.nfailed ? 1 : 0;
 }
 
-/* The whole test: environment, codec self-test, then every rank count. */
-static int colls_main(const struct colls_suite *s)
+int colls_suite_run(const struct colls_suite *s)
 {
-    for (const char *const *e = s->env; e && *e; e++) {
+    for (const char *const *e = s->env; *e; e++) {
         char name[128];
         const char *eq = strchr(*e, '=');
         BT_TEST_CHECK(eq && (size_t)(eq - *e) < sizeof(name), "bad env entry %s", *e);
@@ -969,7 +904,7 @@ static int colls_main(const struct colls_suite *s)
     int shm0 = bt_test_shm_count();
     int failed = 0;
     double t_all = ct_now();
-    for (int k = 0; k < s->nrank_counts; k++) {
+    for (int k = 0; k < CT_MAX_RANK_COUNTS && s->ranks[k] > 0; k++) {
         struct ct_arg arg = {.suite = s};
         int n = s->ranks[k];
         BT_TEST_OK(ncclGetUniqueId(&arg.id));
@@ -989,5 +924,3 @@ static int colls_main(const struct colls_suite *s)
     fprintf(stderr, "[%s] %s, %.2f s\n", s->name, failed ? "FAILED" : "passed", ct_now() - t_all);
     return failed;
 }
-
-#endif
