@@ -202,12 +202,13 @@ static const struct colls_suite suites[] = {
     {
         /* Both arenas from ncclMemAlloc, registered as symmetric windows on every rank
          * (registration is collective, every rank maps every peer's windows; deregistration is
-         * clean and a second one refused). WIN_MIN_BYTES=0: every AllReduce, small ones too,
-         * runs the window AllReduce, the other collectives run as on any buffer; the results
-         * are those of the FIFO paths.
+         * clean and a second one refused). WIN_MIN_BYTES=0: every AllReduce of count > 0,
+         * small ones too, must run the window AllReduce (asserted per case and rank through
+         * batonCommGetStats: a fall-back to the FIFOs would give the same results), the other
+         * collectives run as on any buffer; the results are those of the FIFO paths.
          * On GPU memory the same matrix is tests/gpu/test_gpu_colls' window variant. */
         .name = "colls_windows",
-        .what = "every collective on buffers in symmetric windows (AllReduce through them)",
+        .what = "every collective on buffers in symmetric windows; every AllReduce through them",
         .env = {"BATON_WIN_MIN_BYTES=0"},
         .ranks = {2, 3},
         .colls = CT_ALL_COLLS,
@@ -220,16 +221,19 @@ static const struct colls_suite suites[] = {
         .simple_slot = SIMPLE_SLOT,
         .timeout_s = 100,
         .windows = 1,
+        .path = CT_PATH_WINDOW,
     },
     {
         /* Rings planned from a measured link matrix (TOPO_PROBE) whose links differ: every
          * link of rank 0 at a quarter of the others' rate (INJECT_LINK_BW), which no ring
          * avoids, so the rings follow the search's order (reversed on odd channels) and the
-         * ring AllReduce cuts its loops into unequal blocks (graph/ring_plan.h). ALGO=Ring
-         * keeps AllReduce on the ring at every size; MIN_NCHANNELS=2 uses both ring
-         * directions. */
+         * ring AllReduce cuts its loops into unequal blocks (graph/ring_plan.h): asserted per
+         * AllReduce case and rank through batonCommGetStats (equal blocks give the same
+         * results). The other ring collectives keep equal blocks (only the AllReduce schedule,
+         * coll/ring.h, reads the split). ALGO=Ring keeps AllReduce on the ring at every size;
+         * MIN_NCHANNELS=2 uses both ring directions. */
         .name = "colls_planned",
-        .what = "the ring collectives on probed unequal links (AllReduce in unequal blocks)",
+        .what = "the ring collectives on probed unequal links; every AllReduce splits its blocks",
         .env = {"BATON_TOPO_PROBE=1", "BATON_INJECT_LINK_BW=*>*:2000,0>*:500,*>0:500",
                 "BATON_ALGO=Ring", "BATON_MIN_NCHANNELS=2"},
         .ranks = {3, 4, 5},
@@ -242,6 +246,7 @@ static const struct colls_suite suites[] = {
         .big_sizes = 1u << CT_SZ_LARGE,
         .simple_slot = SIMPLE_SLOT,
         .timeout_s = 120,
+        .path = CT_PATH_RING_SPLIT,
     },
     {
         .name = "colls_net",

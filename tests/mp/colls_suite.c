@@ -37,7 +37,9 @@
  * Besides the values, each case checks that out-of-place inputs are not modified, that the
  * parts of an in-place buffer that are not output keep the input, that non-root ranks of
  * Reduce/Gather may pass NULL for the buffer they do not use (and Broadcast/Scatter the
- * input), count 0 with NULL buffers, and guard bytes on both sides of every buffer.
+ * input), count 0 with NULL buffers, and guard bytes on both sides of every buffer; and,
+ * for the suites about one path (colls_suite.h, enum ct_path), that the case ran through it:
+ * batonCommGetStats read before and after the call.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -47,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "baton.h"
 #include "colls_dtype.h"
 #include "colls_suite.h"
 #include "harness.h"
@@ -602,6 +605,40 @@ static long ct_check_region(struct ct_rank *x, const struct ct_case *c, const ch
     return bad;
 }
 
+/* The path the case took, for the suites about one path (enum ct_path): the counters of
+ * batonCommGetStats the call moved. Returns 1 when the case did not take the suite's path. */
+static int ct_check_path(struct ct_rank *x, const struct ct_case *c, const batonCommStats_t *before,
+                         const batonCommStats_t *after, int *nrep)
+{
+    /* The AllReduces the paths are about: one rank and count 0 plan nothing. */
+    int ar = c->coll == CT_ALLREDUCE && c->count > 0 && x->n > 1;
+    unsigned long long window = after->window - before->window;
+    unsigned long long split = after->ring_split - before->ring_split;
+    unsigned long long want_window = x->s->path == CT_PATH_WINDOW && ar ? 1 : 0;
+    int bad = 0;
+    if (window != want_window) {
+        ct_fail_head(x, c, nrep);
+        if (x->nfailed < CT_MAX_REPORTS)
+            ct_say(
+                x,
+                "  ran through the windows %llu time(s) (batonCommStats_t.window), want %llu%s\n",
+                window, want_window,
+                window < want_window ? ": an AllReduce on registered windows fell back to the FIFOs"
+                                     : "");
+        bad = 1;
+    }
+    if (x->s->path == CT_PATH_RING_SPLIT && ar && split != 1) {
+        ct_fail_head(x, c, nrep);
+        if (x->nfailed < CT_MAX_REPORTS)
+            ct_say(x,
+                   "  split its ring blocks %llu time(s) (batonCommStats_t.ring_split), want 1: "
+                   "a ring AllReduce over unequal links cut equal blocks\n",
+                   split);
+        bad = 1;
+    }
+    return bad;
+}
+
 static void ct_call_ok(struct ct_rank *x, const struct ct_case *c, ncclResult_t res,
                        const char *what)
 {
@@ -680,6 +717,8 @@ static void ct_run_case(struct ct_rank *x, struct ct_case *c)
 
     ncclComm_t comm = x->comm;
     ncclDataType_t d = (ncclDataType_t)dt;
+    batonCommStats_t before, after;
+    ct_call_ok(x, c, batonCommGetStats(comm, &before, sizeof(before)), "batonCommGetStats");
     const void *sp = L.sendp;
     void *rp = L.recvp;
     ncclResult_t res = ncclSuccess;
@@ -738,6 +777,7 @@ static void ct_run_case(struct ct_rank *x, struct ct_case *c)
     }
     }
     ct_call_ok(x, c, res, ct_coll_name[c->coll]);
+    ct_call_ok(x, c, batonCommGetStats(comm, &after, sizeof(after)), "batonCommGetStats");
     if (custom) {
         scalar = 0;
         ct_call_ok(x, c, ncclRedOpDestroy(op, comm), "ncclRedOpDestroy");
@@ -749,6 +789,7 @@ static void ct_run_case(struct ct_rank *x, struct ct_case *c)
     bad += ct_check_region(x, c, B, L.b_len, 0, &nrep);
     bad += ct_check_guard(x, c, x->a, L.a_len * es, "A", &nrep);
     bad += ct_check_guard(x, c, x->b, L.b_len * es, "B", &nrep);
+    bad += ct_check_path(x, c, &before, &after, &nrep);
     x->ncases++;
     if (bad)
         x->nfailed++;

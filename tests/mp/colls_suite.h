@@ -3,7 +3,9 @@
  * (colls_suite_run, colls_suite.c). The suites themselves are the table of tests/mp/colls.c.
  *
  * A suite names which collectives, dtypes, ops, size classes and rank counts it crosses, the
- * environment that forces the path it is about.
+ * environment that forces the path it is about, and, where the path is the point, the counter
+ * of batonCommGetStats that every case must move (so that a silent fall-back to another path
+ * fails the suite instead of passing on equal results).
  */
 #ifndef BT_TEST_COLLS_SUITE_H
 #define BT_TEST_COLLS_SUITE_H
@@ -67,6 +69,16 @@ struct ct_big_case {
     int coll, dtype, op; /* op ignored for data-movement collectives */
 };
 
+/* The path a suite exists to test, asserted per case and rank through batonCommGetStats. */
+enum ct_path {
+    CT_PATH_ANY, /* results only (and no case may run through windows: none are registered) */
+    /* every AllReduce of count > 0 on more than one rank grows `window` by exactly 1, every
+     * other case leaves it */
+    CT_PATH_WINDOW,
+    /* every AllReduce of count > 0 on more than one rank grows `ring_split` by exactly 1 */
+    CT_PATH_RING_SPLIT,
+};
+
 #define CT_MAX_ENV 8
 #define CT_MAX_RANK_COUNTS 8
 
@@ -94,6 +106,7 @@ struct colls_suite {
     /* 1: both arenas from ncclMemAlloc, registered as symmetric windows
      * (ncclCommWindowRegister) for the run, so every case's buffers lie inside windows */
     int windows;
+    enum ct_path path;
 };
 
 /* The whole suite: environment, codec self-test, then every rank count. Returns 0 when every
