@@ -1,5 +1,5 @@
 /*
- * Topology model on files of machines we do not have (tests/topo/):
+ * Topology model on files of machines we do not have (tests/fixtures/topo/):
  *   pcie8      8 GPUs on PCIe, 2 sockets x 2 leaf switches, one uplink trained at x8:
  *              path classes PIX/PXB/SYS, the narrow uplink's bandwidth on its paths, a ring
  *              that crosses the sockets twice and the narrow uplink once each way, NICs

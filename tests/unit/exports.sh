@@ -2,7 +2,7 @@
 # Checks that a built libnccl.so.2 exports every symbol listed in a file (one name a line,
 # '#' comments allowed) and that its SONAME is libnccl.so.2. Lists every problem, then
 # fails if there was any.
-# usage: check-exports.sh <path to libnccl.so> <symbol list>
+# usage: exports.sh <path to libnccl.so> <symbol list>
 lib=$1
 list=$2
 if [ ! -f "$lib" ] || [ ! -f "$list" ]; then

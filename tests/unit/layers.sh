@@ -2,8 +2,8 @@
 # unit/layers: src/ keeps the layering of src/LAYERS (tools/check-layers.sh), and the check
 # itself catches planted upward includes (each in its own copy of src/), so a check that
 # passes everything cannot go unnoticed.
-# usage: check-layers-test.sh <repository root>
-root=${1:?usage: check-layers-test.sh <repository root>}
+# usage: layers.sh <repository root>
+root=${1:?usage: layers.sh <repository root>}
 check="$root/tools/check-layers.sh"
 "$check" "$root/src" || { echo "FAIL: src/ breaks its layering (above)"; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/baton-layers.XXXXXX") || exit 1
