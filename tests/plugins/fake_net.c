@@ -1,5 +1,5 @@
 /*
- * Net plugins for the loader's tests (tests/plugins/loader.sh, ctest mp/plugin_loader), one
+ * Net plugins for the loader's tests (tests/plugins/loader.sh, ctest plugins/loader), one
  * library per mode, built from this file with FAKE_MODE set:
  *   1 FakeV6     exports only ncclNetPlugin_v6: Baton's socket backend behind the oldest
  *                table, so that collectives run through net/shim.c's v6 adapter
