@@ -2,11 +2,11 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks]
+#   BUILD=build OUT=/some/dir tests/gpu/lab/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/baton-gpu}
 # ranks (one GPU each) for baton-perf and gpu_test_gpu_colls (BATON_TEST_GPUS); the random
@@ -102,10 +102,10 @@ if [ "$what" = onegpu ]; then
     timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_fault" same_gpu absent_one_gpu \
         absent_one_gpu_noboard >"$log" 2>&1
     echo "rc=$? in $((SECONDS - start)) s: $(grep -E '^(absent|same|test_gpu)|check failed' "$log" | tr '\n' ' ')"
-    SAME_GPU=1 BUILD="$BUILD" OUT="$OUT" tests/gpu/compare_libs.sh
-    # this build against build-libs/* over 8 B..64 MB (tests/gpu/sweep_libs.sh), when asked
+    SAME_GPU=1 BUILD="$BUILD" OUT="$OUT" tests/gpu/lab/compare_libs.sh
+    # this build against build-libs/* over 8 B..64 MB (tests/gpu/lab/sweep_libs.sh), when asked
     if [ -n "${SWEEP:-}" ]; then
-        BUILD="$BUILD" OUT="$OUT" tests/gpu/sweep_libs.sh build-libs/*/ "$BUILD/lib"
+        BUILD="$BUILD" OUT="$OUT" tests/gpu/lab/sweep_libs.sh build-libs/*/ "$BUILD/lib"
     fi
 fi
 

@@ -1,25 +1,25 @@
 #!/bin/bash
 # One call of the GPU machine (device time is scarce, a call returns few files): run.sh's
-# modes, or "torch:MODE" for tests/gpu/torch/run_torch.sh, in order, each with its output
+# modes, or "torch:MODE" for tests/gpu/lab/torch/run_torch.sh, in order, each with its output
 # under $OUT/<mode>/ and the console in $OUT/<mode>.txt, then everything in one tarball:
-#   BUILD=build-gpu OUT=$OUT tests/gpu/session.sh tests done small torch:abort ...
+#   BUILD=build-gpu OUT=$OUT tests/gpu/lab/session.sh tests done small torch:abort ...
 # Environment for the modes (TEST_VARIANTS, SMALL_ROUNDS, ...) passes through.
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-session}
 mkdir -p "$OUT/logs"
 OUT=$(realpath "$OUT")                   # both relative to where it was started
 BUILD=$(realpath "${BUILD:-build-gpu}") # (the repository root, as a rule)
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 export BATON_COMMIT=${BATON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 for m in "$@"; do
     name=${m/:/-}
     start=$SECONDS
     echo "==== $m ($(date -u +%T))"
     if [ "${m%%:*}" = torch ]; then
-        BUILD=$BUILD OUT="$OUT/logs/$name" tests/gpu/torch/run_torch.sh "${m#torch:}" 2>&1 |
+        BUILD=$BUILD OUT="$OUT/logs/$name" tests/gpu/lab/torch/run_torch.sh "${m#torch:}" 2>&1 |
             tee "$OUT/logs/$name.txt"
     else
-        BUILD=$BUILD OUT="$OUT/logs/$name" tests/gpu/run.sh "$m" 2>&1 | tee "$OUT/logs/$name.txt"
+        BUILD=$BUILD OUT="$OUT/logs/$name" tests/gpu/lab/run.sh "$m" 2>&1 | tee "$OUT/logs/$name.txt"
     fi
     echo "==== $m took $((SECONDS - start)) s"
 done

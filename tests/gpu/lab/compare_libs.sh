@@ -2,9 +2,9 @@
 # Regression hunting on the GPU machine: baton-perf over 2 ranks with several builds of the
 # library side by side (alternating, ROUNDS rounds), NVIDIA's NCCL beside. Each build is a
 # folder with libnccl.so.2 (build-libs/<commit>, made on the development machine from a
-# worktree of that commit: tests/gpu/build_lib_at.sh); the binaries are this build's (the API is NCCL's, the kernels
+# worktree of that commit: tests/gpu/lab/build_lib_at.sh); the binaries are this build's (the API is NCCL's, the kernels
 # live in the library). From the repository root, build-gpu and build-libs carried:
-#   OUT=$OUT tests/gpu/compare_libs.sh [COLL:SIZE ...]   (default allreduce:128M allgather:128M sendrecv:128M)
+#   OUT=$OUT tests/gpu/lab/compare_libs.sh [COLL:SIZE ...]   (default allreduce:128M allgather:128M sendrecv:128M)
 # On a one-GPU machine, SAME_GPU=1 runs baton-one-process --same-gpu instead (two ranks of one process on GPU 0,
 # allreduce and allgather only; NVIDIA's NCCL refuses that, so it is left out): what it compares
 # is the kernels' own work, not the link.
@@ -12,7 +12,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/baton-compare}
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT") # before the cd: relative to where the script was started
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 B=$(realpath "${BUILD:-build-gpu}")
 shopt -s nullglob
 export NCCL_NVLS_ENABLE=0

@@ -2,7 +2,7 @@
 # Issue 9: the runs for 4 and 8 GPUs, ready for when such a machine is lent (NVIDIA NCCL
 # 2.28.9 beside Baton in the same call, NCCL_NVLS_ENABLE=0 as run.sh sets). One device call per
 # rank count, from the repository root, with build-gpu carried:
-#   NRANKS=8 BUILD=build-gpu OUT=$OUT tests/gpu/many.sh [part...]
+#   NRANKS=8 BUILD=build-gpu OUT=$OUT tests/gpu/lab/many.sh [part...]
 # parts (default all, in this order; split them over calls if one runs past 10 minutes):
 #   tests   gpu_test_gpu_colls over N GPUs (N processes, and one process driving all), with the
 #           tuner's choices, ALGO=Ring, the LL128 ring and the two-shot (LL, Simple, LL128); the
@@ -19,7 +19,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/baton-many}
 mkdir -p "$OUT"
 export OUT=$(realpath "$OUT") BUILD=$(realpath "${BUILD:-build-gpu}") # before the cd
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 export NRANKS=${NRANKS:-$(nvidia-smi -L | grep -c '^GPU')}
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests sanitize perf tune ddp)
@@ -39,4 +39,4 @@ TEST_VARIANTS="BATON_X=1;BATON_ALGO=Ring;BATON_ALGO=Ring BATON_PROTO=LL128;BATON
     SANITIZE_VARIANTS="BATON_ALGO=Ring BATON_PROTO=LL;BATON_ALGO=Ring BATON_PROTO=Simple;BATON_ALGO=Ring BATON_PROTO=LL128;BATON_ALGO=Direct BATON_PROTO=LL;BATON_ALGO=Direct BATON_PROTO=LL128;BATON_ALGO=Direct BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL;BATON_ALGO=TwoShot BATON_PROTO=Simple;BATON_ALGO=TwoShot BATON_PROTO=LL128" \
     PERF_MAX=4G TUNE_MAX=1G TUNE_ROUNDS=1 \
     TUNE_COLLS="allgather reducescatter" NPROC=$NRANKS LOSS_RTOL=${LOSS_RTOL:-1e-5} \
-    exec tests/gpu/session.sh "${modes[@]}"
+    exec tests/gpu/lab/session.sh "${modes[@]}"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 6 on the GPU machine: PyTorch on Baton (LD_PRELOAD) and on NVIDIA's NCCL, side by side.
-#   BUILD=build-gpu OUT=/some/dir tests/gpu/torch/run_torch.sh [collectives|ddp|fsdp2|abort|bench|all]
+#   BUILD=build-gpu OUT=/some/dir tests/gpu/lab/torch/run_torch.sh [collectives|ddp|fsdp2|abort|bench|all]
 # (from the repository root). Prints a verdict line per check: "ok" or "FAIL".
 # Each script checks /proc/self/maps for the library it should run on (BATON_EXPECT). Writes
 # logs and the comparison to $OUT (tar them: the device tool returns few files).
@@ -137,7 +137,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     # all_reduce median time per size, both libraries alternating (bench/anchors/torch_bench.py, the shared anchor program)
     for r in 1 2; do
         for lib in baton nccl; do
-            run $lib ../../../bench/anchors/torch_bench.py nccl || true
+            run $lib ../../../../bench/anchors/torch_bench.py nccl || true
             cp "$OUT/torch_bench-$lib.log" "$OUT/torch_bench-$lib-r$r.log"
         done
     done

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Copy what the GPU machine runs (binaries, the library, the gpu tests) out of a build into
 # a small folder to carry there (the whole build folder may exceed what a call carries):
-#   tests/gpu/stage.sh build build-gpu  ->  then on the GPU machine: BUILD=build-gpu tests/gpu/run.sh
+#   tests/gpu/lab/stage.sh build build-gpu  ->  then on the GPU machine: BUILD=build-gpu tests/gpu/lab/run.sh
 set -euo pipefail
 src=${1:-build}
 dst=${2:-build-gpu}

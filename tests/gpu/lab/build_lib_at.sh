@@ -1,12 +1,12 @@
 #!/bin/bash
-# Build libnccl.so.2 of an older commit into build-libs/<commit>/ (for tests/gpu/compare_libs.sh),
+# Build libnccl.so.2 of an older commit into build-libs/<commit>/ (for tests/gpu/lab/compare_libs.sh),
 # from a git worktree under /tmp; the kernels compile for a few minutes per commit:
-#   tests/gpu/build_lib_at.sh 0487fdb ddca903 c06c716 913c5ee
+#   tests/gpu/lab/build_lib_at.sh 0487fdb ddca903 c06c716 913c5ee
 # Commits from before TEST_SAME_GPU get one line changed so that ranks of one process may share
 # a GPU (as TEST_SAME_GPU=1 allows now): baton-same-gpu then compares builds on a one-GPU
 # machine (compare_libs.sh SAME_GPU=1). Nothing else differs from the commit.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 root=$(pwd)
 for c in "$@"; do
     d=/tmp/baton-at-$c

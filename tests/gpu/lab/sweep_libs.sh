@@ -5,13 +5,13 @@
 # library is the reference: the summary gives, per size, each build's median time over the
 # rounds and its ratio of the reference's speed (reference time / its time: >= 1 is as fast).
 # From the repository root, with the builds' lib folders as arguments:
-#   OUT=$OUT tests/gpu/sweep_libs.sh REF_LIB_DIR LIB_DIR...   (binaries: $BUILD/bin, default build-gpu)
+#   OUT=$OUT tests/gpu/lab/sweep_libs.sh REF_LIB_DIR LIB_DIR...   (binaries: $BUILD/bin, default build-gpu)
 # COLLS (default "allreduce allgather"), MIN (8) and MAX (64M) bytes, ITERS (20), ROUNDS (3).
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-sweep}
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 B=$(realpath "${BUILD:-build-gpu}")
 export NCCL_NVLS_ENABLE=0 BATON_TEST_SAME_GPU=1
 libs=()
