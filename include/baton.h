@@ -32,8 +32,8 @@ int batonCommIsHost(ncclComm_t comm);
 
 /*
  * What a communicator's collectives ran as on this rank, counted since init: which algorithm
- * each collective of more than one rank and more than zero elements took, how many ring works
- * cut their blocks in proportion to the links (TOPO_PROBE), and how many AllReduces read the
+ * each collective of more than one rank and more than zero elements took, how many ring
+ * AllReduces cut their blocks in proportion to the links (TOPO_PROBE), and how many read the
  * peers' windows directly. For tests and for programs that want to see the paths their calls
  * take. Fields are only ever appended: pass sizeof(batonCommStats_t), and fields past `size`
  * are left alone. Read from the thread that launches on the communicator (or after it).
@@ -45,7 +45,7 @@ typedef struct {
     unsigned long long oneshot;    /* ... one-shot AllReduce through FIFOs to every peer */
     unsigned long long twoshot;    /* ... two-shot AllReduce through FIFOs */
     unsigned long long window;     /* ... AllReduce read straight from the peers' windows */
-    unsigned long long ring_split; /* ring collectives whose blocks follow the links' speeds */
+    unsigned long long ring_split; /* ring AllReduces whose blocks follow the links' speeds */
 } batonCommStats_t;
 ncclResult_t batonCommGetStats(ncclComm_t comm, batonCommStats_t *stats, size_t size);
 

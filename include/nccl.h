@@ -2,8 +2,9 @@
  * Baton public API: the NCCL 2.28.9 interface.
  *
  * This is Baton's own header, written from the interface facts of NCCL 2.28.9 (values,
- * layouts and signatures; tests/unit/test_abi.c pins them), so that programs built against NVIDIA's header run on Baton's
- * libnccl.so.2 unchanged and programs built against this header run on either library.
+ * layouts and signatures; tests/unit/test_abi.c pins them), so that programs built against NVIDIA's
+ * header run on Baton's libnccl.so.2 unchanged and programs built against this header run on either
+ * library.
  *
  * It compiles as C11 and as C++ without the CUDA toolkit: cudaStream_t is declared here as
  * the same opaque pointer type CUDA uses (struct CUstream_st *) when the CUDA runtime headers

@@ -55,7 +55,7 @@ struct bt_comm_stats {
     uint64_t colls;                 /* planned: nranks > 1, count > 0 */
     uint64_t by_algo[BT_NUM_ALGOS]; /* enum bt_algo: through FIFOs */
     uint64_t window;                /* AllReduce straight from the peers' windows */
-    uint64_t ring_split;            /* ring collectives with blocks in proportion to links */
+    uint64_t ring_split;            /* ring AllReduces with blocks in proportion to links */
 };
 
 struct bt_arrival_line;

@@ -119,7 +119,7 @@ static inline void bt_win_pair_fill(const struct bt_win_pair *wp, int nranks, co
 /* What an executor placed for a collective (batonCommGetStats counts it). */
 struct bt_exec_placed {
     int algo;  /* enum bt_algo */
-    int split; /* a ring with blocks in proportion to its links */
+    int split; /* a ring AllReduce with blocks in proportion to the ring's links */
 };
 
 struct bt_exec_ops {

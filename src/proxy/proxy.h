@@ -1,6 +1,6 @@
 /*
- * The CPU proxy core (docs/ARCHITECTURE.md, "The NET transport"): the generic machinery a transport plugs its
- * progress functions into. Two threads per proxy, never mixed:
+ * The CPU proxy core (docs/ARCHITECTURE.md, "The NET transport"): the generic machinery a transport
+ * plugs its progress functions into. Two threads per proxy, never mixed:
  *
  *   "baton Service"  runs connection-control RPCs (bt_proxy_call) one at a time, in order;
  *                    blocks on a condition variable when it has nothing to do.

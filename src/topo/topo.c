@@ -13,7 +13,8 @@
 #include "util/log.h"
 #include "util/param.h"
 
-/* Typical one-way latency of each path class, us (typical figures for PCIe and NVLink machines, rounded). */
+/* Typical one-way latency of each path class, us (typical figures for PCIe and NVLink machines,
+ * rounded). */
 static const double path_lat[BT_NUM_PATHS] = {0.6, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0};
 static const char *const path_names[BT_NUM_PATHS] = {"NVL",  "PIX", "PXB", "PHB",
                                                      "NODE", "SYS", "NET"};

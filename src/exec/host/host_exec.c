@@ -356,7 +356,9 @@ static bt_status_t host_coll(void *state, const struct bt_op *op, struct bt_exec
         int has_down = bt_plan_channel(w, c, &down);
         if (c == 0) {
             placed->algo = t.algo;
-            placed->split = w->algo == BT_ALGO_RING && w->split_max != 0;
+            /* only the ring AllReduce cuts its loops by the shares (coll/ring.h) */
+            placed->split =
+                w->algo == BT_ALGO_RING && w->coll == BT_COLL_ALLREDUCE && w->split_max != 0;
         }
         fence->remaining += 1 + has_down;
         BT_CHECK(push(&hc->ec->channels[c].lane, w));
