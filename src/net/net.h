@@ -7,7 +7,9 @@
  * descriptors a blocking driver can poll, and how to give up a connect in progress.
  *
  * A communicator opens one network (struct bt_net: the backend, its init() context, its
- * devices' properties) the first time a connector needs one, and closes it at destroy.
+ * devices' properties) the first time its NET transport needs one (at init when its ranks
+ * span hosts, for the tuner's figures; else at its first NET connector), and closes it at
+ * destroy.
  * Which: NCCL_NET_PLUGIN's libraries first (unset: libnccl-net.so if present), then the
  * built-in ones, the first that initializes and finds a device; NCCL_NET (or the config's
  * netName) names one, and then only that one will do.

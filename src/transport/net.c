@@ -13,13 +13,14 @@
  * The proxy learns how many steps each connector moves from the executor (the table's
  * `post`, bt_transport_post), one op per (work, connector), so it idles between
  * collectives. Ops of one connector move its steps in order through per-connector cursors.
- * The communicator opens its network at its first NET connector (net/open.c chooses it) and
- * closes it at destroy (bt_transport_ctx_fini). Each connector registers its FIFO with its
+ * The communicator opens its network (net/open.c chooses it) the first time it needs one: at
+ * init when its ranks span hosts (net_link: the figures the tuner's network costs are
+ * bounded by), else at its first NET connector; it closes it at destroy
+ * (bt_transport_ctx_fini). Each connector registers its FIFO with its
  * comm once, and the user buffers its zero-copy steps use once (a small cache per
  * connector, deregistered when the connector is freed).
- * Only the Simple protocol crosses the network (the tuner keeps LL and one-shot for
- * shared memory): a network receive lands in arbitrary pieces, which LL's per-line flags
- * cannot tolerate.
+ * Only the Simple protocol crosses the network (the tuner keeps LL for shared memory): a
+ * network receive lands in arbitrary pieces, which LL's per-line flags cannot tolerate.
  */
 #include <ctype.h>
 #include <limits.h>
@@ -86,7 +87,7 @@ struct net_op {
     struct bt_zc_step *zc; /* receive: per step, the user's output to land in, or NULL */
 };
 
-/* The comm's network, opened by its first NET connector. */
+/* The comm's network, opened the first time one is needed (net_link at init, or a connector). */
 static bt_status_t net_get(struct bt_transport_ctx *ctx, struct bt_net **net_p)
 {
     if (!ctx->net) {
@@ -285,8 +286,8 @@ static bt_status_t net_wait(struct net_conn *nc, net_try_fn try_once, const char
     }
 }
 
-/* Connection control runs on the proxy's service thread (DESIGN.md 5: setup, connect and
- * close are the service plane; data is the progress plane). caller: service thread. */
+/* Connection control runs on the proxy's service thread (setup, connect and close are the
+ * service plane; data is the progress plane). caller: service thread. */
 static bt_status_t net_listen_rpc(void *arg)
 {
     struct net_conn *nc = arg;

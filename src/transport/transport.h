@@ -1,7 +1,7 @@
 /*
  * Transports: how a connector's FIFO reaches the peer. A table of functions, filled with
  * designated initializers; selection per peer pair takes the first whose can_connect
- * says yes (shm, then net). The CUDA executor maps its own GPU FIFOs (exec/cuda/p2p.c).
+ * says yes (shm, then net). The CUDA executor maps its own GPU FIFOs (exec/cuda/fifos.c).
  *
  * Connecting one connector (both ends run this; transport/connect.c drives it in phases so
  * one thread can connect several communicators of one process without deadlock):
@@ -62,7 +62,8 @@ struct bt_transport_ctx {
     struct bt_proxy *proxy; /* the CPU proxy, started by the first connector that needs one */
     char proxy_cpus[256];   /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
     char nic[32];           /* network device nearest this rank's GPU (topology), or "" */
-    /* The network (net/net.h), opened by the first NET connector; what it asks for:
+    /* The network (net/net.h), opened when first needed (at init across hosts, else by the
+     * first NET connector); what it asks for:
      * a network by name (the config's netName; "" : NCCL_NET, else any), the comm's id and
      * traffic class (handed to the backend's init). */
     struct bt_net *net;

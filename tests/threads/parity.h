@@ -1,6 +1,6 @@
 /*
  * One API, one behaviour: the cases where the host and GPU launches once differed, run the
- * same way on both executors (the planner, core/plan.h, decides them for both now). Two ranks
+ * same way on both executors (core/launch.c decides them for both, one loop). Two ranks
  * of one process, driven by one thread (group calls, as nccl-tests -g does); the buffers are
  * host memory (threads/test_plan_parity.c, CI) or device memory on one GPU shared by both
  * ranks (gpu/test_gpu_parity.c, BATON_TEST_SAME_GPU=1). Each case states what NCCL users

@@ -2,7 +2,7 @@
  * The schedule of every algorithm for n = 1..9 ranks, run for real in one process and one
  * thread: every rank's channels (bt_graph_channels_init), its connectors joined to its
  * peers' through FIFOs in ordinary memory (small slots, so that many steps and loops
- * happen), its works made by the planner itself (core/plan.h: bt_plan_coll, bt_plan_channel,
+ * happen), its works made by the planner itself (plan/plan.h: bt_plan_coll, bt_plan_channel,
  * bt_plan_p2p, as the host launch calls them, with settings that force the case's algorithm
  * and protocol), and one bt_host_exec over the lanes of all ranks together. A schedule whose two
  * ends disagree deadlocks (BATON_TIMEOUT is set to 5 s, so that fails in 5 s) or moves wrong data.
@@ -376,7 +376,7 @@ static const struct bt_tune_defaults test_defaults = {
     .net_bytes_per_channel = 1,
 };
 
-/* The planner's view of rank r for case o (core/plan.h): the world's channels and FIFOs,
+/* The planner's view of rank r for case o (plan/plan.h): the world's channels and FIFOs,
  * one step carrying o->chunk elements, PROTO and ALGO set to the case's. */
 static void target(int r, const struct op *o, struct bt_tune_settings *set,
                    struct bt_plan_target *tg)

@@ -302,7 +302,7 @@ fi
 
 if [ "$what" = graph ] || [ "$what" = all ]; then
     # AllReduce inside CUDA graphs (-G 20: 20 calls per graph), Baton and NCCL alternating;
-    # NCCL also with symmetric windows (-R 2: the anchor's fastest NCCL, ANCHORS.md)
+    # NCCL also with symmetric windows (-R 2: the anchor's fastest NCCL, docs/ANCHORS.md)
     for r in 1 2; do
         for lib in baton nccl "nccl -R 2"; do
             echo "#### graph round $r allreduce $lib" >>"$OUT/perf-graph.txt"

@@ -10,7 +10,7 @@ import torch.distributed as dist
 
 def setup(timeout_s=120):
     """init_process_group("nccl") on cuda:LOCAL_RANK, eagerly (device_id), so that new_group
-    goes through ncclCommSplit as ABI.md says torch does."""
+    goes through ncclCommSplit, as torch does once its default group is bound to a device."""
     import datetime
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
