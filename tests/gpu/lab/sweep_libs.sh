@@ -6,7 +6,8 @@
 # rounds and its ratio of the reference's speed (reference time / its time: >= 1 is as fast).
 # From the repository root, with the builds' lib folders as arguments:
 #   OUT=$OUT tests/gpu/lab/sweep_libs.sh REF_LIB_DIR LIB_DIR...   (binaries: $BUILD/bin, default build-gpu)
-# COLLS (default "allreduce allgather"), MIN (8) and MAX (64M) bytes, ITERS (20), ROUNDS (3).
+# COLLS (default "allreduce allgather"), MIN (8) and MAX (64M) bytes, ITERS (20), ROUNDS (3),
+# RANKS (2: the ranks of one process sharing GPU 0), TAG (a word in the files' names).
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-sweep}
 mkdir -p "$OUT"
@@ -22,9 +23,9 @@ MAX=$(numfmt --from=iec "${MAX:-64M}")
 for r in $(seq "${ROUNDS:-3}"); do
     for i in "${!libs[@]}"; do
         for c in ${COLLS:-allreduce allgather}; do
-            f="$OUT/sweep-$c-lib$i-round$r.txt"
+            f="$OUT/sweep${TAG:+-$TAG}-$c-lib$i-round$r.txt"
             LD_LIBRARY_PATH="${libs[$i]}" timeout 300 "$B/bin/baton-one-process" --same-gpu \
-                "$c" "$MIN" "$MAX" "${ITERS:-20}" 3 >"$f" 2>&1
+                --ranks "${RANKS:-2}" "$c" "$MIN" "$MAX" "${ITERS:-20}" 3 >"$f" 2>&1
             echo "round $r lib$i (${libs[$i]}) $c: rc=$? $(grep -c '^ ' "$f") sizes, $(grep '^# wrong' "$f")"
         done
     done
@@ -32,10 +33,10 @@ done
 # per collective and size: each library's median (over rounds) out-of-place time, and the
 # reference's time over it
 for c in ${COLLS:-allreduce allgather}; do
-    echo "== $c: median out-of-place us over ${ROUNDS:-3} rounds (ratio: lib0's time / this one's)"
+    echo "== $c, ${RANKS:-2} ranks: median out-of-place us over ${ROUNDS:-3} rounds (ratio: lib0's time / this one's)"
     for i in "${!libs[@]}"; do echo "lib$i = ${libs[$i]}"; done
     for i in "${!libs[@]}"; do
-        cat "$OUT"/sweep-"$c"-lib"$i"-round*.txt | awk -v l="$i" '/^ +[0-9]/ {print l, $1, $2}'
+        cat "$OUT"/sweep${TAG:+-$TAG}-"$c"-lib"$i"-round*.txt | awk -v l="$i" '/^ +[0-9]/ {print l, $1, $2}'
     done | sort -k2,2n -k1,1n -k3,3g | awk '
         { key = $2 " " $1; t[key] = t[key] " " $3; size[$2] = 1; lib[$1] = 1 }
         function median(list,    a, n) { n = split(list, a, " "); asort_n(a, n); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
@@ -55,4 +56,4 @@ for c in ${COLLS:-allreduce allgather}; do
                 printf "\n"
             }
         }'
-done | tee "$OUT/sweep-summary.txt"
+done | tee "$OUT/sweep${TAG:+-$TAG}-summary.txt"
