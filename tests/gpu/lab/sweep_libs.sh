@@ -37,23 +37,5 @@ for c in ${COLLS:-allreduce allgather}; do
     for i in "${!libs[@]}"; do echo "lib$i = ${libs[$i]}"; done
     for i in "${!libs[@]}"; do
         cat "$OUT"/sweep${TAG:+-$TAG}-"$c"-lib"$i"-round*.txt | awk -v l="$i" '/^ +[0-9]/ {print l, $1, $2}'
-    done | sort -k2,2n -k1,1n -k3,3g | awk '
-        { key = $2 " " $1; t[key] = t[key] " " $3; size[$2] = 1; lib[$1] = 1 }
-        function median(list,    a, n) { n = split(list, a, " "); asort_n(a, n); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-        function asort_n(a, n,    i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x } }
-        END {
-            printf "%12s", "bytes"
-            for (l = 0; l in lib; l++) printf " %10s %7s", "lib" l " us", "ratio"
-            printf "\n"
-            n = 0
-            for (s in size) sizes[++n] = s + 0
-            asort_n(sizes, n)
-            for (k = 1; k <= n; k++) {
-                s = sizes[k]
-                printf "%12d", s
-                ref = median(t[s " 0"])
-                for (l = 0; l in lib; l++) { m = median(t[s " " l]); printf " %10.2f %7.3f", m, (m > 0 ? ref / m : 0) }
-                printf "\n"
-            }
-        }'
+    done | awk -f bench/median_table.awk
 done | tee "$OUT/sweep${TAG:+-$TAG}-summary.txt"

@@ -73,7 +73,7 @@ static __device__ void direct_close(const struct bt_work *w, const DirectChunk *
 }
 
 /* Before sending a chunk, thread r < n (r != me): peer r's send slot and flag (step + 1),
- * after credit (the peer read step - NSTEPS). Returns 0 or an enum bt_cuda_kerr; the caller
+ * after credit (the peer read step - NSTEPS). Returns 0 or an enum bt_exec_err; the caller
  * barriers. */
 static __device__ int direct_send_begin(const struct bt_work *w, const struct bt_cuda_khdr &h,
                                         int widx, DirectChunk *d)

@@ -66,7 +66,7 @@ static __device__ __forceinline__ void st_bytes(char *p, uint64_t v, int n)
 /* One LL step: each thread takes lines (8 bytes of payload each), waits for each receive
  * line's flag, folds acc, the received values and src * pre in that order (the Simple
  * path's order), and writes the user's output and 16-byte lines to the send slots. A step
- * with no data still moves one line. Returns 0 or an enum bt_cuda_kerr. */
+ * with no data still moves one line. Returns 0 or an enum bt_exec_err. */
 template <typename T>
 static __device__ int run_step_ll(const struct bt_prim &p, const struct bt_work *w,
                                   const struct bt_cuda_khdr &h, int widx)

@@ -40,7 +40,7 @@ static __device__ __forceinline__ void ll128_peek(const char *p, uint64_t *a, ui
 
 /* Warp-collective: read this lane's 16 bytes of `line` (when `valid`) until the flag lane of
  * every group of the warp sees `flag`: then the whole line it read with it is the sender's.
- * Returns 0 or an enum bt_cuda_kerr, the same in every lane. */
+ * Returns 0 or an enum bt_exec_err, the same in every lane. */
 static __device__ __forceinline__ int ll128_load(const char *line, int j, bool valid, uint64_t flag,
                                                  uint64_t *v0, uint64_t *v1,
                                                  const struct bt_cuda_khdr &h, int peer, int widx)
@@ -113,7 +113,7 @@ static __device__ __forceinline__ int ll128_word_bytes(size_t n, size_t nlines, 
  * takes a line (120 bytes of payload) a round; a batch of STEP_LL128_BATCH rounds peeks every
  * receive line before the first flag check. Folds acc, the received lines and src * pre in
  * that order (the Simple and LL steps' order), writes the user's output and the send lines. A
- * step with no data still moves one line. Returns 0 or an enum bt_cuda_kerr (warp-uniform). */
+ * step with no data still moves one line. Returns 0 or an enum bt_exec_err (warp-uniform). */
 template <typename T>
 static __device__ __noinline__ int run_step_ll128(const struct bt_prim &p, const struct bt_work *w,
                                                   const struct bt_cuda_khdr &h, int widx)
@@ -269,7 +269,7 @@ ll128_send_batch(const struct bt_work *w, const DirectChunk &d, const LL128Chunk
 
 /* A batch received: this rank's own words and a peer's lines loaded for the whole batch
  * before the first flag check (a line not there yet is waited for), the n contributions
- * folded in rank order. Returns 0 or an enum bt_cuda_kerr (the same in every lane). */
+ * folded in rank order. Returns 0 or an enum bt_exec_err (the same in every lane). */
 template <typename T, bool WHOLE>
 static __device__ __forceinline__ int
 ll128_recv_batch(const struct bt_work *w, const DirectChunk &d, const LL128Chunk &c, size_t q0,

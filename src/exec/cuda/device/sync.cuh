@@ -79,10 +79,8 @@ static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uin
         *start = now;
     } else {
         uint64_t waited = now - (*start & ~STALL_REPORTED);
-        if (h.timeout_ns && waited > h.timeout_ns && !err) {
-            err = BT_EXEC_ERR_TIMEOUT;
-            tell_peers_failed(h);
-        }
+        if (h.timeout_ns && waited > h.timeout_ns && !err)
+            err = BT_EXEC_ERR_TIMEOUT; /* the peers are told below, after the report */
         if (h.hang_ns && waited > h.hang_ns && !(*start & STALL_REPORTED)) {
             *start |= STALL_REPORTED;
             if (!r->stalled) {
@@ -101,12 +99,19 @@ static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uin
             __threadfence_system();
             r->error = err;
         }
+        /* Only now: this rank's own word is among those told, and another block of this
+         * kernel that read it before the report said TIMEOUT would record the rank itself
+         * as the peer that failed. */
+        if (err == BT_EXEC_ERR_TIMEOUT) {
+            __threadfence_system();
+            tell_peers_failed(h);
+        }
     }
     return err;
 }
 
 /* Spin until *p >= v; *seen gets the value that satisfied it. Returns 0 or an enum
- * bt_cuda_kerr (abort, timeout). caller: thread 0 of the block. */
+ * bt_exec_err (abort, timeout). caller: thread 0 of the block. */
 static __device__ int wait_ge(const uint64_t *p, uint64_t v, uint64_t *seen,
                               const struct bt_cuda_khdr &h, int peer, int widx, int is_send)
 {

@@ -1,0 +1,36 @@
+#!/bin/bash
+# Builds of the library side by side on host memory (regression checks: a commit against an
+# earlier one): baton-perf over NRANKS ranks (baton-run), each library in turn, ROUNDS rounds
+# alternating, so that whatever else the machine does falls on both alike. The binaries are
+# this build's (baton-perf uses the public API only; LD_LIBRARY_PATH picks the library). Per
+# size: each library's median out-of-place time over the rounds, and the reference's median
+# over it (ratio >= 1: as fast as the reference).
+#   bench/compare_libs_host.sh REF_LIB_DIR LIB_DIR...
+# BUILD (build), COLL (allreduce), NRANKS (2), MIN (4K), MAX (16M), ITERS (20), ROUNDS (7),
+# OUT (a folder for the raw runs and the table, default /tmp/baton-compare-host).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=$(realpath "${BUILD:-build}")
+OUT=${OUT:-/tmp/baton-compare-host}
+mkdir -p "$OUT"
+libs=()
+for l in "$@"; do libs+=("$(realpath "$l")"); done
+[ ${#libs[@]} -ge 1 ] || { echo "usage: compare_libs_host.sh REF_LIB_DIR LIB_DIR..."; exit 2; }
+COLL=${COLL:-allreduce}
+for r in $(seq "${ROUNDS:-7}"); do
+    for i in "${!libs[@]}"; do
+        f="$OUT/$COLL-lib$i-round$r.txt"
+        LD_LIBRARY_PATH="${libs[$i]}" timeout 300 "$B/bin/baton-run" -n "${NRANKS:-2}" \
+            "$B/bin/baton-perf" "$COLL" --host -b "${MIN:-4K}" -e "${MAX:-16M}" -f 2 -c 0 \
+            -n "${ITERS:-20}" -w 5 >"$f" 2>&1
+        echo "round $r lib$i: rc=$? $(grep -c '^ *[0-9]' "$f") sizes"
+    done
+done
+{
+    echo "# $COLL, ${NRANKS:-2} ranks, host memory: median out-of-place us over ${ROUNDS:-7} rounds"
+    echo "# (ratio: lib0's time / this one's; >= 1 is as fast)"
+    for i in "${!libs[@]}"; do echo "# lib$i = ${libs[$i]}"; done
+    for i in "${!libs[@]}"; do
+        cat "$OUT"/"$COLL"-lib"$i"-round*.txt | awk -v l="$i" '/^ +[0-9]+ +[0-9]+ / {print l, $1, $6}'
+    done | awk -f bench/median_table.awk
+} | tee "$OUT/summary.txt"
