@@ -209,6 +209,8 @@ static bt_status_t refuse_scale(const struct bt_exec_ops *ex)
  * (single()). */
 static bt_status_t check_op(const struct bt_exec_ops *ex, const void *state, const struct bt_op *op)
 {
+    if (!ex->check && ex->scale) /* nothing it cannot do (the host executor) */
+        return BT_OK;
     if (state && ex->check)
         BT_CHECK(ex->check(state, op));
     if (!ex->scale && op->comm->nranks == 1 && op->count > 0 && !op->scalar_ptr &&
@@ -271,11 +273,13 @@ static bt_status_t create_collective(struct bt_op *ops, int nops, intptr_t kind)
     return st;
 }
 
-static bt_status_t make_states(struct bt_op *ops, int nops, intptr_t kind)
+/* *made: whether a state was made just now (its ops are checked again, with it). */
+static bt_status_t make_states(struct bt_op *ops, int nops, intptr_t kind, int *made)
 {
     int missing = 0;
     for (int i = 0; i < nops && !missing; i++)
         missing = ops[i].comm->exec[kind] == NULL;
+    *made = missing;
     if (!missing)
         return BT_OK;
     if (bt_exec_of((int)kind)->collective_setup)
@@ -362,10 +366,11 @@ static bt_status_t place_op(const struct bt_exec_ops *ex, void *s, struct bt_op 
 static bt_status_t run_part(struct bt_op *ops, int nops, intptr_t kind)
 {
     const struct bt_exec_ops *ex = bt_exec_of((int)kind);
-    BT_CHECK(make_states(ops, nops, kind));
+    int made = 0;
+    BT_CHECK(make_states(ops, nops, kind, &made));
     /* states made just now: what their executor refuses still queues nothing (the host part
      * of the launch has run, though: the checks before it refuse what they can) */
-    for (int i = 0; i < nops; i++)
+    for (int i = 0; i < nops && made; i++)
         BT_CHECK(check_op(ex, ops[i].comm->exec[kind], &ops[i]));
     ex->begin();
     bt_status_t st = BT_OK;
