@@ -176,7 +176,16 @@ static int peer_down(void *comm, int peer)
 
 static int report_down(void *comm, int peer, const char *what, int wait_ms)
 {
-    return bt_liveness_report_down(comm, peer, what, 0, wait_ms);
+    if (bt_liveness_report_down(comm, peer, what, 0, wait_ms))
+        return 1;
+    /* A failure path (wait_ms: a connection with the peer broke or timed out): a rank of
+     * another host whose bootstrap listener refuses is gone; ask now, as a failed network
+     * transfer does (bt_liveness_report_net), rather than after the stall a wait needs. */
+    if (wait_ms > 0 && peer_refuses(comm, peer, 1)) {
+        report_refused(comm, peer, what);
+        return 1;
+    }
+    return 0;
 }
 
 static int peer_lost(void *comm, int peer, uint64_t stalled_ns)

@@ -200,3 +200,15 @@ int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
     }
     return failed ? 1 : 0;
 }
+
+void bt_test_setenv_list(const char *const *env)
+{
+    for (const char *const *e = env; *e; e++) {
+        char name[128];
+        const char *eq = strchr(*e, '=');
+        BT_TEST_CHECK(eq && (size_t)(eq - *e) < sizeof(name), "bad env entry %s", *e);
+        memcpy(name, *e, (size_t)(eq - *e));
+        name[eq - *e] = '\0';
+        setenv(name, eq + 1, 1);
+    }
+}

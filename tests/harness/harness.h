@@ -28,6 +28,10 @@
 /* Seconds on the monotonic clock, for tests that time what they wait for. */
 double bt_test_now_s(void);
 
+/* Set each "NAME=VALUE" of env (NULL-terminated), overwriting: a suite's environment, before
+ * any NCCL call. A malformed entry fails the test. */
+void bt_test_setenv_list(const char *const *env);
+
 /* Send this process's stderr to `dir`/rank<rank>.log (the parent reads it afterwards). */
 void bt_test_stderr_to(const char *dir, int rank);
 

@@ -933,14 +933,7 @@ static int ct_rank_main(int rank, int nranks, void *argp)
 
 int colls_suite_run(const struct colls_suite *s)
 {
-    for (const char *const *e = s->env; *e; e++) {
-        char name[128];
-        const char *eq = strchr(*e, '=');
-        BT_TEST_CHECK(eq && (size_t)(eq - *e) < sizeof(name), "bad env entry %s", *e);
-        memcpy(name, *e, (size_t)(eq - *e));
-        name[eq - *e] = '\0';
-        setenv(name, eq + 1, 1);
-    }
+    bt_test_setenv_list(s->env);
     setvbuf(stderr, NULL, _IOLBF, 0);
     ct_tables_init();
     ct_codec_selftest();

@@ -367,14 +367,7 @@ static int local_main(int proc, int nprocs, void *argp)
 /* env: "NAME=VALUE" strings, NULL-terminated, set before any NCCL call. */
 static int groups_main(const char *const *env)
 {
-    for (const char *const *e = env; *e; e++) {
-        char name[128];
-        const char *eq = strchr(*e, '=');
-        BT_TEST_CHECK(eq && (size_t)(eq - *e) < sizeof(name), "bad env entry %s", *e);
-        memcpy(name, *e, (size_t)(eq - *e));
-        name[eq - *e] = '\0';
-        setenv(name, eq + 1, 1);
-    }
+    bt_test_setenv_list(env);
     setvbuf(stderr, NULL, _IOLBF, 0);
     int shm0 = bt_test_shm_count();
     static const int ranks[] = {1, 2, 3, 4, 8};
