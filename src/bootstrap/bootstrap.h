@@ -86,15 +86,21 @@ bt_status_t bt_bootstrap_recv_until(struct bt_bootstrap *bs, int peer, int tag, 
 int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size);
 
 /*
- * How to tell that rank `peer` is down (1: its process is gone, or it failed and will send
- * nothing more), for the point-to-point calls: a send to it or a recv from it then stops
- * within a slice (10 ms for a recv, 100 ms for a connect retry) with BT_ERR_REMOTE instead of
- * at TIMEOUT; a recv still takes what the rank sent before it went down. Set once, before
- * the calls start (the communicator, once it knows its peers' pids); the quiet recv_until, a
- * failure path's short wait, does not ask.
+ * How to tell that rank `peer` is down, for the point-to-point calls: `down` (1: its process
+ * is gone, or it failed and will send nothing more) is asked by a send to it or a recv from
+ * it, `lost` (the same answer, given that the recv has waited `waited_ns` on it: what takes
+ * a probe or a message, for a rank of another host) by a recv; the call then stops within a
+ * slice (10 ms for a recv, 100 ms for a connect retry) with BT_ERR_REMOTE instead of at
+ * TIMEOUT; a recv still takes what the rank sent before it went down. Either may be NULL. Set
+ * once, before the calls start (the communicator, once it knows its peers' pids); the quiet
+ * recv_until, a failure path's short wait, asks neither.
  */
 void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*down)(void *arg, int peer),
-                                 void *arg);
+                                 int (*lost)(void *arg, int peer, uint64_t waited_ns), void *arg);
+
+/* 1 when a message of `tag` from rank `peer` has come and waits to be received (it stays
+ * queued); 0 otherwise. Looks at what has been accepted only. Any thread. */
+int bt_bootstrap_queued(struct bt_bootstrap *bs, int peer, int tag);
 
 /* 1 when rank `peer`'s bootstrap listener refuses connections (bt_socket_refused): its
  * process is gone, even on another host, as long as that host answers; 0 otherwise. A rank

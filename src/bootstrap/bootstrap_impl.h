@@ -44,6 +44,7 @@ struct bt_bootstrap {
     volatile int aborted;     /* bt_bootstrap_abort */
     /* bt_bootstrap_set_peer_check's: asked while a send or recv waits on one rank */
     int (*peer_down)(void *arg, int peer);
+    int (*peer_lost)(void *arg, int peer, uint64_t waited_ns);
     void *peer_arg;
     int listen_fd;
     int ring_send_fd;         /* to rank+1 */

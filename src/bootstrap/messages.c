@@ -18,19 +18,26 @@
 #include "bootstrap/bootstrap_impl.h"
 #include "util/time.h"
 
-/* A wait on rank `peer` alone: it also ends when that rank is down. */
+/* A wait on rank `peer` alone: it also ends when that rank is down, or refuses (every rank
+ * listened before the rendezvous gave out its address, and listens until it is destroyed). */
 static struct bt_socket_wait bs_wait_peer(struct bt_bootstrap *bs, uint64_t deadline, int peer)
 {
     struct bt_socket_wait w = bt_bootstrap_wait(bs, deadline);
     w.peer_down = bs->peer_down;
     w.peer_arg = bs->peer_arg;
     w.peer = peer;
+    w.listened = 1;
     return w;
 }
 
 static int bs_peer_down(struct bt_bootstrap *bs, int peer)
 {
     return bs->peer_down && bs->peer_down(bs->peer_arg, peer);
+}
+
+static int bs_peer_lost(struct bt_bootstrap *bs, int peer, uint64_t waited_ns)
+{
+    return bs->peer_lost && bs->peer_lost(bs->peer_arg, peer, waited_ns);
 }
 
 static void bs_queue_push(struct bt_bootstrap *bs, struct bt_bs_msg *m)
@@ -333,7 +340,8 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
         return BT_ERR_INVALID_ARG;
     }
     struct bt_bs_msg *m;
-    uint64_t check_at = bt_time_ns() + BS_SLICE_NS; /* the peer check's next look */
+    const uint64_t started = bt_time_ns();
+    uint64_t check_at = started + BS_SLICE_NS; /* the peer check's next look */
     for (;;) {
         /* in slices, so that another thread's look (bt_bootstrap_poll) waits one at most */
         int expired = 0;
@@ -347,8 +355,9 @@ static bt_status_t bs_recv(struct bt_bootstrap *bs, int peer, int tag, void *dat
         if (m)
             break;
         if (!quiet && bt_time_ns() >= check_at) {
-            check_at = bt_time_ns() + BS_SLICE_NS;
-            if (bs_peer_down(bs, peer)) {
+            uint64_t now = bt_time_ns();
+            check_at = now + BS_SLICE_NS;
+            if (bs_peer_down(bs, peer) || bs_peer_lost(bs, peer, now - started)) {
                 m = bs_take_last(bs, peer, tag);
                 if (m)
                     break;
@@ -430,8 +439,19 @@ int bt_bootstrap_poll(struct bt_bootstrap *bs, int tag, void *data, size_t size)
 }
 
 void bt_bootstrap_set_peer_check(struct bt_bootstrap *bs, int (*down)(void *arg, int peer),
-                                 void *arg)
+                                 int (*lost)(void *arg, int peer, uint64_t waited_ns), void *arg)
 {
     bs->peer_down = down;
+    bs->peer_lost = lost;
     bs->peer_arg = arg;
+}
+
+int bt_bootstrap_queued(struct bt_bootstrap *bs, int peer, int tag)
+{
+    int found = 0;
+    pthread_mutex_lock(&bs->lock);
+    for (struct bt_bs_msg *m = bs->unexp_head; m && !found; m = m->next)
+        found = m->peer == peer && m->tag == tag;
+    pthread_mutex_unlock(&bs->lock);
+    return found;
 }

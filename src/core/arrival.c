@@ -309,6 +309,12 @@ void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
     }
 }
 
+int bt_arrival_told(struct bt_comm *comm, int rank)
+{
+    return !comm->arrival && comm->bs && rank >= 0 && rank < comm->nranks &&
+           bt_bootstrap_queued(comm->bs, rank, BT_TAG_CAUSE);
+}
+
 int bt_arrival_board_cause(const struct bt_comm *comm, int rank)
 {
     if (!comm->arrival || rank < 0 || rank >= comm->nranks)

@@ -57,6 +57,10 @@ void bt_arrival_hang(struct bt_comm *comm, uint64_t seq);
 void bt_arrival_failed(struct bt_comm *comm, int gone_rank);
 int bt_arrival_cause(struct bt_comm *comm, int rank, int wait_ms);
 
+/* Without a board: 1 when rank `rank`'s message saying that it failed has come (it is left
+ * for bt_arrival_cause); 0 otherwise, and always with a board. Any thread. */
+int bt_arrival_told(struct bt_comm *comm, int rank);
+
 /* The rank whose death made rank `rank` fail, from the board alone (-1: none, or no board).
  * Cheap; any thread (core/liveness.c asks it). */
 int bt_arrival_board_cause(const struct bt_comm *comm, int rank);

@@ -45,10 +45,10 @@ static int hook_peer_down(const struct bt_exec_comm *ec, int peer, const char *w
     return bt_liveness_report_down(ec->owner, peer, what, seq, 0);
 }
 
-static int hook_peer_refused(const struct bt_exec_comm *ec, int peer, const char *what,
-                             uint64_t seq, uint64_t stalled_ns)
+static int hook_peer_lost(const struct bt_exec_comm *ec, int peer, const char *what, uint64_t seq,
+                          uint64_t stalled_ns)
 {
-    return bt_liveness_report_refused(ec->owner, peer, what, seq, stalled_ns);
+    return bt_liveness_report_lost(ec->owner, peer, what, seq, stalled_ns);
 }
 
 static void hook_net_failed(const struct bt_exec_comm *ec, int peer)
@@ -60,7 +60,7 @@ const struct bt_exec_hooks bt_launch_hooks = {
     .hang = hook_hang,
     .stalled = hook_stalled,
     .peer_down = hook_peer_down,
-    .peer_refused = hook_peer_refused,
+    .peer_lost = hook_peer_lost,
     .net_failed = hook_net_failed,
 };
 

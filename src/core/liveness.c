@@ -129,14 +129,34 @@ static void report_refused(struct bt_comm *comm, int peer, const char *what)
     report_lost(comm, peer, lead, own, 100);
 }
 
-int bt_liveness_report_refused(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
-                               uint64_t stalled_ns)
+/* Rank `peer` (of another host) said it failed: name it and the cause it sent. */
+static void report_told(struct bt_comm *comm, int peer, const char *what)
 {
-    if (stalled_ns < BT_LIVENESS_PROBE_AFTER_NS || !peer_refuses(comm, peer, 0))
+    char lead[160];
+    snprintf(lead, sizeof(lead), "%s: this rank (%d) waited for rank %d", what, comm->rank, peer);
+    report_lost(comm, peer, lead, ", which failed", 0);
+}
+
+/* A rank of another host that said it failed is down whatever the stall (it sends nothing
+ * more), except during a shrink (revoked): the ranks that failed still run and carry it. */
+static int peer_told(struct bt_comm *comm, int peer)
+{
+    return !atomic_load_explicit(&comm->revoked, memory_order_acquire) &&
+           bt_arrival_told(comm, peer);
+}
+
+int bt_liveness_report_lost(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
+                            uint64_t stalled_ns)
+{
+    int told = peer_told(comm, peer);
+    if (!told && (stalled_ns < BT_LIVENESS_PROBE_AFTER_NS || !peer_refuses(comm, peer, 0)))
         return 0;
     char op[96];
     snprintf(op, sizeof(op), "%s #%llu", what, (unsigned long long)seq);
-    report_refused(comm, peer, op);
+    if (told)
+        report_told(comm, peer, op);
+    else
+        report_refused(comm, peer, op);
     return 1;
 }
 
@@ -178,19 +198,29 @@ static int report_down(void *comm, int peer, const char *what, int wait_ms)
 {
     if (bt_liveness_report_down(comm, peer, what, 0, wait_ms))
         return 1;
-    /* A failure path (wait_ms: a connection with the peer broke or timed out): a rank of
-     * another host whose bootstrap listener refuses is gone; ask now, as a failed network
-     * transfer does (bt_liveness_report_net), rather than after the stall a wait needs. */
-    if (wait_ms > 0 && peer_refuses(comm, peer, 1)) {
+    if (wait_ms <= 0)
+        return 0;
+    /* A failure path (a connection with the peer broke or timed out, or a wait on it ended
+     * early): a rank of another host whose bootstrap listener refuses is gone; ask now, as a
+     * failed network transfer does (bt_liveness_report_net), rather than after the stall a
+     * wait needs. One that still runs but said it failed is named with its cause. */
+    if (peer_refuses(comm, peer, 1)) {
         report_refused(comm, peer, what);
+        return 1;
+    }
+    if (peer_told(comm, peer)) {
+        report_told(comm, peer, what);
         return 1;
     }
     return 0;
 }
 
+/* Down, given a wait of stalled_ns on it (lower layers' view, not logged): a rank of another
+ * host that said it failed, or, a second into the stall, whose listener refuses. */
 static int peer_lost(void *comm, int peer, uint64_t stalled_ns)
 {
-    return stalled_ns >= BT_LIVENESS_PROBE_AFTER_NS && peer_refuses(comm, peer, 0);
+    return peer_told(comm, peer) ||
+           (stalled_ns >= BT_LIVENESS_PROBE_AFTER_NS && peer_refuses(comm, peer, 0));
 }
 
 void bt_liveness_attach(struct bt_comm *comm)
@@ -200,5 +230,5 @@ void bt_liveness_attach(struct bt_comm *comm)
     comm->tctx.peer_lost = peer_lost;
     comm->tctx.live_arg = comm;
     /* from now on a bootstrap wait on a rank ends when its process does, or once it failed */
-    bt_bootstrap_set_peer_check(comm->bs, peer_down, comm);
+    bt_bootstrap_set_peer_check(comm->bs, peer_down, peer_lost, comm);
 }

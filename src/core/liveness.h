@@ -34,20 +34,21 @@ int bt_liveness_report_down(struct bt_comm *comm, int peer, const char *what, ui
                             int wait_ms);
 
 /*
- * For a wait on a rank of another host (or of another PID namespace) that has lasted
- * stalled_ns >= BT_LIVENESS_PROBE_AFTER_NS: if its bootstrap listener refuses connections
- * (bt_bootstrap_peer_refuses: its process is gone, its host still answers), WARN naming it,
- * record it as the cause (bt_arrival_failed) and return 1; else 0. Networks that say nothing
- * when a peer dies (a posted receive from it just never completes) fail this way within a
- * second or two instead of at TIMEOUT. Each peer is probed at most once per
+ * For a wait on a rank of another host (or of another PID namespace): if it said it failed
+ * (a bootstrap message, bt_arrival_told), or the wait has lasted stalled_ns >=
+ * BT_LIVENESS_PROBE_AFTER_NS and its bootstrap listener refuses connections
+ * (bt_bootstrap_peer_refuses: its process is gone, its host still answers), WARN naming it
+ * (and the cause it sent), record the cause (bt_arrival_failed) and return 1; else 0. Networks that
+ * say nothing when a peer dies (a posted receive from it just never completes) fail this way within
+ * a second or two instead of at TIMEOUT. Each peer is probed at most once per
  * BT_LIVENESS_PROBE_EVERY_NS; a rank of this host is left to the pid check. Not earlier than
  * a second into a stall: a peer that finished and destroyed its communicator stops listening
  * while the last of its data may still be on the way.
  */
 #define BT_LIVENESS_PROBE_AFTER_NS 1000000000ull
 #define BT_LIVENESS_PROBE_EVERY_NS 1000000000ull
-int bt_liveness_report_refused(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
-                               uint64_t stalled_ns);
+int bt_liveness_report_lost(struct bt_comm *comm, int peer, const char *what, uint64_t seq,
+                            uint64_t stalled_ns);
 
 /* A network transfer with `peer` failed: name the peer, and the rank whose death started it
  * when the peer said so before it left (the board on one host; across hosts a bootstrap

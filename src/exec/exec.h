@@ -54,10 +54,10 @@ struct bt_exec_hooks {
     void (*stalled)(const struct bt_exec_comm *ec);
     /* Whether `peer` is down (gone, or failed and staying out): 1 after saying so. */
     int (*peer_down)(const struct bt_exec_comm *ec, int peer, const char *what, uint64_t seq);
-    /* Whether `peer`, of another host and waited on for stalled_ns, no longer listens: 1
-     * after saying so (networks that report nothing when a peer dies). */
-    int (*peer_refused)(const struct bt_exec_comm *ec, int peer, const char *what, uint64_t seq,
-                        uint64_t stalled_ns);
+    /* Whether `peer`, of another host and waited on for stalled_ns, said it failed or no
+     * longer listens: 1 after saying so (networks that report nothing when a peer dies). */
+    int (*peer_lost)(const struct bt_exec_comm *ec, int peer, const char *what, uint64_t seq,
+                     uint64_t stalled_ns);
     /* A network transfer with `peer` failed: name it, and the rank whose death started it. */
     void (*net_failed)(const struct bt_exec_comm *ec, int peer);
 };

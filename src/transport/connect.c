@@ -54,8 +54,9 @@ void bt_connect_prepare(struct bt_conn *conn, int peer, int is_send, enum bt_lin
     conn->sizes = *sizes;
 }
 
-/* Remember a rank this one has a network connector with (bt_transport_net_peer); without the
- * memory for it the rank is just not told (arrival's cause messages are best effort). */
+/* Remember a rank this one has, or is making, a network connector with
+ * (bt_transport_net_peer); without the memory for it the rank is just not told (arrival's
+ * cause messages are best effort). */
 static void mark_net_peer(struct bt_transport_ctx *ctx, int peer)
 {
     if (!ctx->net_peers)
@@ -80,6 +81,10 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
         }
         r->conn->tp = tp;
         BT_CHECK_GOTO(tp->setup(r->ctx, r->conn, r->info), st, fail);
+        /* from here the peer may wait on this rank over the network: if this rank fails,
+         * the peer is told why (arrival's cause messages), connected yet or not */
+        if (bt_conn_proxied(r->conn))
+            mark_net_peer(r->ctx, r->conn->peer);
         int msg = r->conn->is_send ? MSG_SENDER_INFO : MSG_RECEIVER_INFO;
         BT_CHECK_GOTO(
             bt_bootstrap_send(r->ctx->bs, r->conn->peer, tag_of(r, msg), r->info, sizeof(r->info)),
@@ -111,8 +116,6 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
             BT_CHECK_GOTO(r->conn->tp->connected(r->ctx, r->conn), st, fail);
         r->conn->connected = 1;
         r->conn->step = r->conn->cached = 0;
-        if (bt_conn_proxied(r->conn))
-            mark_net_peer(r->ctx, r->conn->peer);
         BT_INFO(BT_LOG_INIT | BT_LOG_SHM | BT_LOG_NET,
                 "Channel %02d/0 : %d[%d] %s %d[%d] [%s] via %s (%s)", r->conn->channel,
                 r->ctx->rank, r->ctx->rank, r->conn->is_send ? "->" : "<-", r->conn->peer,

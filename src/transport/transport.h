@@ -75,14 +75,16 @@ struct bt_transport_ctx {
     /* If `peer` is down: say so (WARN, naming the rank whose death started it), record it
      * as this rank's cause and return 1; `what` waited. Else 0, after up to wait_ms. */
     int (*report_down)(void *arg, int peer, const char *what, int wait_ms);
-    /* Whether rank `peer`, waited on without progress for stalled_ns, is gone though its
-     * host still answers (its bootstrap listener refuses): for networks that say nothing
-     * when a peer dies. 0 until the stall is long enough to ask (the policy is the
-     * caller's: core/liveness.h); rate-limited; not logged (the failure's report names it). */
+    /* Whether rank `peer`, waited on without progress for stalled_ns, is down by what only
+     * a rank of another host needs: it said it failed (a bootstrap message), or it is gone
+     * though its host still answers (its bootstrap listener refuses), for networks that say
+     * nothing when a peer dies. The probe waits until the stall is long enough to ask (the
+     * policy is the caller's: core/liveness.h); rate-limited; not logged (the failure's
+     * report names it). */
     int (*peer_lost)(void *arg, int peer, uint64_t stalled_ns);
     void *live_arg;
-    /* [nranks]: 1 for a rank this one has a proxied (network) connector with, of any
-     * executor; set as they connect (transport/connect.c), NULL before the first. */
+    /* [nranks]: 1 for a rank this one has, or is making, a proxied (network) connector with,
+     * of any executor; set as they connect (transport/connect.c), NULL before the first. */
     unsigned char *net_peers;
 };
 
@@ -160,8 +162,9 @@ const struct bt_transport_ops *bt_transport_select(const struct bt_transport_ctx
  * ends map (the transport selected has no `post`); 0 when none can connect. Not logged. */
 int bt_transport_mapped(const struct bt_transport_ctx *ctx, int peer);
 
-/* Whether this rank has a network connector with `peer` (a rank that can see this one fail
- * through it). Any thread that owns the context. */
+/* Whether this rank has, or is making, a network connector with `peer` (a rank that can see
+ * this one fail through it, or waits on it in connection setup). Any thread that owns the
+ * context. */
 int bt_transport_net_peer(const struct bt_transport_ctx *ctx, int peer);
 
 /* Post `nsteps` steps of a proxied connector (bt_conn_proxied; see `post` above). */

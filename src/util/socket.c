@@ -482,6 +482,11 @@ bt_status_t bt_socket_connect(const union bt_sockaddr *addr, const struct bt_soc
                     bt_socket_addr_to_str(addr, s, sizeof(s)));
             return BT_ERR_REMOTE;
         }
+        if (err == ECONNREFUSED && w->listened) {
+            BT_WAIT_LOG(w, BT_LOG_NET, "connect to %s refused: nothing listens there any more",
+                        bt_socket_addr_to_str(addr, s, sizeof(s)));
+            return BT_ERR_REMOTE;
+        }
         if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN) {
             BT_WAIT_LOG(w, BT_LOG_NET, "connect to %s failed: %s",
                         bt_socket_addr_to_str(addr, s, sizeof(s)), strerror(err));

@@ -42,6 +42,10 @@ struct bt_socket_wait {
     void *peer_arg;
     int peer;
     int quiet; /* a failure path's wait: what fails is logged as INFO, the caller reports */
+    /* the address is known to have listened (a rank's bootstrap listener, from the
+     * rendezvous): a refused connect then means that nothing listens there any more, final
+     * at once, rather than not yet, retried until the deadline */
+    int listened;
 };
 
 /* WARN, or INFO (subsystem `sys`) when the wait is quiet. */

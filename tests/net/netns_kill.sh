@@ -4,11 +4,12 @@
 # one-host machinery (shared memory, the arrival board, a pid check) can see the victim:
 # only the network tells. A stream of 16 MB collectives (NET, 2 channels; each round the
 # next of AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, a Send/Recv ring) runs; a
-# random rank is killed at a random moment; every survivor must fail (not hang) within
-# TIMEOUT + 2 s of its death (the process gone, not only signalled) and name the victim: the
-# ranks whose connections with it close name it directly, the others learn it from the
-# neighbour that failed before them (a bootstrap message:
-# across hosts there is no shared board to carry the first cause). Each host has its own
+# random rank is killed at a random moment (in connection setup or in the stream); every
+# survivor must fail (not hang) within TIMEOUT + 2 s of its death (the process gone, not only
+# signalled) and name the victim: the ranks whose connections with it close, or whose
+# listener probe finds it gone, name it directly; the others learn it from the neighbour
+# that failed before them (a bootstrap message: across hosts there is no shared board to
+# carry the first cause). Each host has its own
 # /dev/shm (a directory of the test bound there), which must be empty once its rank is gone.
 # VAR=VALUE arguments go to every rank: the network (BATON_NET=OFI, a plugin) under test.
 #   usage: netns_kill.sh <baton-perf> [rounds] [VAR=VALUE...]
@@ -47,9 +48,10 @@ for round in $(seq "$rounds"); do
         sleep 0.1
     done
     grep -q "^# *size" "$out/$round.0" || fail "round $round: the ranks did not start in 60 s"
-    # rank 0's header comes before the warm-up, whose first collective connects: kill after
-    # connecting, at a random moment of the stream
-    sleep 1.$((RANDOM % 10))$((RANDOM % 10))
+    # rank 0's header comes before the warm-up, whose first collective connects: an odd
+    # round kills within the first second (in connection setup, for a slow build, or just
+    # after it), an even round in the second (the stream); a random moment of either
+    sleep $(((round + 1) % 2)).$((RANDOM % 10))$((RANDOM % 10))
     inner=$(pgrep -P "${pids[$victim]}" | head -n 1)
     [ -n "$inner" ] || fail "round $round: rank $victim is not running (did init fail?)"
     kill -9 "$inner"

@@ -477,9 +477,9 @@ static void report_proxied(const struct bt_proxied_op *po)
 }
 
 /* The liveness check of a stalled work: a peer is down, one of the comm's network ops has
- * failed (another host: its sockets closed when it died), or, after a second of stall, a peer
- * on another host no longer listens (a network that reports nothing when its peer dies: OFI,
- * plugins), so the launch fails now instead of at TIMEOUT. */
+ * failed (another host: its sockets closed when it died), a peer on another host said it
+ * failed, or, after a second of stall, no longer listens (a network that reports nothing when its
+ * peer dies: OFI, plugins), so the launch fails now instead of at TIMEOUT. */
 static int peer_gone(const struct bt_work *w, int peer, uint64_t stalled_ns)
 {
     const struct bt_exec_comm *ec = w->owner;
@@ -491,7 +491,7 @@ static int peer_gone(const struct bt_work *w, int peer, uint64_t stalled_ns)
         report_proxied(po);
         return 1;
     }
-    return ec->hooks->peer_refused(ec, peer, what, w->seq, stalled_ns);
+    return ec->hooks->peer_lost(ec, peer, what, w->seq, stalled_ns);
 }
 
 /* PROXY_DUMP_SIGNAL arrived since this thread last looked: report where it waits. */
