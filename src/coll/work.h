@@ -144,10 +144,13 @@ static inline BT_HD int bt_prim_pure_send(const struct bt_work *w, const struct 
            !(p->pre_src && w->redop.pre_mul) && !(p->post && w->redop.post_div);
 }
 
-/* A step that only lands what one connector brings in the user's output. */
+/* A step that only lands what one connector brings in the user's output. Not in scratch
+ * (Direct's partial results, always at the channel's scratch base): every loop reuses it,
+ * and a network receive landing there directly could be posted for the next loop before
+ * this loop's fold has read it. */
 static inline BT_HD int bt_prim_pure_recv(const struct bt_work *w, const struct bt_prim *p)
 {
-    return p->nrecv == 1 && p->nsend == 0 && !p->acc && !p->src && p->dst &&
+    return p->nrecv == 1 && p->nsend == 0 && !p->acc && !p->src && p->dst && p->dst != w->scratch &&
            !(p->post && w->redop.post_div);
 }
 
