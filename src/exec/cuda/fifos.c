@@ -45,6 +45,7 @@ struct fifo_info {
     char bus[32]; /* PCI bus id: device indices differ between processes */
     int nch, np2p;
     int resident; /* blocks of the kernels this GPU runs at once: one per SM */
+    int mps;      /* this process's contexts on the GPU are shared through CUDA MPS */
     uint64_t host_hash;
     uint64_t slot, ll_slot;
     void *base;
@@ -302,6 +303,18 @@ fail:
     return st;
 }
 
+/* Whether this process reaches device `dev` through CUDA MPS: then its kernels and other
+ * processes' run on the GPU at once, as the kernels of one process do. */
+static int mps_enabled(int dev)
+{
+    int on = 0;
+    if (cudaDeviceGetAttribute(&on, cudaDevAttrMpsEnabled, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return on != 0;
+}
+
 /* Blocks of our kernels device `dev` runs at once: __launch_bounds__(BT_CUDA_THREADS, 1)
  * promises one per SM, and no more is counted on. */
 static int resident_blocks(int dev)
@@ -362,8 +375,9 @@ static void fit_residency(struct bt_cuda_comm *cc, const struct fifo_info *all, 
 }
 
 /* Agree on the geometry first: every rank must lay out its FIFOs alike (the fewest channels,
- * the smallest slots), and two ranks may share a GPU only when asked (TEST_SAME_GPU, ranks of
- * one process). *remote: some rank is on another host. */
+ * the smallest slots). Two ranks may share a GPU when their kernels run on it at once: ranks
+ * of one process when asked (TEST_SAME_GPU), ranks of processes that both reach it through
+ * CUDA MPS. *remote: some rank is on another host. */
 static bt_status_t agree_geometry(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc,
                                   struct fifo_info *all, int *remote)
 {
@@ -378,6 +392,7 @@ static bt_status_t agree_geometry(const struct bt_exec_comm *ec, struct bt_cuda_
     mine->ll_slot = cc->ll_slot;
     mine->host_hash = ctx->peers[me].host_hash;
     mine->resident = resident_blocks(cc->dev);
+    mine->mps = mps_enabled(cc->dev);
     mine->want_shm = bt_param_p2p_disable() != 0;
     BT_CHECK(bt_device_error((int)cudaDeviceGetPCIBusId(mine->bus, (int)sizeof(mine->bus), cc->dev),
                              "cudaDeviceGetPCIBusId"));
@@ -395,15 +410,25 @@ static bt_status_t agree_geometry(const struct bt_exec_comm *ec, struct bt_cuda_
             cc->slot = (size_t)all[r].slot;
         if (all[r].ll_slot < cc->ll_slot)
             cc->ll_slot = (size_t)all[r].ll_slot;
-        /* Kernels of two processes on one GPU time-slice: each would wait for the other
-         * forever. Ranks of one process may share it when asked (tests on a one-GPU
-         * machine): their kernels run side by side while the GPU holds them both. */
-        int shared_ok = all[r].pid == mine->pid && bt_param_test_same_gpu();
-        if (r != me && strcmp(all[r].bus, mine->bus) == 0 && all[r].host_hash == mine->host_hash &&
-            !shared_ok) {
-            BT_WARN("ranks %d and %d use the same GPU (%s): their kernels would wait on each "
-                    "other; give each rank its own GPU",
+        /* Ranks sharing a GPU need their kernels resident at once (each spins on the
+         * other's steps): ranks of one process get that from the GPU when it holds them
+         * both (asked for: tests on a one-GPU machine), ranks of several processes from
+         * MPS; without it the driver time-slices the processes' contexts. */
+        int same_gpu =
+            r != me && strcmp(all[r].bus, mine->bus) == 0 && all[r].host_hash == mine->host_hash;
+        int one_process = all[r].pid == mine->pid;
+        if (same_gpu && one_process && !bt_param_test_same_gpu()) {
+            BT_WARN("ranks %d and %d of this process use the same GPU (%s): give each rank its "
+                    "own GPU (TEST_SAME_GPU=1 lets tests share one)",
                     me, r, mine->bus);
+            return BT_ERR_INVALID_USAGE;
+        }
+        if (same_gpu && !one_process && !(mine->mps && all[r].mps)) {
+            BT_WARN("ranks %d and %d (processes %d and %d) use the same GPU (%s), and rank %d "
+                    "does not reach it through CUDA MPS: their kernels would take turns and "
+                    "wait on each other; start MPS (nvidia-cuda-mps-control -d) before the "
+                    "processes, or give each rank its own GPU",
+                    me, r, mine->pid, all[r].pid, mine->bus, mine->mps ? r : me);
             return BT_ERR_INVALID_USAGE;
         }
         *remote |= all[r].host_hash != mine->host_hash;
@@ -448,12 +473,13 @@ static bt_status_t choose_path(const struct bt_exec_comm *ec, struct bt_cuda_com
     }
     /* LL128 lines need NVLink's whole 128-byte stores (transport/conn.h): GPU FIFOs only,
      * and only when every pair is NVLink; elsewhere no LL128 slots at all */
-    /* TEST_SAME_GPU, every rank of one process on one GPU: LL128 too, so that a one-GPU
-     * machine runs its code. Whether the GPU's own memory shows a warp's 128-byte store whole,
-     * as NVLink does, the memory model does not promise: a failure there may be that. */
-    int one_gpu = bt_param_test_same_gpu();
+    /* Every rank on one GPU (ranks of one process with TEST_SAME_GPU, or processes under
+     * MPS: agree_geometry let them): LL128 too, so that a one-GPU machine runs its code.
+     * Whether the GPU's own memory shows a warp's 128-byte store whole, as NVLink does, the
+     * memory model does not promise: a failure there may be that. */
+    int one_gpu = 1;
     for (int r = 0; r < n && one_gpu; r++)
-        one_gpu = all[r].pid == mine->pid && strcmp(all[r].bus, mine->bus) == 0;
+        one_gpu = all[r].host_hash == mine->host_hash && strcmp(all[r].bus, mine->bus) == 0;
     if (cc->shm || cc->net || !(nvl || one_gpu))
         cc->ll128_slot = 0;
     if (cc->net)
