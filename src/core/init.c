@@ -23,17 +23,33 @@
 #include "util/hash.h"
 #include "util/param.h"
 
-static uint64_t host_hash(void)
+/* Which host rank `rank` of `nranks` is on: the host name and boot id, or HOSTID in their
+ * place; TEST_HOSTS=N then cuts the ranks into N hosts of consecutive ranks (a test's hosts
+ * on one machine, even for ranks of one process). */
+static uint64_t host_hash(int rank, int nranks)
 {
-    char buf[256] = "";
-    gethostname(buf, sizeof(buf) - 1);
-    uint64_t h = bt_fnv1a_str(BT_FNV1A_INIT, buf);
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f) {
-        char id[64] = "";
-        if (fgets(id, sizeof(id), f))
-            h = bt_fnv1a_str(h, id);
-        fclose(f);
+    const char *id = bt_param_str_hostid();
+    uint64_t h;
+    if (id) {
+        h = bt_fnv1a_str(BT_FNV1A_INIT, id);
+    } else {
+        char buf[256] = "";
+        gethostname(buf, sizeof(buf) - 1);
+        h = bt_fnv1a_str(BT_FNV1A_INIT, buf);
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+        if (f) {
+            char boot[64] = "";
+            if (fgets(boot, sizeof(boot), f))
+                h = bt_fnv1a_str(h, boot);
+            fclose(f);
+        }
+    }
+    int64_t hosts = bt_param_test_hosts();
+    if (hosts > 1) {
+        char part[32];
+        snprintf(part, sizeof(part), "/test-host-%lld",
+                 (long long)((int64_t)rank * hosts / nranks));
+        h = bt_fnv1a_str(h, part);
     }
     return h;
 }
@@ -122,7 +138,7 @@ static void my_info(const struct bt_comm *comm, struct init_info *me)
     me->peer.pid = (int)getpid();
     me->peer.cuda_dev = comm->cuda_dev;
     me->peer.is_host = comm->cuda_dev < 0;
-    me->peer.host_hash = host_hash();
+    me->peer.host_hash = host_hash(comm->rank, comm->nranks);
     me->peer.shm_ns = ipc_namespace();
     me->peer.pid_ns = pid_namespace();
     int64_t maxch = bt_param_max_nchannels();

@@ -65,6 +65,33 @@ static void mark_net_peer(struct bt_transport_ctx *ctx, int peer)
         ctx->net_peers[peer] = 1;
 }
 
+/* Both ends attached (and this end's transport told): the connector is ready. */
+static void connector_ready(struct bt_conn_req *r)
+{
+    r->conn->connected = 1;
+    r->conn->step = r->conn->cached = 0;
+    BT_INFO(BT_LOG_INIT | BT_LOG_SHM | BT_LOG_NET,
+            "Channel %02d/0 : %d[%d] %s %d[%d] [%s] via %s (%s)", r->conn->channel, r->ctx->rank,
+            r->ctx->rank, r->conn->is_send ? "->" : "<-", r->conn->peer, r->conn->peer,
+            r->conn->is_send ? "send" : "receive", bt_conn_via(r->conn), r->conn->kind);
+}
+
+/* Receive the ack of `msg` for request r, then finish this end (its transport's connected). */
+static bt_status_t take_ack(struct bt_conn_req *r, int msg)
+{
+    int ack = 0;
+    BT_CHECK(bt_bootstrap_recv(r->ctx->bs, r->conn->peer, tag_of(r, msg), &ack, sizeof(ack)));
+    if (r->conn->tp->connected)
+        BT_CHECK(r->conn->tp->connected(r->ctx, r->conn));
+    return BT_OK;
+}
+
+static bt_status_t give_ack(struct bt_conn_req *r, int msg)
+{
+    int ack = 1;
+    return bt_bootstrap_send(r->ctx->bs, r->conn->peer, tag_of(r, msg), &ack, sizeof(ack));
+}
+
 bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
 {
     bt_status_t st = BT_OK;
@@ -90,7 +117,8 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
             bt_bootstrap_send(r->ctx->bs, r->conn->peer, tag_of(r, msg), r->info, sizeof(r->info)),
             st, fail);
     }
-    /* Phase 2: the peer's blob, attach, acknowledge. */
+    /* Phase 2: the peer's blob, attach; a sender acknowledges (its network connect has been
+     * made). Waits only on phase 1. */
     for (i = 0; i < nreqs; i++) {
         struct bt_conn_req *r = &reqs[i];
         int msg = r->conn->is_send ? MSG_RECEIVER_INFO : MSG_SENDER_INFO;
@@ -98,29 +126,28 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
             bt_bootstrap_recv(r->ctx->bs, r->conn->peer, tag_of(r, msg), r->info, sizeof(r->info)),
             st, fail);
         BT_CHECK_GOTO(r->conn->tp->connect(r->ctx, r->conn, r->info), st, fail);
-        int ack = 1;
-        msg = r->conn->is_send ? MSG_SENDER_ACK : MSG_RECEIVER_ACK;
-        BT_CHECK_GOTO(
-            bt_bootstrap_send(r->ctx->bs, r->conn->peer, tag_of(r, msg), &ack, sizeof(ack)), st,
-            fail);
+        if (r->conn->is_send)
+            BT_CHECK_GOTO(give_ack(r, MSG_SENDER_ACK), st, fail);
     }
-    /* Phase 3: both ends attached; names may go. */
+    /* Phase 3, receivers: the sender attached; finish (the network's accept) and say so.
+     * Waits only on phase 2. */
     for (i = 0; i < nreqs; i++) {
         struct bt_conn_req *r = &reqs[i];
-        int ack = 0;
-        int msg = r->conn->is_send ? MSG_RECEIVER_ACK : MSG_SENDER_ACK;
-        BT_CHECK_GOTO(
-            bt_bootstrap_recv(r->ctx->bs, r->conn->peer, tag_of(r, msg), &ack, sizeof(ack)), st,
-            fail);
-        if (r->conn->tp->connected)
-            BT_CHECK_GOTO(r->conn->tp->connected(r->ctx, r->conn), st, fail);
-        r->conn->connected = 1;
-        r->conn->step = r->conn->cached = 0;
-        BT_INFO(BT_LOG_INIT | BT_LOG_SHM | BT_LOG_NET,
-                "Channel %02d/0 : %d[%d] %s %d[%d] [%s] via %s (%s)", r->conn->channel,
-                r->ctx->rank, r->ctx->rank, r->conn->is_send ? "->" : "<-", r->conn->peer,
-                r->conn->peer, r->conn->is_send ? "send" : "receive", bt_conn_via(r->conn),
-                r->conn->kind);
+        if (r->conn->is_send)
+            continue;
+        BT_CHECK_GOTO(take_ack(r, MSG_SENDER_ACK), st, fail);
+        BT_CHECK_GOTO(give_ack(r, MSG_RECEIVER_ACK), st, fail);
+        connector_ready(r);
+    }
+    /* Phase 4, senders: the receiver attached and finished, so its names may go, and a
+     * network comm is used only after the peer's accept returned (a plugin may finish
+     * connecting in the background until then: docs/NETWORK.md). Waits only on phase 3. */
+    for (i = 0; i < nreqs; i++) {
+        struct bt_conn_req *r = &reqs[i];
+        if (!r->conn->is_send)
+            continue;
+        BT_CHECK_GOTO(take_ack(r, MSG_RECEIVER_ACK), st, fail);
+        connector_ready(r);
     }
     return BT_OK;
 

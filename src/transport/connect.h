@@ -1,8 +1,10 @@
 /*
  * Connecting connectors. A launch (or a GPU communicator's setup) gathers every connector it
  * needs that is not connected yet, across all communicators of the group, and connects them
- * in three phases (setup + send blobs, receive blobs + attach + ack, receive acks + finish)
- * so that one thread can connect several ranks of one process without waiting on itself.
+ * in four phases (setup + send blobs; receive blobs + attach + the sender's ack; receivers:
+ * that ack + finish + their ack; senders: that ack + finish), each waiting only on the one
+ * before, so that one thread can connect several ranks of one process without waiting on
+ * itself, and a sender's connector is used only after its receiver finished.
  */
 #ifndef BT_TRANSPORT_CONNECT_H
 #define BT_TRANSPORT_CONNECT_H

@@ -8,9 +8,11 @@
  *   setup()     allocate local resources; fill a blob for the peer
  *   -- blobs exchanged over bootstrap --
  *   connect()   map/attach the peer's resources described by its blob
- *   -- acknowledgements exchanged --
- *   connected() both ends are attached: drop names that let a crash leak (unlink), or
- *               finish what needs the peer's attach first (accept)
+ *   -- the sender's acknowledgement --
+ *   connected() (the receiver first) both ends are attached: drop names that let a crash
+ *               leak (unlink), or finish what needs the peer's attach first (accept)
+ *   -- the receiver's acknowledgement, then the sender's connected() --
+ * So a sender uses its connector only after the receiver's connected() returned.
  *
  * Connectors of most transports are moved by the executors alone, through memory both ends
  * map. A transport with `post` (net) is moved by the communicator's CPU proxy: the executor

@@ -60,6 +60,13 @@ BT_PARAM_INT(ring_split, "RING_SPLIT", 1,
 BT_PARAM_STR(inject_link_bw, "INJECT_LINK_BW", NULL,
              "testing: cap send rates of host-memory links, SRC>DST:MB/s entries (rank or *), "
              "comma-separated, later ones win; e.g. '*>*:2000,0>1:1000'")
+BT_PARAM_STR(hostid, "HOSTID", NULL,
+             "this process's host identity in place of the host name and boot id: processes "
+             "with different ids are different hosts (no shared memory or P2P between them, "
+             "the network instead), as NCCL_HOSTID")
+BT_PARAM_INT(test_hosts, "TEST_HOSTS", 0,
+             "testing only: N > 1 splits a communicator's ranks into N hosts of consecutive "
+             "ranks (rank * N / nranks), ranks of one process included")
 BT_PARAM_INT(test_same_gpu, "TEST_SAME_GPU", 0,
              "testing only: 1 lets ranks of one process share a GPU (their kernels must fit on "
              "it together; two ranks of up to 64 channels fit an H200); refused otherwise")

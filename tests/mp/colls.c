@@ -291,6 +291,14 @@ static const struct colls_suite suites[] = {
         NET_SUITE,
     },
     {
+        /* two hosts on one machine (TEST_HOSTS): shared memory within each, sockets across */
+        .name = "colls_hosts",
+        .what = "every collective on two hosts of one machine (BATON_TEST_HOSTS=2): SHM and NET",
+        .env = {"BATON_TEST_HOSTS=2"},
+        .dtypes = NET_DTYPES,
+        NET_SUITE,
+    },
+    {
         /* NET names the network, so a machine where OFI has no device fails here rather than
          * falling back to sockets */
         .name = "colls_ofi",
@@ -317,6 +325,17 @@ static const struct colls_suite suites[] = {
         .what = "every collective over NET through a v6-only plugin (the v6 shim)",
         .env = {NET_ONLY, "NCCL_NET_PLUGIN=" BT_PLUGIN_DIR "/libnccl-net-fakev6.so",
                 "NCCL_NET=FakeV6"},
+        .dtypes = NET_DTYPES,
+        NET_SUITE,
+    },
+    {
+        /* tests/plugins/fake_net.c's FakeLate: a send comm works only once the receiver's
+         * accept has returned (google/nccl-fastsocket's habit); a send posted before that
+         * fails the case */
+        .name = "colls_plugin_late",
+        .what = "every collective over NET through a plugin that finishes connecting late",
+        .env = {NET_ONLY, "NCCL_NET_PLUGIN=" BT_PLUGIN_DIR "/libnccl-net-fakelate.so",
+                "NCCL_NET=FakeLate"},
         .dtypes = NET_DTYPES,
         NET_SUITE,
     },

@@ -8,6 +8,8 @@
  *   4 (none)     a library that exports no net table at all
  *   5 FakeFlush  the socket backend behind a v11 table whose device asks for iflush after
  *                every receive (forceFlush): it checks what Baton flushes (below)
+ *   6 FakeLate   the socket backend behind a v11 table whose send comm is usable only once
+ *                the receiver's accept has returned (below): google/nccl-fastsocket's habit
  */
 #include <string.h>
 
@@ -257,6 +259,151 @@ __attribute__((constructor)) static void fill(void)
     ncclNetPlugin_v11.test = f_test;
     ncclNetPlugin_v11.iflush = f_iflush;
     ncclNetPlugin_v11.finalize = f_finalize;
+}
+
+#elif FAKE_MODE == 6
+
+/* A plugin whose connect() returns a send comm at once and finishes connecting in the
+ * background: the comm works only once the receiver's accept() has returned its recv comm
+ * (nccl-fastsocket sets its control socket in a thread of its own, after the receiver's
+ * accept has answered; until then an isend writes to fd 0). Here the receiver's accept
+ * takes a while (ACCEPT_MS after the socket's) and then leaves a marker, named by a key
+ * that listen() puts at the end of the handle; an isend on a comm whose marker is not
+ * there yet fails, loudly, as fastsocket's does. So the suite fails whenever Baton posts a
+ * send before the peer's accept returned (docs/NETWORK.md: the order Baton keeps). */
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "util/random.h"
+
+#define ACCEPT_MS 20
+#define NCOMMS 1024
+#define KEY_AT (NCCL_NET_HANDLE_MAXSIZE - (int)sizeof(uint64_t))
+static const ncclNet_v11_t *sock;
+static ncclDebugLogger_t logger;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct late {
+    void *comm; /* a listen comm (its key) or a send comm not yet seen ready; NULL: free */
+    uint64_t key;
+} lates[NCOMMS];
+
+static void marker(uint64_t key, char *path, size_t len)
+{
+    snprintf(path, len, "/dev/shm/bt-fakelate-%016llx", (unsigned long long)key);
+}
+static void remember(void *comm, uint64_t key)
+{
+    pthread_mutex_lock(&mu);
+    for (int k = 0; k < NCOMMS; k++)
+        if (!lates[k].comm) {
+            lates[k] = (struct late){comm, key};
+            break;
+        }
+    pthread_mutex_unlock(&mu);
+}
+/* The key of `comm` (removed when `take`), or 0: not remembered. */
+static uint64_t key_of(void *comm, int take)
+{
+    uint64_t key = 0;
+    pthread_mutex_lock(&mu);
+    for (int k = 0; k < NCOMMS && !key; k++)
+        if (lates[k].comm == comm) {
+            key = lates[k].key;
+            if (take)
+                lates[k].comm = NULL;
+        }
+    pthread_mutex_unlock(&mu);
+    return key;
+}
+
+static ncclResult_t f_init(void **ctx, uint64_t id, ncclNetCommConfig_v11_t *cfg,
+                           ncclDebugLogger_t log, ncclProfilerCallback_t prof)
+{
+    logger = log;
+    return sock->init(ctx, id, cfg, log, prof);
+}
+static ncclResult_t f_listen(void *ctx, int dev, void *handle, void **lc)
+{
+    ncclResult_t r = sock->listen(ctx, dev, handle, lc);
+    if (r == ncclSuccess) {
+        uint64_t key = bt_random_u64() | 1;
+        memcpy((char *)handle + KEY_AT, &key, sizeof(key));
+        remember(*lc, key);
+    }
+    return r;
+}
+static ncclResult_t f_connect(void *ctx, int dev, void *handle, void **sc,
+                              ncclNetDeviceHandle_v11_t **dh)
+{
+    ncclResult_t r = sock->connect(ctx, dev, handle, sc, dh);
+    if (r == ncclSuccess && *sc) {
+        uint64_t key;
+        memcpy(&key, (char *)handle + KEY_AT, sizeof(key));
+        remember(*sc, key);
+    }
+    return r;
+}
+static ncclResult_t f_accept(void *lc, void **rc, ncclNetDeviceHandle_v11_t **dh)
+{
+    ncclResult_t r = sock->accept(lc, rc, dh);
+    if (r != ncclSuccess || !*rc)
+        return r;
+    usleep(ACCEPT_MS * 1000); /* the background connection's last leg */
+    char path[64];
+    marker(key_of(lc, 0), path, sizeof(path));
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    return r;
+}
+static ncclResult_t f_isend(void *sc, void *data, size_t size, int tag, void *mh, void *ph,
+                            void **req)
+{
+    uint64_t key = key_of(sc, 0);
+    if (key) {
+        char path[64];
+        marker(key, path, sizeof(path));
+        if (access(path, F_OK) != 0) {
+            logger(NCCL_LOG_WARN, NCCL_LOGSUB_NET, __FILE__, __LINE__,
+                   "FakeLate: isend on a send comm before the receiver's accept returned");
+            return ncclSystemError;
+        }
+        unlink(path);
+        key_of(sc, 1); /* ready from now on */
+    }
+    return sock->isend(sc, data, size, tag, mh, ph, req);
+}
+static ncclResult_t f_close_send(void *sc)
+{
+    uint64_t key = key_of(sc, 1);
+    if (key) {
+        char path[64];
+        marker(key, path, sizeof(path));
+        unlink(path);
+    }
+    return sock->closeSend(sc);
+}
+static ncclResult_t f_close_listen(void *lc)
+{
+    key_of(lc, 1);
+    return sock->closeListen(lc);
+}
+
+EXPORT ncclNet_v11_t ncclNetPlugin_v11;
+
+__attribute__((constructor)) static void fill(void)
+{
+    sock = bt_net_socket.v11;
+    ncclNetPlugin_v11 = *sock;
+    ncclNetPlugin_v11.name = "FakeLate";
+    ncclNetPlugin_v11.init = f_init;
+    ncclNetPlugin_v11.listen = f_listen;
+    ncclNetPlugin_v11.connect = f_connect;
+    ncclNetPlugin_v11.accept = f_accept;
+    ncclNetPlugin_v11.isend = f_isend;
+    ncclNetPlugin_v11.closeSend = f_close_send;
+    ncclNetPlugin_v11.closeListen = f_close_listen;
 }
 
 #else
