@@ -15,7 +15,8 @@
  * Two modes: N processes with one GPU each (ncclCommInitRank), and one process driving
  * every GPU (ncclCommInitAll, collectives inside ncclGroupStart/End), that one also with every
  * buffer in a symmetric window (BATON_TEST_WINDOWS=1 with BATON_TEST_SAME_GPU=1). Needs N GPUs,
- * or one with BATON_TEST_SAME_GPU=1: the one-process mode with all N ranks on GPU 0.
+ * or one with BATON_TEST_SAME_GPU=1 (the one-process mode with all N ranks on GPU 0) or with
+ * BATON_TEST_MPS=1 (the N processes on GPU 0, under CUDA MPS).
  */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -424,12 +425,13 @@ static void streams_case(int rank, ncclComm_t comm, size_t *wrong)
 static int rank_main(int rank, int nranks, void *arg)
 {
     const ncclUniqueId *id = arg;
-    CU(cudaSetDevice(rank));
+    CU(cudaSetDevice(bt_test_gpu_of(rank)));
     ncclComm_t comm;
     BT_TEST_OK(ncclCommInitRank(&comm, nranks, *id, rank));
     int dev = -2;
     BT_TEST_OK(ncclCommCuDevice(comm, &dev));
-    BT_TEST_CHECK(dev == rank, "ncclCommCuDevice says %d, not %d", dev, rank);
+    BT_TEST_CHECK(dev == bt_test_gpu_of(rank), "ncclCommCuDevice says %d, not %d", dev,
+                  bt_test_gpu_of(rank));
     struct rank_bufs b = {0};
     CU(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
     size_t wrong = 0;
@@ -553,6 +555,10 @@ int main(void)
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
     BT_TEST_OK(bt_test_run_ranks(NR, rank_main, &id, 600));
+    if (bt_test_mps()) { /* BATON_TEST_MPS=1: the processes on GPU 0 only */
+        printf("test_gpu_colls: ok (%d processes on GPU 0, MPS)\n", NR);
+        return 0;
+    }
     int n = 0;
     CU(cudaGetDeviceCount(&n));
     BT_TEST_CHECK(n >= NR, "this test needs %d GPUs, the process sees %d", NR, n);

@@ -25,8 +25,11 @@
  * spin_ranks  the same ranks, with a kernel holding all SMs of GPU 0 but 8 (harness/gpu_spin.h):
  *           an AllReduce of 8 MB (more blocks than fit) on every rank either completes right or
  *           ends with ncclRemoteError within TIMEOUT + 1 s on every rank, never a hang.
- * same_gpu  both ranks on GPU 0 (their kernels would wait on each other): ncclInvalidUsage
- *           at the first GPU operation on both, naming the other rank (needs 1 GPU).
+ * same_gpu  both ranks on GPU 0: without MPS (their kernels would take turns and wait on each
+ *           other) ncclInvalidUsage at the first GPU operation on both, naming the other rank
+ *           and MPS; as MPS clients the AllReduce runs (needs 1 GPU).
+ * BATON_TEST_MPS=1: the two-process cases (kill, absent, absent_first) with both ranks on
+ * GPU 0, as processes sharing it under MPS (needs 1 GPU).
  * The absent cases with the suffix _noboard run with ARRIVAL_BOARD=0, as across hosts: rank 0's
  * watcher asks rank 1 in a bootstrap message, and rank 1's watcher answers (absent,
  * absent_one_gpu: "last started #1"), or nothing does (absent_first: rank 1 has no GPU
@@ -83,7 +86,7 @@ static void rank_main(int rank, const ncclUniqueId *id, size_t count, int kill_a
     ncclComm_t comm;
     float *buf;
     cudaStream_t stream;
-    rank_open(rank, rank, id, count, &comm, &buf, &stream);
+    rank_open(rank, bt_test_gpu_of(rank), id, count, &comm, &buf, &stream);
     cudaMemset(buf, 0, count * sizeof(float));
     cudaDeviceSynchronize();
     char c = 1;
@@ -191,7 +194,10 @@ static void pair_rank(int rank, enum pair_mode mode, const ncclUniqueId *id, str
     ncclComm_t comm;
     float *buf;
     cudaStream_t stream;
-    rank_open(rank, mode == SAME_GPU ? 0 : rank, id, 1024, &comm, &buf, &stream);
+    rank_open(rank, mode == SAME_GPU ? 0 : bt_test_gpu_of(rank), id, 1024, &comm, &buf, &stream);
+    int mps = 0; /* this process reaches GPU 0 through MPS: sharing it is allowed */
+    if (mode == SAME_GPU && cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, 0) != cudaSuccess)
+        mps = 0;
     /* both ranks take part in a first AllReduce (it also connects the GPUs: a collective
      * setup every rank joins at its first GPU operation) */
     if (mode == ABSENT) {
@@ -207,11 +213,19 @@ static void pair_rank(int rank, enum pair_mode mode, const ncclUniqueId *id, str
     }
     double start = now_s();
     ncclResult_t r = ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, stream);
-    if (mode == SAME_GPU ? r != ncclInvalidUsage
+    if (mode == SAME_GPU ? r != (mps ? ncclSuccess : ncclInvalidUsage)
         : mode == ABSENT ? r != ncclSuccess
                          : r == ncclSuccess) {
         fprintf(stderr, "rank %d: ncclAllReduce returned %d\n", rank, (int)r);
         _exit(24);
+    }
+    if (mode == SAME_GPU && mps) { /* both MPS clients: the AllReduce runs (gpu_test_gpu_colls
+                                    * under BATON_TEST_MPS=1 checks the results) */
+        if (cudaStreamSynchronize(stream) != cudaSuccess)
+            _exit(27);
+        fprintf(stderr, "rank %d: an MPS client sharing GPU 0: the AllReduce ran\n", rank);
+        ncclCommDestroy(comm);
+        _exit(0);
     }
     if (r == ncclSuccess) { /* ABSENT: the kernel's error, through the async error */
         ncclResult_t async = ncclSuccess;
@@ -517,11 +531,14 @@ static void same_gpu_case(void)
         slurp(logs[r], out[r], sizeof(out[r]));
         BT_TEST_CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
                       "rank %d ended with status 0x%x:\n%s", r, status[r], out[r]);
-        BT_TEST_CHECK(strstr(out[r], "use the same GPU"), "rank %d does not say why:\n%s", r,
-                      out[r]);
+        BT_TEST_CHECK(strstr(out[r], "use the same GPU") || strstr(out[r], "the AllReduce ran"),
+                      "rank %d does not say why:\n%s", r, out[r]);
         unlink(logs[r]);
     }
-    printf("same_gpu: both ranks got ncclInvalidUsage: %s", strstr(out[0], "ranks "));
+    if (strstr(out[0], "the AllReduce ran"))
+        printf("same_gpu: both ranks are MPS clients: the AllReduce ran on GPU 0 shared\n");
+    else
+        printf("same_gpu: both ranks got ncclInvalidUsage: %s", strstr(out[0], "ranks "));
     munmap(sh, sizeof(*sh));
 }
 
@@ -561,7 +578,8 @@ int main(int argc, char **argv)
         }
         const char *c = name;
         int need = strcmp(c, "same_gpu") == 0 || strcmp(c, "absent_one_gpu") == 0 ||
-                           strcmp(c, "absent_ranks") == 0 || strcmp(c, "spin_ranks") == 0
+                           strcmp(c, "absent_ranks") == 0 || strcmp(c, "spin_ranks") == 0 ||
+                           bt_test_mps()
                        ? 1
                        : 2;
         BT_TEST_CHECK(ngpus >= need, "case %s needs %d GPUs, this machine has %d", c, need, ngpus);

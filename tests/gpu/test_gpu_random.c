@@ -362,7 +362,7 @@ static long cases_asked(uint64_t *seed)
 static int rank_main(int rank, int nranks, void *arg)
 {
     const ncclUniqueId *id = arg;
-    CU(cudaSetDevice(rank));
+    CU(cudaSetDevice(bt_test_gpu_of(rank))); /* GPU 0 for all under BATON_TEST_MPS=1 */
     struct rank_state st;
     rank_open(&st, rank);
     BT_TEST_OK(ncclCommInitRank(&st.comm, nranks, *id, rank));
@@ -379,8 +379,7 @@ static int rank_main(int rank, int nranks, void *arg)
 }
 
 /* BATON_TEST_SAME_GPU=1 (a one-GPU machine): every rank in this process on GPU 0, one thread,
- * each case's AllReduces in one group (two processes on one GPU would wait on each other
- * forever: their kernels time-slice). */
+ * each case's AllReduces in one group (processes on one GPU: BATON_TEST_MPS=1, under MPS). */
 static int same_gpu_main(const ncclUniqueId *id)
 {
     struct rank_state st[MAX_NR];

@@ -104,6 +104,17 @@ void bt_test_stderr_to(const char *dir, int rank)
     fclose(f);
 }
 
+int bt_test_mps(void)
+{
+    const char *v = getenv("BATON_TEST_MPS");
+    return v && atoi(v) != 0;
+}
+
+int bt_test_gpu_of(int rank)
+{
+    return bt_test_mps() ? 0 : rank;
+}
+
 int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
 {
     /*

@@ -37,6 +37,12 @@ void bt_test_stderr_to(const char *dir, int rank);
 
 typedef int (*bt_test_rank_fn)(int rank, int nranks, void *arg);
 
+/* The GPU of rank process `rank` in the GPU tests: `rank`, or 0 for every rank when
+ * BATON_TEST_MPS=1 (processes sharing GPU 0 under CUDA MPS: a one-GPU machine). */
+int bt_test_gpu_of(int rank);
+/* 1 when BATON_TEST_MPS=1. */
+int bt_test_mps(void);
+
 /* Ranks start only once all of them are forked (see harness.c for why). */
 
 /*

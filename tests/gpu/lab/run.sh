@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/lab/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks]
+#   BUILD=build OUT=/some/dir tests/gpu/lab/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks|mps|hosts]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -191,6 +191,77 @@ if [ "$what" = nranks ]; then
             done
         done
     done
+fi
+
+if [ "$what" = mps ]; then
+    # processes sharing GPU 0 under CUDA MPS (tests/gpu/lab/mps.sh; started here if no daemon
+    # runs, and then stopped): gpu_test_gpu_colls as MPS_N processes (every collective, dtype,
+    # op), gpu_test_gpu_random at MPS_RANDOM_N, the fault cases as processes (kill -9,
+    # absent, same_gpu), baton-perf through baton-run -n N for every collective (checked),
+    # and windows between processes (baton-perf -R 2)
+    . tests/gpu/lab/mps.sh
+    mps_start || exit 1
+    for n in ${MPS_N:-2 4 8}; do
+        log="$OUT/mps-$n-colls.log"
+        start=$SECONDS
+        BATON_TEST_MPS=1 BATON_TEST_GPUS=$n timeout "${TEST_TIMEOUT:-900}" \
+            "$BUILD/tests/gpu_test_gpu_colls" >"$log" 2>&1
+        echo "== $n processes, gpu_test_gpu_colls: rc=$? in $((SECONDS - start)) s: $(tail -n 2 "$log" | tr '\n' ' ')"
+    done
+    for n in ${MPS_RANDOM_N:-4}; do
+        log="$OUT/mps-$n-random.log"
+        start=$SECONDS
+        BATON_TEST_MPS=1 BATON_TEST_GPUS=$n timeout "${TEST_TIMEOUT:-900}" \
+            "$BUILD/tests/gpu_test_gpu_random" >"$log" 2>&1
+        echo "== $n processes, gpu_test_gpu_random: rc=$? in $((SECONDS - start)) s: $(tail -n 2 "$log" | tr '\n' ' ')"
+    done
+    log="$OUT/mps-fault.log"
+    start=$SECONDS
+    BATON_TEST_MPS=1 timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_fault" same_gpu kill \
+        absent absent_noboard absent_first >"$log" 2>&1
+    echo "== 2 processes, gpu_test_gpu_fault: rc=$? in $((SECONDS - start)) s: $(grep -E '^(kill|absent|same|test_gpu)|check failed' "$log" | tr '\n' ' ')"
+    for n in ${MPS_PERF_N:-2 4 8}; do
+        for coll in allreduce allgather reducescatter broadcast reduce sendrecv alltoall; do
+            log="$OUT/mps-$n-perf-$coll.txt"
+            timeout 300 "$BUILD/bin/baton-run" -n "$n" env CUDA_VISIBLE_DEVICES=0 \
+                "$BUILD/bin/baton-perf" $coll -b 8 -e "${MPS_PERF_MAX:-64M}" -f 8 -c 1 -n 5 -w 2 >"$log" 2>&1
+            echo "== $n processes, baton-perf $coll: rc=$? $(grep -E 'Out of bounds|Avg bus' "$log" | tr '\n' ' ')"
+        done
+    done
+    log="$OUT/mps-2-perf-windows.txt"
+    timeout 300 "$BUILD/bin/baton-run" -n 2 env CUDA_VISIBLE_DEVICES=0 "$BUILD/bin/baton-perf" \
+        allreduce -b 8 -e 16M -f 4 -c 1 -n 5 -w 2 -R 2 >"$log" 2>&1
+    echo "== 2 processes, baton-perf -R 2 (windows): rc=$? $(grep -E 'Out of bounds|R 2|window' "$log" | head -n 3 | tr '\n' ' ')"
+    [ "${MPS_STARTED:-0}" = 1 ] && mps_stop
+fi
+
+if [ "$what" = hosts ]; then
+    # hosts on one machine, GPU collectives across them: HOSTS_LAYOUTS (hosts x ranks) as
+    # processes with NCCL_HOSTID under MPS (baton-perf every collective, checked), and as ranks
+    # of one process split by BATON_TEST_HOSTS (gpu_test_gpu_colls), over each network of
+    # HOSTS_NETS (sockets, OFI over tcp, the Baton plugin)
+    . tests/gpu/lab/mps.sh
+    mps_start || exit 1
+    IFS=';' read -r -a nets <<<"${HOSTS_NETS:-BATON_NET=Socket;BATON_NET=OFI FI_PROVIDER=tcp;NCCL_NET_PLUGIN=$(realpath "$BUILD")/lib/libnccl-net-baton.so NCCL_NET=BatonSocket}"
+    for layout in ${HOSTS_LAYOUTS:-2x2 2x4 4x2 8x1}; do
+        h=${layout%x*} per=${layout#*x} n=$((${layout%x*} * ${layout#*x}))
+        for v in "${nets[@]}"; do
+            tag=$(echo "$layout-$v" | tr ' =;/' '__--' | cut -c1-60)
+            for coll in allreduce allgather reducescatter broadcast sendrecv; do
+                log="$OUT/hosts-proc-$tag-$coll.txt"
+                env $v BATON_SOCKET_IFNAME=lo timeout 300 "$BUILD/bin/baton-run" -n "$n" sh -c \
+                    "NCCL_HOSTID=host\$((BATON_RANK / $per)) CUDA_VISIBLE_DEVICES=0 exec $BUILD/bin/baton-perf $coll -b 8 -e ${HOSTS_MAX:-16M} -f 16 -c 1 -n 3 -w 1" \
+                    >"$log" 2>&1
+                echo "== $layout processes ($v) $coll: rc=$? $(grep -E 'Out of bounds' "$log" | tr '\n' ' ')"
+            done
+            log="$OUT/hosts-onepro-$tag.log"
+            start=$SECONDS
+            env $v BATON_SOCKET_IFNAME=lo BATON_TEST_SAME_GPU=1 BATON_TEST_HOSTS=$h BATON_TEST_GPUS=$n \
+                timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_colls" >"$log" 2>&1
+            echo "== $layout ranks of one process ($v), gpu_test_gpu_colls: rc=$? in $((SECONDS - start)) s: $(tail -n 1 "$log")"
+        done
+    done
+    [ "${MPS_STARTED:-0}" = 1 ] && mps_stop
 fi
 
 if [ "$what" = sanitize ] || [ "$what" = all ]; then

@@ -13,7 +13,8 @@ def setup(timeout_s=120):
     goes through ncclCommSplit, as torch does once its default group is bound to a device."""
     import datetime
 
-    local = int(os.environ.get("LOCAL_RANK", "0"))
+    # SAME_GPU=1: every rank on cuda:0 (processes sharing one GPU under CUDA MPS)
+    local = 0 if os.environ.get("SAME_GPU") == "1" else int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     dist.init_process_group(
