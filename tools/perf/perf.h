@@ -107,6 +107,8 @@ struct perf_mem_ops {
     void (*graph_free)(void *graph);
     /* The CPU may read and write these buffers directly (fill and check in place). */
     int host_accessible;
+    /* Bytes in use on the current device, device-wide (every process's); NULL: no device. */
+    long long (*device_used)(void);
 };
 
 extern const struct perf_mem_ops perf_mem_host;

@@ -45,6 +45,11 @@ struct perf_ctx {
     void *host_stage;   /* fill/check staging when the memory is not host-accessible */
     struct perf_data_plan plan;
     double *samples; /* -p: per-iteration times, seconds */
+    /* what the communicator's init cost: its time, and host RSS and device memory in use
+     * (bytes) before it, after it and after the warm-up (the benchmark's buffers apart) */
+    double init_ms;
+    long long rss[3], dev_used[3];
+    size_t buf_bytes, host_buf_bytes; /* the benchmark's buffers: device, host */
 };
 
 #define PERF_CHECK_NCCL(ctx, call, what)                                                           \
@@ -161,6 +166,46 @@ static int perf_ranks_from_env(struct perf_ctx *ctx)
     return 1;
 }
 
+/* Resident host memory of this process, bytes (-1: unknown). */
+static long long perf_rss(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL) {
+        return -1;
+    }
+    int n = fscanf(f, "%ld %ld", &pages, &resident);
+    fclose(f);
+    return n == 2 ? (long long)resident * sysconf(_SC_PAGESIZE) : -1;
+}
+
+/* Snapshot k of the init costs (0 before init, 1 after, 2 after the warm-up). */
+static void perf_cost_mark(struct perf_ctx *ctx, int k)
+{
+    ctx->rss[k] = perf_rss();
+    ctx->dev_used[k] = ctx->mem->device_used ? ctx->mem->device_used() : -1;
+}
+
+/* "# init: ..." (rank 0): the communicator's init time and memory, beside the library. */
+static void perf_cost_print(const struct perf_ctx *ctx)
+{
+    const double mb = 1024.0 * 1024.0;
+    printf("# init: %.1f ms; host RSS +%.1f MB after init, +%.1f MB after the warm-up beyond the "
+           "benchmark's %.1f MB of host buffers",
+           ctx->init_ms, (double)(ctx->rss[1] - ctx->rss[0]) / mb,
+           (double)(ctx->rss[2] - ctx->rss[0] - (long long)ctx->host_buf_bytes) / mb,
+           (double)ctx->host_buf_bytes / mb);
+    if (ctx->dev_used[0] >= 0) {
+        /* device-wide: with several processes on one GPU, theirs count too */
+        printf("; device memory in use +%.1f MB after init, +%.1f MB after the warm-up beyond "
+               "its %.1f MB of device buffers",
+               (double)(ctx->dev_used[1] - ctx->dev_used[0]) / mb,
+               (double)(ctx->dev_used[2] - ctx->dev_used[0] - (long long)ctx->buf_bytes) / mb,
+               (double)ctx->buf_bytes / mb);
+    }
+    printf("\n");
+}
+
 static int perf_comm_init(struct perf_ctx *ctx, int have_comm_id)
 {
     ncclUniqueId id;
@@ -178,6 +223,8 @@ static int perf_comm_init(struct perf_ctx *ctx, int have_comm_id)
     if (ctx->is_baton && ctx->mem == &perf_mem_host) {
         init_host = (perf_init_host_fn)dlsym(RTLD_DEFAULT, "batonCommInitRankHost");
     }
+    perf_cost_mark(ctx, 0);
+    double t0 = perf_now();
     if (init_host != NULL) {
         PERF_CHECK_NCCL(ctx, init_host(&ctx->comm, ctx->nranks, id, ctx->rank),
                         "batonCommInitRankHost");
@@ -185,6 +232,8 @@ static int perf_comm_init(struct perf_ctx *ctx, int have_comm_id)
         PERF_CHECK_NCCL(ctx, ncclCommInitRank(&ctx->comm, ctx->nranks, id, ctx->rank),
                         "ncclCommInitRank");
     }
+    ctx->init_ms = (perf_now() - t0) * 1e3;
+    perf_cost_mark(ctx, 1);
     return 0;
 }
 
@@ -694,6 +743,12 @@ static int perf_run(struct perf_ctx *ctx)
         if (ctx->mem->sync(ctx->stream) != 0) {
             goto out;
         }
+    }
+    ctx->buf_bytes = ctx->mem->host_accessible ? 0 : send_bytes + recv_bytes;
+    ctx->host_buf_bytes = ctx->mem->host_accessible ? send_bytes + recv_bytes : recv_bytes;
+    perf_cost_mark(ctx, 2);
+    if (ctx->rank == 0) {
+        perf_cost_print(ctx);
     }
 
     for (size_t size = a->min_bytes; size <= a->max_bytes; size = perf_next_size(a, size)) {

@@ -88,7 +88,18 @@ static void perf_cuda_graph_free(void *graph)
         cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
+static long long perf_cuda_device_used(void)
+{
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return (long long)(total_b - free_b);
+}
+
 const struct perf_mem_ops perf_mem_cuda = {
+    .device_used = perf_cuda_device_used,
     .name = "cuda",
     .capture_begin = perf_cuda_capture_begin,
     .capture_end = perf_cuda_capture_end,
