@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 6 on the GPU machine: PyTorch on Baton (LD_PRELOAD) and on NVIDIA's NCCL, side by side.
-#   BUILD=build-gpu OUT=/some/dir tests/gpu/lab/torch/run_torch.sh [collectives|ddp|fsdp2|abort|bench|all]
+#   BUILD=build-gpu OUT=/some/dir tests/gpu/lab/torch/run_torch.sh [collectives|ddp|fsdp2|abort|bench|same_gpu|all]
 # (from the repository root). Prints a verdict line per check: "ok" or "FAIL".
 # Each script checks /proc/self/maps for the library it should run on (BATON_EXPECT). Writes
 # logs and the comparison to $OUT (tar them: the device tool returns few files).
@@ -130,6 +130,30 @@ if [ "$what" = abort ] || [ "$what" = all ]; then
         cp "$OUT/test_abort-$lib.log" "$OUT/test_abort-wait-$lib.log"
         grep -q "test_abort: ok" "$OUT/test_abort-$lib.log" && [ $took -le 45 ] && v=ok || v=FAIL
         echo "$v abort wait $lib: rc=$rc after $took s (rank 1 sleeps 25 s): $(grep -h '^test_abort' "$OUT/test_abort-$lib.log" | head -n 1)"
+    done
+fi
+
+if [ "$what" = same_gpu ]; then
+    # every rank on cuda:0 (SAME_GPU=1), processes sharing the GPU under CUDA MPS (session.sh
+    # MPS=1), at each world size of SAME_GPU_WORLDS; Baton alone (NVIDIA's NCCL refuses two
+    # ranks on one GPU): every collective exact, DDP against a single-process replica (loss
+    # rounding: more than 2 ranks sum in another order), FSDP2, abort
+    for w in ${SAME_GPU_WORLDS:-2 4}; do
+        export NPROC=$w SAME_GPU=1
+        run baton test_collectives.py
+        REPLICA=1 run baton test_ddp.py
+        run baton test_fsdp2.py
+        start=$SECONDS
+        (ulimit -c 0
+            export TORCH_NCCL_ASYNC_ERROR_HANDLING=1 TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=100 \
+                TORCH_NCCL_DUMP_ON_TIMEOUT=0 TORCH_NCCL_TRACE_BUFFER_SIZE=0 \
+                TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN=0
+            run baton test_abort.py watchdog)
+        echo "abort watchdog, world $w on cuda:0: $((SECONDS - start)) s: $(grep -h '^test_abort' "$OUT/test_abort-baton.log" | head -n 1)"
+        for f in test_collectives test_ddp test_fsdp2 test_abort; do
+            cp "$OUT/$f-baton.log" "$OUT/$f-same-gpu-w$w.log" 2>/dev/null
+        done
+        unset NPROC SAME_GPU
     done
 fi
 

@@ -5,7 +5,14 @@ sum of two numbers, which is the same in either order, so the losses must be equ
 
 Steps per second: after the 200 checked steps, TIMED_CHUNKS x 100 more, synchronized at each
 chunk's ends; the median chunk's rate. A step is ~3.5 ms, ~0.2 ms of it AllReduce: one
-180-step window moved by more than the libraries differ (a preempted step, a clock change)."""
+180-step window moved by more than the libraries differ (a preempted step, a clock change).
+
+REPLICA=1 (for runs no other library can share, e.g. every rank on cuda:0 under MPS): no
+timing; every rank also trains a single-process replica of the model on all ranks' batches
+(each rank's loss divided by the world size, backward one batch after the other) and the DDP
+parameters must equal the replica's within REPLICA_RTOL after the checked steps (2 ranks: a
+sum of two gradients is the same in either order, so equal up to DDP's division)."""
+import copy
 import os
 import time
 
@@ -23,9 +30,24 @@ torch.use_deterministic_algorithms(True)
 model = torch.nn.Sequential(
     torch.nn.Linear(512, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
     torch.nn.Linear(2048, 10)).to(dev)
+replica_on = os.environ.get("REPLICA") == "1"
+replica = copy.deepcopy(model) if replica_on else None  # the same initial parameters
 ddp = DDP(model, device_ids=[dev.index], bucket_cap_mb=4)
 opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
 gen = torch.Generator(device="cpu").manual_seed(99 + rank)
+if replica_on:
+    ropt = torch.optim.SGD(replica.parameters(), lr=0.05, momentum=0.9)
+    rgens = [torch.Generator(device="cpu").manual_seed(99 + r) for r in range(world)]
+
+
+def replica_step():
+    """What DDP computes, in one process: every rank's batch, gradients averaged."""
+    ropt.zero_grad(set_to_none=True)
+    for g in rgens:
+        x = torch.randn(256, 512, generator=g).to(dev)
+        y = torch.randint(0, 10, (256,), generator=g).to(dev)
+        (torch.nn.functional.cross_entropy(replica(x), y) / world).backward()
+    ropt.step()
 
 
 def step():
@@ -38,16 +60,32 @@ def step():
     return loss.detach()
 
 
-losses = [step() for _ in range(200)]
+losses = []
+for _ in range(200):
+    losses.append(step())
+    if replica_on:
+        replica_step()
+if replica_on:
+    rtol = float(os.environ.get("REPLICA_RTOL", "1e-4"))
+    worst = 0.0
+    for p, q in zip(model.parameters(), replica.parameters()):
+        d = (p.detach() - q.detach()).abs().max().item()
+        scale = q.detach().abs().max().item()
+        worst = max(worst, d / max(scale, 1e-30))
+    ok = worst <= rtol
+    print(f"test_ddp: rank {rank}: DDP against a single-process replica after 200 steps: "
+          f"largest difference {worst:.3e} of the parameter's scale: {'ok' if ok else 'FAIL'}",
+          flush=True)
+    assert ok, f"rank {rank}: DDP parameters differ from the replica's by {worst:.3e}"
 rates = []
-for _ in range(int(os.environ.get("TIMED_CHUNKS", "7"))):
+for _ in range(0 if replica_on else int(os.environ.get("TIMED_CHUNKS", "7"))):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(100):
         step()
     torch.cuda.synchronize()
     rates.append(100 / (time.perf_counter() - t0))
-sps = sorted(rates)[len(rates) // 2]
+sps = sorted(rates)[len(rates) // 2] if rates else 0.0
 # every rank's parameters must agree after training
 flat = torch.cat([p.detach().flatten() for p in model.parameters()])
 ref = flat.clone()
