@@ -14,7 +14,9 @@
  * Workers: with nthreads = 0 the caller of test() advances every socket (non-blocking I/O);
  * otherwise helper i owns the sockets s with s % nthreads == i. A helper with no task waits
  * on its condition variable; with tasks blocked on I/O it polls its sockets and an eventfd
- * that posters write to (only while it polls), so idle helpers never spin.
+ * that posters write to (only while it polls), so idle helpers never spin. Once the comm
+ * failed, test() and post() return the error only after every helper has parked for good:
+ * the caller may then free the buffers of the requests still in flight.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
@@ -68,6 +70,7 @@ struct sock_helper {
     pthread_cond_t cv;
     int kicked, waiting, polling, stop; /* under mu */
     int started;
+    atomic_int parked; /* saw the comm's failure: touches no request again */
 };
 
 struct bt_net_socket_comm {
@@ -77,6 +80,7 @@ struct bt_net_socket_comm {
     struct bt_net_socket_config cfg;
     char peer[BT_SOCKADDR_STRLEN];
     atomic_int error; /* first failure (bt_status_t), sticky */
+    int quiet;        /* caller's thread: every helper parked after the failure */
     atomic_ullong bytes_sent;
     uint64_t nposted; /* caller's thread only */
     struct sock_req reqs[BT_NET_SOCKET_MAX_REQS];
@@ -290,6 +294,18 @@ static void *helper_main(void *arg)
             break;
         }
         h->kicked = 0;
+        if (atomic_load(&c->error) != BT_OK) {
+            /* failed: no request is touched again (the caller may free their buffers once
+             * test() said so, comm_quiesce); sleep until destroyed */
+            atomic_store_explicit(&h->parked, 1, memory_order_release);
+            while (!h->stop) {
+                h->waiting = 1;
+                pthread_cond_wait(&h->cv, &h->mu);
+                h->waiting = 0;
+            }
+            pthread_mutex_unlock(&h->mu);
+            break;
+        }
         pthread_mutex_unlock(&h->mu);
 
         int progressed = 0, npfd = 0;
@@ -423,6 +439,28 @@ bt_status_t bt_net_socket_comm_create(int is_send, const int *fds, int nsocks,
     return BT_OK;
 }
 
+/*
+ * The comm failed: return its error once no helper can touch a request any more, so that the
+ * caller, told of the failure, may free the buffers of every request in flight. A helper
+ * parks at the top of its loop (its I/O never blocks: within a poll slice). caller: the
+ * comm's user thread.
+ */
+static bt_status_t comm_quiesce(struct bt_net_socket_comm *c, int err)
+{
+    if (c->quiet)
+        return (bt_status_t)err;
+    for (int i = 0; i < c->nhelpers; i++) {
+        struct sock_helper *h = &c->helpers[i];
+        if (!h->started)
+            continue;
+        helper_kick(h);
+        while (!atomic_load_explicit(&h->parked, memory_order_acquire))
+            usleep(100);
+    }
+    c->quiet = 1;
+    return (bt_status_t)err;
+}
+
 /* caller: the comm's user thread (one at a time). */
 bt_status_t bt_net_socket_comm_post(struct bt_net_socket_comm *c, void *data, size_t size,
                                     void **request_p)
@@ -430,7 +468,7 @@ bt_status_t bt_net_socket_comm_post(struct bt_net_socket_comm *c, void *data, si
     *request_p = NULL;
     int err = atomic_load(&c->error);
     if (err != BT_OK)
-        return (bt_status_t)err;
+        return comm_quiesce(c, err);
     struct sock_req *r = &c->reqs[c->nposted % BT_NET_SOCKET_MAX_REQS];
     if (r->in_use)
         return BT_OK; /* too many in flight: try again */
@@ -477,7 +515,7 @@ bt_status_t bt_net_socket_req_test(void *request, int *done_p, size_t *size_p)
     }
     int err = atomic_load(&c->error);
     if (err != BT_OK)
-        return (bt_status_t)err;
+        return comm_quiesce(c, err);
     if (!req_moved(r))
         return BT_OK;
     /* messages complete in order: every older request in flight must be moved too */
