@@ -201,20 +201,19 @@ if [ "$what" = mps ]; then
     # and windows between processes (baton-perf -R 2)
     . tests/gpu/lab/mps.sh
     mps_start || exit 1
-    for n in ${MPS_N:-2 4 8}; do
-        log="$OUT/mps-$n-colls.log"
-        start=$SECONDS
-        BATON_TEST_MPS=1 BATON_TEST_GPUS=$n timeout "${TEST_TIMEOUT:-900}" \
-            "$BUILD/tests/gpu_test_gpu_colls" >"$log" 2>&1
-        echo "== $n processes, gpu_test_gpu_colls: rc=$? in $((SECONDS - start)) s: $(tail -n 2 "$log" | tr '\n' ' ')"
-    done
-    for n in ${MPS_RANDOM_N:-4}; do
-        log="$OUT/mps-$n-random.log"
-        start=$SECONDS
-        BATON_TEST_MPS=1 BATON_TEST_GPUS=$n timeout "${TEST_TIMEOUT:-900}" \
-            "$BUILD/tests/gpu_test_gpu_random" >"$log" 2>&1
-        echo "== $n processes, gpu_test_gpu_random: rc=$? in $((SECONDS - start)) s: $(tail -n 2 "$log" | tr '\n' ' ')"
-    done
+    # mps_test TEST N...: the gpu test TEST as each N processes on GPU 0
+    mps_test() {
+        local t=$1 n
+        shift
+        for n in "$@"; do
+            local log="$OUT/mps-$n-$t.log" start=$SECONDS
+            BATON_TEST_MPS=1 BATON_TEST_GPUS=$n timeout "${TEST_TIMEOUT:-900}" \
+                "$BUILD/tests/gpu_test_gpu_$t" >"$log" 2>&1
+            echo "== $n processes, gpu_test_gpu_$t: rc=$? in $((SECONDS - start)) s: $(tail -n 2 "$log" | tr '\n' ' ')"
+        done
+    }
+    mps_test colls ${MPS_N:-2 4 8}
+    mps_test random ${MPS_RANDOM_N:-4}
     log="$OUT/mps-fault.log"
     start=$SECONDS
     BATON_TEST_MPS=1 timeout "${TEST_TIMEOUT:-900}" "$BUILD/tests/gpu_test_gpu_fault" same_gpu kill \
