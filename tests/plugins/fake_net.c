@@ -19,6 +19,30 @@
 
 static void *sock_ctx __attribute__((unused));
 
+#if FAKE_MODE == 5 || FAKE_MODE == 6
+/* The fakes that wrap the socket backend's own v11 table: that table, the logger init() was
+ * given, and the table they export (the socket's, their own functions put in by fill()). */
+static const ncclNet_v11_t *sock;
+static ncclDebugLogger_t logger;
+EXPORT ncclNet_v11_t ncclNetPlugin_v11;
+
+static ncclResult_t wrap_init(void **ctx, uint64_t id, ncclNetCommConfig_v11_t *cfg,
+                              ncclDebugLogger_t log, ncclProfilerCallback_t prof)
+{
+    logger = log;
+    return sock->init(ctx, id, cfg, log, prof);
+}
+
+/* The socket's table under `name`, with init() keeping the logger. */
+static void wrap_socket(const char *name)
+{
+    sock = bt_net_socket.v11;
+    ncclNetPlugin_v11 = *sock;
+    ncclNetPlugin_v11.name = name;
+    ncclNetPlugin_v11.init = wrap_init;
+}
+#endif
+
 #if FAKE_MODE == 1
 
 static const ncclNet_v11_t *sock;
@@ -142,8 +166,6 @@ EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
 #include <stdlib.h>
 
 #define NREC 256
-static const ncclNet_v11_t *sock;
-static ncclDebugLogger_t logger;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rec {
     void *req, *data, *mh; /* a receive in flight (req), or landed and not flushed (req NULL) */
@@ -154,12 +176,6 @@ static void *flush_reqs[NREC]; /* the flush requests handed out, not yet complet
 static int flush_tests[NREC];
 static int nflush, nbad, nlost;
 
-static ncclResult_t f_init(void **ctx, uint64_t id, ncclNetCommConfig_v11_t *cfg,
-                           ncclDebugLogger_t log, ncclProfilerCallback_t prof)
-{
-    logger = log;
-    return sock->init(ctx, id, cfg, log, prof);
-}
 static ncclResult_t f_props(int dev, ncclNetProperties_v11_t *p)
 {
     ncclResult_t r = sock->getProperties(dev, p);
@@ -246,14 +262,9 @@ static ncclResult_t f_finalize(void *ctx)
     return sock->finalize(ctx);
 }
 
-EXPORT ncclNet_v11_t ncclNetPlugin_v11;
-
 __attribute__((constructor)) static void fill(void)
 {
-    sock = bt_net_socket.v11;
-    ncclNetPlugin_v11 = *sock;
-    ncclNetPlugin_v11.name = "FakeFlush";
-    ncclNetPlugin_v11.init = f_init;
+    wrap_socket("FakeFlush");
     ncclNetPlugin_v11.getProperties = f_props;
     ncclNetPlugin_v11.irecv = f_irecv;
     ncclNetPlugin_v11.test = f_test;
@@ -280,8 +291,6 @@ __attribute__((constructor)) static void fill(void)
 #define ACCEPT_MS 20
 #define NCOMMS 1024
 #define KEY_AT (NCCL_NET_HANDLE_MAXSIZE - (int)sizeof(uint64_t))
-static const ncclNet_v11_t *sock;
-static ncclDebugLogger_t logger;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct late {
     void *comm; /* a listen comm (its key) or a send comm not yet seen ready; NULL: free */
@@ -317,12 +326,6 @@ static uint64_t key_of(void *comm, int take)
     return key;
 }
 
-static ncclResult_t f_init(void **ctx, uint64_t id, ncclNetCommConfig_v11_t *cfg,
-                           ncclDebugLogger_t log, ncclProfilerCallback_t prof)
-{
-    logger = log;
-    return sock->init(ctx, id, cfg, log, prof);
-}
 static ncclResult_t f_listen(void *ctx, int dev, void *handle, void **lc)
 {
     ncclResult_t r = sock->listen(ctx, dev, handle, lc);
@@ -390,14 +393,9 @@ static ncclResult_t f_close_listen(void *lc)
     return sock->closeListen(lc);
 }
 
-EXPORT ncclNet_v11_t ncclNetPlugin_v11;
-
 __attribute__((constructor)) static void fill(void)
 {
-    sock = bt_net_socket.v11;
-    ncclNetPlugin_v11 = *sock;
-    ncclNetPlugin_v11.name = "FakeLate";
-    ncclNetPlugin_v11.init = f_init;
+    wrap_socket("FakeLate");
     ncclNetPlugin_v11.listen = f_listen;
     ncclNetPlugin_v11.connect = f_connect;
     ncclNetPlugin_v11.accept = f_accept;

@@ -303,28 +303,29 @@ fail:
     return st;
 }
 
+/* Attribute `a` of device `dev`, or 0 when CUDA cannot say. */
+static int device_attr(int dev, enum cudaDeviceAttr a)
+{
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return v;
+}
+
 /* Whether this process reaches device `dev` through CUDA MPS: then its kernels and other
  * processes' run on the GPU at once, as the kernels of one process do. */
 static int mps_enabled(int dev)
 {
-    int on = 0;
-    if (cudaDeviceGetAttribute(&on, cudaDevAttrMpsEnabled, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return on != 0;
+    return device_attr(dev, cudaDevAttrMpsEnabled) != 0;
 }
 
 /* Blocks of our kernels device `dev` runs at once: __launch_bounds__(BT_CUDA_THREADS, 1)
- * promises one per SM, and no more is counted on. */
+ * promises one per SM, and no more is counted on (0: unknown, no cap). */
 static int resident_blocks(int dev)
 {
-    int sms = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0; /* unknown: no cap */
-    }
-    return sms;
+    return device_attr(dev, cudaDevAttrMultiProcessorCount);
 }
 
 /*
