@@ -295,11 +295,12 @@ void bt_arrival_failed(struct bt_comm *comm, int gone_rank)
     if (comm->cause_sent || !comm->bs)
         return;
     comm->cause_sent = 1;
-    /* Only the ranks this one has network connections with can see it fail next and ask:
-     * a few neighbours, whatever the job's size (each dead one costs a short deadline). */
+    /* Only the ranks this one has, or was making, connectors with can see it fail next or
+     * wait on it: a few neighbours, whatever the job's size (each dead one costs a short
+     * deadline). */
     int32_t msg = gone_rank;
     for (int r = 0; r < comm->nranks; r++) {
-        if (r == comm->rank || r == gone_rank || !bt_transport_net_peer(&comm->tctx, r))
+        if (r == comm->rank || r == gone_rank || !bt_transport_linked_peer(&comm->tctx, r))
             continue;
         uint64_t deadline = bt_time_ns() + CAUSE_SEND_MS * 1000000ull;
         if (bt_bootstrap_send_until(comm->bs, r, BT_TAG_CAUSE, &msg, sizeof(msg), deadline) !=

@@ -54,15 +54,15 @@ void bt_connect_prepare(struct bt_conn *conn, int peer, int is_send, enum bt_lin
     conn->sizes = *sizes;
 }
 
-/* Remember a rank this one has, or is making, a network connector with
- * (bt_transport_net_peer); without the memory for it the rank is just not told (arrival's
- * cause messages are best effort). */
-static void mark_net_peer(struct bt_transport_ctx *ctx, int peer)
+/* Remember a rank this one has, or is making, a connector with (bt_transport_linked_peer);
+ * without the memory for it the rank is just not told (arrival's cause messages are best
+ * effort). */
+static void mark_linked_peer(struct bt_transport_ctx *ctx, int peer)
 {
-    if (!ctx->net_peers)
-        ctx->net_peers = calloc((size_t)ctx->nranks, 1);
-    if (ctx->net_peers)
-        ctx->net_peers[peer] = 1;
+    if (!ctx->linked_peers)
+        ctx->linked_peers = calloc((size_t)ctx->nranks, 1);
+    if (ctx->linked_peers)
+        ctx->linked_peers[peer] = 1;
 }
 
 /* Both ends attached (and this end's transport told): the connector is ready. */
@@ -97,6 +97,11 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
     bt_status_t st = BT_OK;
     int i;
 
+    /* From here every peer of the setup may wait on this rank: if this rank fails, even on
+     * its first send (to a peer that is gone), each is told why (arrival's cause messages),
+     * not left to find this rank gone and name it instead of the rank it failed on. */
+    for (i = 0; i < nreqs; i++)
+        mark_linked_peer(reqs[i].ctx, reqs[i].conn->peer);
     /* Phase 1: local resources, then our blob to the peer. Sends do not wait for the
      * peer to read, so every rank finishes this phase. */
     for (i = 0; i < nreqs; i++) {
@@ -108,10 +113,6 @@ bt_status_t bt_connect_all(struct bt_conn_req *reqs, int nreqs)
         }
         r->conn->tp = tp;
         BT_CHECK_GOTO(tp->setup(r->ctx, r->conn, r->info), st, fail);
-        /* from here the peer may wait on this rank over the network: if this rank fails,
-         * the peer is told why (arrival's cause messages), connected yet or not */
-        if (bt_conn_proxied(r->conn))
-            mark_net_peer(r->ctx, r->conn->peer);
         int msg = r->conn->is_send ? MSG_SENDER_INFO : MSG_RECEIVER_INFO;
         BT_CHECK_GOTO(
             bt_bootstrap_send(r->ctx->bs, r->conn->peer, tag_of(r, msg), r->info, sizeof(r->info)),

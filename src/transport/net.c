@@ -106,8 +106,8 @@ void bt_transport_ctx_fini(struct bt_transport_ctx *ctx)
 {
     bt_net_close(ctx->net);
     ctx->net = NULL;
-    free(ctx->net_peers);
-    ctx->net_peers = NULL;
+    free(ctx->linked_peers);
+    ctx->linked_peers = NULL;
 }
 
 static int net_can_connect(const struct bt_transport_ctx *ctx, int peer)

@@ -43,9 +43,9 @@ int bt_transport_mapped(const struct bt_transport_ctx *ctx, int peer)
     return 0;
 }
 
-int bt_transport_net_peer(const struct bt_transport_ctx *ctx, int peer)
+int bt_transport_linked_peer(const struct bt_transport_ctx *ctx, int peer)
 {
-    return ctx->net_peers && ctx->net_peers[peer];
+    return ctx->linked_peers && ctx->linked_peers[peer];
 }
 
 void bt_transport_link(struct bt_transport_ctx *ctx, int peer, struct bt_link_figures *f)

@@ -85,9 +85,10 @@ struct bt_transport_ctx {
      * report names it). */
     int (*peer_lost)(void *arg, int peer, uint64_t stalled_ns);
     void *live_arg;
-    /* [nranks]: 1 for a rank this one has, or is making, a proxied (network) connector with,
-     * of any executor; set as they connect (transport/connect.c), NULL before the first. */
-    unsigned char *net_peers;
+    /* [nranks]: 1 for a rank this one has, or is making, a connector with (any transport,
+     * any executor); set before a connection setup's first message (transport/connect.c),
+     * NULL before the first. */
+    unsigned char *linked_peers;
 };
 
 /* A receive step that lands in the user's output instead of a slot: where, and its exact
@@ -164,10 +165,9 @@ const struct bt_transport_ops *bt_transport_select(const struct bt_transport_ctx
  * ends map (the transport selected has no `post`); 0 when none can connect. Not logged. */
 int bt_transport_mapped(const struct bt_transport_ctx *ctx, int peer);
 
-/* Whether this rank has, or is making, a network connector with `peer` (a rank that can see
- * this one fail through it, or waits on it in connection setup). Any thread that owns the
- * context. */
-int bt_transport_net_peer(const struct bt_transport_ctx *ctx, int peer);
+/* Whether this rank has, or is making, a connector with `peer`: a rank that can see this one
+ * fail through it, or waits on it in connection setup. Any thread that owns the context. */
+int bt_transport_linked_peer(const struct bt_transport_ctx *ctx, int peer);
 
 /* Post `nsteps` steps of a proxied connector (bt_conn_proxied; see `post` above). */
 static inline bt_status_t bt_transport_post(struct bt_transport_ctx *ctx, struct bt_conn *conn,
