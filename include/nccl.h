@@ -17,6 +17,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * cudaStream_t. When the CUDA runtime headers are in (nvcc includes them implicitly, and
@@ -71,7 +72,8 @@ typedef enum {
     ncclInvalidUsage = 5,
     ncclRemoteError = 6,
     ncclInProgress = 7,
-    ncclNumResults = 8
+    ncclTimeout = 8, /* NCCL 2.29+ */
+    ncclNumResults = 9
 } ncclResult_t;
 
 /* ---- constants ------------------------------------------------------------------------ */
@@ -87,6 +89,7 @@ typedef enum {
 /* ncclCommWindowRegister flags and the alignment a window buffer must have. */
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02 /* NCCL 2.29+ */
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 /* ncclConfig_t.CTAPolicy values. */
@@ -107,9 +110,10 @@ typedef enum {
  * Communicator configuration. Always start from NCCL_CONFIG_INITIALIZER and set only the
  * fields you need: the library reads `size` and `version` to know which fields the caller's
  * struct has, and rejects a struct whose `magic` is wrong. Field order and offsets are ABI
- * (80 bytes on LP64); new fields are only ever appended.
+ * (96 bytes on LP64: 80 up to NCCL 2.28, the last four fields since 2.30); new fields are only
+ * ever appended, so a program built against an older header passes a smaller struct.
  */
-typedef struct ncclConfig_v22800 {
+typedef struct ncclConfig_v23000 {
     /* Filled by the initializer; not for users to change. */
     size_t size;
     unsigned int magic;
@@ -129,6 +133,11 @@ typedef struct ncclConfig_v22800 {
     int nvlsCTAs;
     int nChannelsPerNetPeer;
     int nvlinkCentricSched;
+    /* NCCL 2.30 */
+    int graphUsageMode;      /* 0, 1 or 2 (default: mixing graphs and eager launches) */
+    int numRmaCtx;           /* >= 0 one-sided contexts (default 1; 0: one-sided calls off) */
+    int maxP2pPeers;         /* > 0: peers a rank sends to or receives from at most */
+    int graphStreamOrdering; /* 0 or 1 (default) */
 } ncclConfig_t;
 
 #define NCCL_CONFIG_MAGIC 0xcafebeef
@@ -152,6 +161,10 @@ typedef struct ncclConfig_v22800 {
             NCCL_CONFIG_UNDEF_INT,                            /* nvlsCTAs */                       \
             NCCL_CONFIG_UNDEF_INT,                            /* nChannelsPerNetPeer */            \
             NCCL_CONFIG_UNDEF_INT,                            /* nvlinkCentricSched */             \
+            NCCL_CONFIG_UNDEF_INT,                            /* graphUsageMode */                 \
+            NCCL_CONFIG_UNDEF_INT,                            /* numRmaCtx */                      \
+            NCCL_CONFIG_UNDEF_INT,                            /* maxP2pPeers */                    \
+            NCCL_CONFIG_UNDEF_INT,                            /* graphStreamOrdering */            \
     }
 
 /* ---- group simulation ------------------------------------------------------------------ */
@@ -267,6 +280,35 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm);
 /* Free the local resources of a communicator. */
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 
+/*
+ * Growing a communicator (NCCL 2.29+). One existing rank (the grow's root) makes an id for
+ * the grow; the new ranks get it out of band. Then every rank calls ncclCommGrow with the
+ * new size: existing ranks with comm (the root with &id, the others with NULL) and rank -1,
+ * they keep their ranks; new ranks with comm NULL, &id and their rank, from the old size up.
+ * One id serves one grow, and a comm has one unconsumed id at a time.
+ */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank,
+                          ncclComm_t *newcomm, ncclConfig_t *config);
+
+/* ncclCommSuspend flags: release the buffers a communicator can make again (NCCL 2.29+). */
+#define NCCL_SUSPEND_MEM 0x01
+
+/* Release a communicator's buffers (NCCL_SUSPEND_MEM); it takes no operation until resumed. */
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+/* Make a suspended communicator usable again. */
+ncclResult_t ncclCommResume(ncclComm_t comm);
+
+/* What ncclCommMemStats reports, in bytes (Suspended: 0 or 1). */
+typedef enum {
+    ncclStatGpuMemSuspend = 0,   /* GPU memory a suspend would release */
+    ncclStatGpuMemSuspended = 1, /* 1 while suspended */
+    ncclStatGpuMemPersist = 2,   /* GPU memory a suspend keeps */
+    ncclStatGpuMemTotal = 3      /* every byte of GPU memory the communicator holds */
+} ncclCommMemStat_t;
+
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
+
 /* Stop all outstanding work of a communicator and free it; usable from another thread. */
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 
@@ -303,6 +345,9 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle);
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win,
                                     int winFlags);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+
+/* The buffer a window was registered with (NCCL 2.29+). */
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr);
 
 /* ---- custom reduction operators ----------------------------------------------------------- */
 
@@ -359,6 +404,30 @@ ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatyp
 ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream);
 
+/* ---- one-sided (NCCL 2.29+) ------------------------------------------------------------ */
+/*
+ * Put count elements of localbuff into peer's part of window peerWin at byte peerWinOffset,
+ * then raise peer's signal sigIdx from this rank by one. Signal raises it without data. A
+ * signal is seen only after the data of every earlier put to the same peer and context.
+ * sigIdx, ctx and flags must be 0.
+ */
+ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer,
+                           ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                           unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                        cudaStream_t stream);
+
+/* Wait for opCnt more signals from peer (on sigIdx, in ctx). */
+typedef struct {
+    int opCnt;
+    int peer;
+    int sigIdx;
+    int ctx;
+} ncclWaitSignalDesc_t;
+
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm,
+                            cudaStream_t stream);
+
 /* ---- groups ----------------------------------------------------------------------------- */
 
 /* Calls between GroupStart and GroupEnd are collected and issued together; groups nest. */
@@ -367,6 +436,32 @@ ncclResult_t ncclGroupEnd(void);
 
 /* Like ncclGroupEnd, but only estimates the group's time into simInfo. */
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo);
+
+/* ---- parameters (NCCL 2.30+) ------------------------------------------------------------ */
+/*
+ * Baton's tunables (`baton-perf --params` lists them) by key: "NCCL_<NAME>" or
+ * "BATON_<NAME>". Integer parameters read as I64 (and as any narrower type their value
+ * fits), string parameters as strings. Returned strings and tables stay valid until the same
+ * thread's next call of the same function.
+ */
+typedef struct ncclParamHandle *ncclParamHandle_t;
+
+ncclResult_t ncclParamBind(ncclParamHandle_t *out, const char *key);
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t *out);
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t *out);
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t *out);
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t *out);
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t *out);
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t *out);
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t *out);
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t *out);
+ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char **out);
+/* The value's bytes (an integer: its 8 bytes; a string: with its NUL; unset: none). */
+ncclResult_t ncclParamGet(ncclParamHandle_t h, void *out, int maxLen, int *len);
+ncclResult_t ncclParamGetParameter(const char *key, const char **value, int *valueLen);
+ncclResult_t ncclParamGetAllParameterKeys(const char ***table, int *tableLen);
+/* Print every parameter, its value and default to stdout. */
+void ncclParamDumpAll(void);
 
 /* ---- device API (host side) ------------------------------------------------------------- */
 /*

@@ -10,6 +10,9 @@
 #include "api/api.h"
 #include "api/check.h"
 #include "core/group.h"
+#include "core/launch.h"
+#include "core/rma.h"
+#include "core/window.h"
 #include "plan/plan.h"
 #include "nccl.h"
 
@@ -352,6 +355,120 @@ BT_API ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t cou
 
 /* ---- groups ------------------------------------------------------------------------------- */
 
+/* ---- one-sided (NCCL 2.29+; core/rma.h) ------------------------------------------------ */
+
+/* What every one-sided call checks: the comm takes operations, outside a group, context 0
+ * of numRmaCtx, signal 0, no flags (as NCCL 2.29-2.30). */
+static ncclResult_t rma_checks(struct bt_comm *c, int sigIdx, int ctx, unsigned flags,
+                               const char *fn)
+{
+    if (bt_group_depth() > 0) {
+        BT_WARN("%s: called inside ncclGroupStart/ncclGroupEnd: Baton runs one-sided calls "
+                "outside groups only",
+                fn);
+        return ncclInvalidUsage;
+    }
+    if (c->config.num_rma_ctx == 0) {
+        BT_WARN("%s: the communicator's config.numRmaCtx is 0: one-sided calls are off", fn);
+        return ncclInvalidUsage;
+    }
+    if (ctx != 0 || sigIdx != 0 || flags != 0) {
+        BT_WARN("%s: ctx %d, sigIdx %d, flags %u: each must be 0", fn, ctx, sigIdx, flags);
+        return ncclInvalidArgument;
+    }
+    return ncclSuccess;
+}
+
+/* A put of bytes (0: a signal alone) under the comm's gate. */
+static ncclResult_t rma_put(struct bt_comm *c, const void *src, size_t bytes, int peer,
+                            struct bt_window *w, size_t off, const char *fn)
+{
+    if (!bt_comm_acquire(c)) {
+        BT_WARN("%s: communicator %p was destroyed or aborted", fn, (void *)c);
+        return ncclInvalidUsage;
+    }
+    bt_status_t st = bt_launch_gate(c);
+    if (st == BT_OK)
+        st = bt_rma_put(c, src, bytes, peer, w, off, fn);
+    bt_comm_release(c);
+    return (ncclResult_t)st;
+}
+
+BT_API ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype,
+                                  int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
+                                  int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream)
+{
+    const char *fn = "ncclPutSignal";
+    (void)stream; /* host memory: done when the call returns */
+    BT_API_CHECK_READY(comm, fn);
+    struct bt_comm *c = (struct bt_comm *)comm;
+    API_TRY(rma_checks(c, sigIdx, ctx, flags, fn));
+    API_TRY(check_dtype(datatype, fn));
+    API_TRY(check_count(count, datatype, 1, fn));
+    API_TRY(check_buf(localbuff, count, fn, "localbuff"));
+    API_TRY(check_rank(peer, c, fn, "peer"));
+    BT_API_CHECK_PTR(peerWin, fn, "peerWin");
+    struct bt_window *w = (struct bt_window *)peerWin;
+    if (bt_window_check(c, w, fn) != BT_OK)
+        return ncclInvalidArgument;
+    return rma_put(c, localbuff, count * bt_dtype_size((int)datatype), peer, w, peerWinOffset, fn);
+}
+
+BT_API ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                               cudaStream_t stream)
+{
+    const char *fn = "ncclSignal";
+    (void)stream;
+    BT_API_CHECK_READY(comm, fn);
+    struct bt_comm *c = (struct bt_comm *)comm;
+    API_TRY(rma_checks(c, sigIdx, ctx, flags, fn));
+    API_TRY(check_rank(peer, c, fn, "peer"));
+    return rma_put(c, NULL, 0, peer, NULL, 0, fn);
+}
+
+BT_API ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm,
+                                   cudaStream_t stream)
+{
+    const char *fn = "ncclWaitSignal";
+    (void)stream;
+    BT_API_CHECK_READY(comm, fn);
+    struct bt_comm *c = (struct bt_comm *)comm;
+    if (nDesc <= 0 || !signalDescs) {
+        BT_WARN("%s: %d descriptors at %p: give at least one", fn, nDesc, (void *)signalDescs);
+        return ncclInvalidArgument;
+    }
+    int *peers = malloc(sizeof(int) * 2 * (size_t)nDesc), *ops = peers + nDesc;
+    if (!peers)
+        return ncclSystemError;
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < nDesc && r == ncclSuccess; i++) {
+        const ncclWaitSignalDesc_t *d = &signalDescs[i];
+        r = rma_checks(c, d->sigIdx, d->ctx, 0, fn);
+        if (r == ncclSuccess)
+            r = check_rank(d->peer, c, fn, "a descriptor's peer");
+        if (r == ncclSuccess && d->opCnt <= 0) {
+            BT_WARN("%s: descriptor %d waits for %d signals (must be > 0)", fn, i, d->opCnt);
+            r = ncclInvalidArgument;
+        }
+        peers[i] = d->peer;
+        ops[i] = d->opCnt;
+    }
+    if (r == ncclSuccess) {
+        if (!bt_comm_acquire(c)) {
+            BT_WARN("%s: communicator %p was destroyed or aborted", fn, (void *)c);
+            r = ncclInvalidUsage;
+        } else {
+            bt_status_t st = bt_launch_gate(c);
+            if (st == BT_OK)
+                st = bt_rma_wait(c, nDesc, peers, ops);
+            bt_comm_release(c);
+            r = (ncclResult_t)st;
+        }
+    }
+    free(peers);
+    return r;
+}
+
 BT_API ncclResult_t ncclGroupStart(void)
 {
     bt_group_start();
@@ -369,8 +486,21 @@ BT_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
         BT_WARN("ncclGroupSimulateEnd: simInfo is NULL");
         return ncclInvalidArgument;
     }
-    BT_WARN("ncclGroupSimulateEnd is not supported by Baton yet");
-    return ncclInvalidUsage;
+    /* Read as NCCL does: the caller's size says how much of the struct it has. */
+    size_t size = simInfo->size;
+    if (simInfo->magic != NCCL_SIM_INFO_MAGIC ||
+        size < offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float)) {
+        BT_WARN("ncclGroupSimulateEnd: simInfo (magic 0x%x, size %zu) was not made with "
+                "NCCL_SIM_INFO_INITIALIZER",
+                simInfo->magic, size);
+        return ncclInvalidArgument;
+    }
+    double us = 0;
+    bt_status_t st = bt_group_simulate(&us);
+    if (st != BT_OK)
+        return (ncclResult_t)st;
+    simInfo->estimatedTime = (float)us; /* microseconds, as NCCL's cost tables */
+    return ncclSuccess;
 }
 
 /* ---- custom reduction operators ------------------------------------------------------------ */
@@ -460,5 +590,8 @@ BT_PNCCL(ncclScatter);
 BT_PNCCL(ncclGroupStart);
 BT_PNCCL(ncclGroupEnd);
 BT_PNCCL(ncclGroupSimulateEnd);
+BT_PNCCL(ncclPutSignal);
+BT_PNCCL(ncclSignal);
+BT_PNCCL(ncclWaitSignal);
 BT_PNCCL(ncclRedOpCreatePreMulSum);
 BT_PNCCL(ncclRedOpDestroy);

@@ -57,6 +57,8 @@ BT_API const char *ncclGetErrorString(ncclResult_t result)
         return "remote process exited or there was a network error";
     case ncclInProgress:
         return "NCCL operation in progress";
+    case ncclTimeout:
+        return "operation timed out";
     default:
         return "unknown result code";
     }
@@ -98,48 +100,20 @@ static bt_status_t resolve_id(const ncclUniqueId *in, int rank, unsigned char *o
     return BT_OK;
 }
 
-static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueId *id, int rank,
-                              const ncclConfig_t *config, const char *fn)
+/* A new communicator: allocate it and join the rendezvous at `id` (the raw bytes, resolved),
+ * now, at the group's end, or in the background (non-blocking). cuda_dev -1: host memory. */
+static ncclResult_t start_comm(ncclComm_t *newcomm, int nranks, int rank, const unsigned char *id,
+                               const struct bt_comm_config *cfg, int cuda_dev)
 {
-    struct bt_comm_config cfg;
     struct bt_comm *comm = NULL;
-    bt_status_t st;
-
-    if (!newcomm) {
-        BT_WARN("%s: comm (the output pointer) is NULL", fn);
-        return ncclInvalidArgument;
-    }
-    *newcomm = NULL;
-    if (nranks < 1) {
-        BT_WARN("%s: nranks %d is invalid (must be >= 1)", fn, nranks);
-        return ncclInvalidArgument;
-    }
-    if (rank < 0 || rank >= nranks) {
-        BT_WARN("%s: rank %d is out of range [0, %d)", fn, rank, nranks);
-        return ncclInvalidArgument;
-    }
-    st = bt_api_config_parse(config, &cfg, fn);
-    if (st != BT_OK) {
-        bt_group_set_error(st);
-        return (ncclResult_t)st;
-    }
-
-    st = bt_comm_alloc(nranks, rank, &comm);
+    bt_status_t st = bt_comm_alloc(nranks, rank, &comm);
     if (st != BT_OK)
         return (ncclResult_t)st;
-    comm->config = cfg;
-    /* A GPU communicator when a device is current (CUDA built in, a driver, a GPU); its
-     * operations on host buffers still run on the host. batonCommInitRankHost or
-     * DEVICE=cpu: never. */
-    const char *devp = bt_param_str_device();
-    int host_only = strcmp(fn, "batonCommInitRankHost") == 0 || (devp && strcmp(devp, "cpu") == 0);
-    comm->cuda_dev = host_only ? -1 : bt_device_current();
-
+    comm->config = *cfg;
+    comm->cuda_dev = cuda_dev;
     struct bt_init_job job = {.comm = comm};
-    st = resolve_id(id, rank, job.id);
-    if (st != BT_OK)
-        goto fail;
-    if (bt_group_depth() > 0 || !cfg.blocking) {
+    memcpy(job.id, id, BT_UNIQUE_ID_BYTES);
+    if (bt_group_depth() > 0 || !cfg->blocking) {
         /* Joined at ncclGroupEnd, concurrently with the group's other inits; non-blocking
          * outside a group: a group of one, which ends in the background. */
         if (bt_group_depth() > 0) {
@@ -168,9 +142,178 @@ fail:
     return (ncclResult_t)st;
 }
 
+/* The device a new communicator runs on: the current one when CUDA is built in, a driver
+ * and a GPU are there (its operations on host buffers still run on the host); -1 (host
+ * memory) for host_only, batonCommInitRankHost, or DEVICE=cpu. */
+static int device_of_new(int host_only)
+{
+    const char *devp = bt_param_str_device();
+    return host_only || (devp && strcmp(devp, "cpu") == 0) ? -1 : bt_device_current();
+}
+
+static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueId *id, int rank,
+                              const ncclConfig_t *config, const char *fn)
+{
+    struct bt_comm_config cfg;
+    bt_status_t st;
+
+    if (!newcomm) {
+        BT_WARN("%s: comm (the output pointer) is NULL", fn);
+        return ncclInvalidArgument;
+    }
+    *newcomm = NULL;
+    if (nranks < 1) {
+        BT_WARN("%s: nranks %d is invalid (must be >= 1)", fn, nranks);
+        return ncclInvalidArgument;
+    }
+    if (rank < 0 || rank >= nranks) {
+        BT_WARN("%s: rank %d is out of range [0, %d)", fn, rank, nranks);
+        return ncclInvalidArgument;
+    }
+    st = bt_api_config_parse(config, &cfg, fn);
+    if (st != BT_OK) {
+        bt_group_set_error(st);
+        return (ncclResult_t)st;
+    }
+
+    unsigned char raw[BT_UNIQUE_ID_BYTES];
+    st = resolve_id(id, rank, raw);
+    if (st != BT_OK)
+        return (ncclResult_t)st;
+    return start_comm(newcomm, nranks, rank, raw, &cfg,
+                      device_of_new(strcmp(fn, "batonCommInitRankHost") == 0));
+}
+
 BT_API ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
     return init_rank(comm, nranks, &commId, rank, NULL, "ncclCommInitRank");
+}
+
+/* ---- growing a communicator (NCCL 2.29+) ------------------------------------------------ */
+
+BT_API ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)
+{
+    const char *fn = "ncclCommGetUniqueId";
+    BT_API_CHECK_READY(comm, fn);
+    BT_API_CHECK_PTR(uniqueId, fn, "uniqueId");
+    struct bt_comm *c = (struct bt_comm *)comm;
+    if (c->grow_pending) {
+        BT_WARN("%s: rank %d: the id made before has not been used by an ncclCommGrow yet (one "
+                "id per grow, one at a time)",
+                fn, c->rank);
+        return ncclInvalidUsage;
+    }
+    /* A root of its own, whatever COMM_ID says: the ranks to come meet there. */
+    memset(uniqueId, 0, sizeof(*uniqueId));
+    bt_status_t st = bt_bootstrap_unique_id_new(uniqueId->internal);
+    if (st != BT_OK)
+        return (ncclResult_t)st;
+    memcpy(c->grow_id, uniqueId->internal, BT_UNIQUE_ID_BYTES);
+    c->grow_pending = 1;
+    return ncclSuccess;
+}
+
+/* What each existing rank tells the others when they grow: the id, from the one that has it. */
+struct grow_offer {
+    int32_t has;
+    unsigned char id[BT_UNIQUE_ID_BYTES];
+};
+
+/* The existing ranks agree on the grow's id (the root's), over the parent's bootstrap. */
+static bt_status_t grow_agree(struct bt_comm *c, const ncclUniqueId *mine, unsigned char *id)
+{
+    struct grow_offer *all = calloc((size_t)c->nranks, sizeof(*all));
+    if (!all)
+        return BT_ERR_SYSTEM;
+    if (mine) {
+        all[c->rank].has = 1;
+        memcpy(all[c->rank].id, mine->internal, BT_UNIQUE_ID_BYTES);
+    }
+    bt_status_t st = bt_bootstrap_allgather(c->bs, all, sizeof(*all));
+    int root = -1;
+    for (int r = 0; r < c->nranks && st == BT_OK; r++) {
+        if (!all[r].has)
+            continue;
+        if (root >= 0 && memcmp(all[r].id, all[root].id, BT_UNIQUE_ID_BYTES) != 0) {
+            BT_WARN("ncclCommGrow: ranks %d and %d of the communicator both pass an id, and they "
+                    "differ: one rank (the grow's root) passes the id, the others NULL",
+                    root, r);
+            st = BT_ERR_INVALID_USAGE;
+        }
+        root = root < 0 ? r : root;
+    }
+    if (st == BT_OK && root < 0) {
+        BT_WARN("ncclCommGrow: no rank of the communicator passed the id: the rank that made it "
+                "(ncclCommGetUniqueId) passes it, the others NULL");
+        st = BT_ERR_INVALID_USAGE;
+    }
+    if (st == BT_OK)
+        memcpy(id, all[root].id, BT_UNIQUE_ID_BYTES);
+    free(all);
+    return st;
+}
+
+BT_API ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId,
+                                 int rank, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    const char *fn = "ncclCommGrow";
+    BT_API_CHECK_PTR(newcomm, fn, "newcomm");
+    *newcomm = NULL;
+    struct bt_comm_config cfg;
+    if (!comm) { /* a rank that joins, at the rank it was given */
+        BT_API_CHECK_PTR(uniqueId, fn, "uniqueId (a joining rank passes the grow's id)");
+        if (nRanks < 2 || rank < 0 || rank >= nRanks) {
+            BT_WARN("%s: a joining rank needs 0 <= rank < nRanks (rank %d, nRanks %d)", fn, rank,
+                    nRanks);
+            return ncclInvalidArgument;
+        }
+        bt_status_t st = bt_api_config_parse(config, &cfg, fn);
+        if (st != BT_OK)
+            return (ncclResult_t)st;
+        return start_comm(newcomm, nRanks, rank, (const unsigned char *)uniqueId->internal, &cfg,
+                          device_of_new(0));
+    }
+    BT_API_CHECK_READY(comm, fn);
+    struct bt_comm *c = (struct bt_comm *)comm;
+    if (rank != -1) {
+        BT_WARN("%s: rank %d of the communicator passes rank %d: an existing rank passes -1 (it "
+                "keeps its rank)",
+                fn, c->rank, rank);
+        return ncclInvalidArgument;
+    }
+    if (nRanks <= c->nranks) {
+        BT_WARN("%s: nRanks %d does not grow the communicator of %d ranks", fn, nRanks, c->nranks);
+        return ncclInvalidArgument;
+    }
+    if (uniqueId &&
+        (!c->grow_pending || memcmp(uniqueId->internal, c->grow_id, BT_UNIQUE_ID_BYTES) != 0)) {
+        BT_WARN("%s: rank %d passes an id this communicator did not make (ncclCommGetUniqueId), "
+                "or one used already",
+                fn, c->rank);
+        return ncclInvalidArgument;
+    }
+    if (bt_group_depth() > 0) {
+        BT_WARN("%s: called inside ncclGroupStart/ncclGroupEnd: call it outside a group", fn);
+        return ncclInvalidUsage;
+    }
+    if (config) {
+        bt_status_t st = bt_api_config_parse(config, &cfg, fn);
+        if (st != BT_OK)
+            return (ncclResult_t)st;
+    } else {
+        cfg = c->config; /* the parent's */
+    }
+    unsigned char id[BT_UNIQUE_ID_BYTES];
+    if (!bt_comm_acquire(c)) {
+        BT_WARN("%s: communicator %p was destroyed or aborted", fn, (void *)comm);
+        return ncclInvalidUsage;
+    }
+    bt_status_t st = grow_agree(c, uniqueId, id);
+    bt_comm_release(c);
+    if (st != BT_OK)
+        return (ncclResult_t)st;
+    c->grow_pending = 0; /* consumed, whatever the join says */
+    return start_comm(newcomm, nRanks, c->rank, id, &cfg, c->cuda_dev);
 }
 
 BT_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
@@ -562,8 +705,11 @@ BT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t s
         BT_WARN("%s: buff %p with size %zu: a window needs a buffer", fn, buff, size);
         return ncclInvalidArgument;
     }
-    if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC) {
-        BT_WARN("%s: winFlags 0x%x has unknown bits (NCCL_WIN_DEFAULT or NCCL_WIN_COLL_SYMMETRIC)",
+    /* NCCL_WIN_STRICT_ORDERING asks one-sided operations to land in order, which Baton's
+     * always do (one FIFO per peer): accepted, nothing to change. */
+    if (winFlags & ~(NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING)) {
+        BT_WARN("%s: winFlags 0x%x has unknown bits (NCCL_WIN_DEFAULT, NCCL_WIN_COLL_SYMMETRIC, "
+                "NCCL_WIN_STRICT_ORDERING)",
                 fn, winFlags);
         return ncclInvalidArgument;
     }
@@ -590,6 +736,82 @@ BT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
     if (!win)
         return ncclSuccess; /* as NCCL: what a registration without windows gave */
     return (ncclResult_t)bt_window_deregister((struct bt_comm *)comm, (struct bt_window *)win);
+}
+
+/* ---- suspend and resume (NCCL 2.29+) ------------------------------------------------------ */
+
+/* Suspend or resume: outside a group, on a communicator no launch uses. */
+static ncclResult_t suspend_or_resume(ncclComm_t comm, int suspend, const char *fn)
+{
+    if (bt_group_depth() > 0) {
+        BT_WARN("%s: called inside ncclGroupStart/ncclGroupEnd: call it outside a group", fn);
+        return ncclInvalidUsage;
+    }
+    struct bt_comm *c = (struct bt_comm *)comm;
+    if (!bt_comm_acquire(c)) {
+        BT_WARN("%s: communicator %p was destroyed or aborted", fn, (void *)comm);
+        return ncclInvalidUsage;
+    }
+    bt_status_t st = suspend ? bt_comm_suspend(c) : bt_comm_resume(c);
+    bt_comm_release(c);
+    return (ncclResult_t)st;
+}
+
+BT_API ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags)
+{
+    BT_API_CHECK_READY(comm, "ncclCommSuspend");
+    if (flags & ~NCCL_SUSPEND_MEM) {
+        BT_WARN("ncclCommSuspend: flags 0x%x has unknown bits (NCCL_SUSPEND_MEM is 0x%x)", flags,
+                NCCL_SUSPEND_MEM);
+        return ncclInvalidArgument;
+    }
+    if (!(flags & NCCL_SUSPEND_MEM))
+        return ncclSuccess; /* as NCCL: nothing asked, nothing suspended */
+    return suspend_or_resume(comm, 1, "ncclCommSuspend");
+}
+
+BT_API ncclResult_t ncclCommResume(ncclComm_t comm)
+{
+    BT_API_CHECK_READY(comm, "ncclCommResume");
+    return suspend_or_resume(comm, 0, "ncclCommResume");
+}
+
+/* The Gpu* stats count the communicator's own memory kind: a GPU communicator's device memory,
+ * a host communicator's host memory (its "device" is the host). Everything Baton holds for a
+ * communicator there is released by a suspend: nothing persists. */
+BT_API ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value)
+{
+    BT_API_CHECK_READY(comm, "ncclCommMemStats");
+    BT_API_CHECK_PTR(value, "ncclCommMemStats", "value");
+    struct bt_comm *c = (struct bt_comm *)comm;
+    switch (stat) {
+    case ncclStatGpuMemSuspend:
+    case ncclStatGpuMemTotal:
+        *value = bt_comm_held(c);
+        return ncclSuccess;
+    case ncclStatGpuMemPersist:
+        *value = 0;
+        return ncclSuccess;
+    case ncclStatGpuMemSuspended:
+        *value = (uint64_t)atomic_load_explicit(&c->suspended, memory_order_acquire);
+        return ncclSuccess;
+    default:
+        BT_WARN("ncclCommMemStats: stat %d is not an ncclCommMemStat_t (0..3)", (int)stat);
+        return ncclInvalidArgument;
+    }
+}
+
+BT_API ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr)
+{
+    const char *fn = "ncclWinGetUserPtr";
+    BT_API_CHECK_READY(comm, fn);
+    BT_API_CHECK_PTR(win, fn, "win");
+    BT_API_CHECK_PTR(outUserPtr, fn, "outUserPtr");
+    struct bt_window *w = (struct bt_window *)win;
+    if (bt_window_check((struct bt_comm *)comm, w, fn) != BT_OK)
+        return ncclInvalidArgument;
+    *outUserPtr = w->base;
+    return ncclSuccess;
 }
 
 /* ---- memory ----------------------------------------------------------------------------- */
@@ -658,6 +880,12 @@ BT_PNCCL(ncclCommShrink);
 BT_PNCCL(ncclCommRevoke);
 BT_PNCCL(ncclCommWindowRegister);
 BT_PNCCL(ncclCommWindowDeregister);
+BT_PNCCL(ncclWinGetUserPtr);
+BT_PNCCL(ncclCommGetUniqueId);
+BT_PNCCL(ncclCommGrow);
+BT_PNCCL(ncclCommSuspend);
+BT_PNCCL(ncclCommResume);
+BT_PNCCL(ncclCommMemStats);
 BT_PNCCL(ncclMemAlloc);
 BT_PNCCL(ncclMemFree);
 BT_PNCCL(ncclCommRegister);

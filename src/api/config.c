@@ -42,16 +42,17 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
         }
         if (c.version < 22800)
             c.nChannelsPerNetPeer = c.nvlinkCentricSched = NCCL_CONFIG_UNDEF_INT;
+        /* NCCL 2.30's fields: a struct from an older header is too small to hold them (the
+         * copy above stopped short, leaving them unset). */
     }
 
     const struct {
         const char *name;
         int value;
-    } bools[] = {{"blocking", c.blocking},
-                 {"splitShare", c.splitShare},
-                 {"shrinkShare", c.shrinkShare},
-                 {"nvlinkCentricSched", c.nvlinkCentricSched},
-                 {"collnetEnable", c.collnetEnable}};
+    } bools[] = {
+        {"blocking", c.blocking},           {"splitShare", c.splitShare},
+        {"shrinkShare", c.shrinkShare},     {"nvlinkCentricSched", c.nvlinkCentricSched},
+        {"collnetEnable", c.collnetEnable}, {"graphStreamOrdering", c.graphStreamOrdering}};
     for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
         if (!is_bool_or_unset(bools[i].value)) {
             BT_WARN("%s: config->%s is %d, must be 0 or 1", fn, bools[i].name, bools[i].value);
@@ -82,6 +83,20 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
         return BT_ERR_INVALID_ARG;
     }
 
+    if (c.graphUsageMode != NCCL_CONFIG_UNDEF_INT &&
+        (c.graphUsageMode < 0 || c.graphUsageMode > 2)) {
+        BT_WARN("%s: config->graphUsageMode is %d, must be 0, 1 or 2", fn, c.graphUsageMode);
+        return BT_ERR_INVALID_ARG;
+    }
+    if (c.numRmaCtx != NCCL_CONFIG_UNDEF_INT && c.numRmaCtx < 0) {
+        BT_WARN("%s: config->numRmaCtx is %d, must be >= 0", fn, c.numRmaCtx);
+        return BT_ERR_INVALID_ARG;
+    }
+    if (c.maxP2pPeers != NCCL_CONFIG_UNDEF_INT && c.maxP2pPeers <= 0) {
+        BT_WARN("%s: config->maxP2pPeers is %d, must be > 0", fn, c.maxP2pPeers);
+        return BT_ERR_INVALID_ARG;
+    }
+
 #define DEF(v, d) ((v) == NCCL_CONFIG_UNDEF_INT ? (d) : (v))
     memset(out, 0, sizeof(*out));
     out->blocking =
@@ -97,6 +112,10 @@ bt_status_t bt_api_config_parse(const ncclConfig_t *config, struct bt_comm_confi
     out->nvls_ctas = DEF(c.nvlsCTAs, 0);
     out->nchannels_per_net_peer = DEF(c.nChannelsPerNetPeer, 0);
     out->nvlink_centric_sched = DEF(c.nvlinkCentricSched, 0);
+    out->graph_usage_mode = DEF(c.graphUsageMode, 2);
+    out->num_rma_ctx = DEF(c.numRmaCtx, 1);
+    out->max_p2p_peers = DEF(c.maxP2pPeers, 0);
+    out->graph_stream_ordering = DEF(c.graphStreamOrdering, 1);
 #undef DEF
     if (c.commName)
         snprintf(out->name, sizeof(out->name), "%s", c.commName);

@@ -233,6 +233,60 @@ static void execs_sync(struct bt_comm *comm)
             bt_exec_of(k)->drain(comm->exec[k]);
 }
 
+static void execs_destroy(struct bt_comm *comm)
+{
+    for (int k = 0; k < BT_EXEC_KINDS; k++) {
+        if (comm->exec[k])
+            bt_exec_of(k)->destroy(comm->exec[k]);
+        __atomic_store_n(&comm->exec[k], NULL, __ATOMIC_RELEASE);
+    }
+}
+
+bt_status_t bt_comm_suspend(struct bt_comm *comm)
+{
+    if (atomic_load_explicit(&comm->suspended, memory_order_acquire)) {
+        BT_WARN("ncclCommSuspend: rank %d: communicator %p is suspended already", comm->rank,
+                (void *)comm);
+        return BT_ERR_INVALID_USAGE;
+    }
+    execs_sync(comm);
+    bt_status_t st = bt_bootstrap_barrier(comm->bs);
+    if (st != BT_OK) {
+        BT_WARN("ncclCommSuspend: rank %d: the ranks did not all reach the suspend (error %d); "
+                "nothing was released",
+                comm->rank, (int)st);
+        return st;
+    }
+    /* The proxy first: its threads use the connectors the executors free (it starts again
+     * with the first network connector after the resume). */
+    bt_transport_ctx_join(&comm->tctx);
+    execs_destroy(comm);
+    atomic_store_explicit(&comm->suspended, 1, memory_order_release);
+    BT_INFO(BT_LOG_INIT, "rank %d: communicator %p suspended: its buffers are released", comm->rank,
+            (void *)comm);
+    return BT_OK;
+}
+
+bt_status_t bt_comm_resume(struct bt_comm *comm)
+{
+    if (!atomic_load_explicit(&comm->suspended, memory_order_acquire)) {
+        BT_WARN("ncclCommResume: rank %d: communicator %p is not suspended", comm->rank,
+                (void *)comm);
+        return BT_ERR_INVALID_USAGE;
+    }
+    /* Nothing to make now: the next operation makes the executors' states, as the first did
+     * (the GPU's collectively, every rank at the same operation). */
+    atomic_store_explicit(&comm->suspended, 0, memory_order_release);
+    return BT_OK;
+}
+
+uint64_t bt_comm_held(struct bt_comm *comm)
+{
+    int k = comm->cuda_dev >= 0 ? BT_EXEC_CUDA : BT_EXEC_HOST;
+    void *state = __atomic_load_n(&comm->exec[k], __ATOMIC_ACQUIRE);
+    return state && bt_exec_of(k)->held ? bt_exec_of(k)->held(state) : 0;
+}
+
 void bt_comm_free(struct bt_comm *comm)
 {
     if (!comm)
@@ -243,11 +297,7 @@ void bt_comm_free(struct bt_comm *comm)
     bt_arrival_free(comm);
     /* The proxy first: its threads use the connectors the executors free. */
     bt_transport_ctx_join(&comm->tctx);
-    for (int k = 0; k < BT_EXEC_KINDS; k++) {
-        if (comm->exec[k])
-            bt_exec_of(k)->destroy(comm->exec[k]);
-        comm->exec[k] = NULL;
-    }
+    execs_destroy(comm);
     bt_graph_channels_free(comm->channels, comm->nchannels);
     bt_transport_ctx_fini(&comm->tctx); /* after every connector: closes the network */
     free(comm->link_caps);

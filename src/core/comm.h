@@ -45,6 +45,11 @@ struct bt_comm_config {
     int nvls_ctas;
     int nchannels_per_net_peer;
     int nvlink_centric_sched;
+    /* NCCL 2.30's: kept as given (docs/ENV.md says what Baton makes of each) */
+    int graph_usage_mode;      /* 0, 1, 2 (default) */
+    int num_rma_ctx;           /* one-sided contexts: 1 (default); 0: one-sided calls refused */
+    int max_p2p_peers;         /* 0: unset */
+    int graph_stream_ordering; /* 0 or 1 (default) */
     char name[64];
     char net_name[64]; /* netName: the network to use ("": NCCL_NET, else any) */
 };
@@ -103,7 +108,12 @@ struct bt_comm {
     _Atomic int active_launches; /* launches using this comm now: abort waits for them */
     _Atomic int busy;            /* a non-blocking group job uses it (BT_BUSY_*, core/group.c) */
     _Atomic int revoked;         /* ncclCommRevoke or a NCCL_SHRINK_ABORT shrink stopped it */
-    _Atomic int async_error;     /* ncclResult_t of a failure seen in the background */
+    _Atomic int suspended;       /* ncclCommSuspend freed its buffers; ncclCommResume clears it */
+    int grow_pending;            /* ncclCommGetUniqueId made grow_id; ncclCommGrow consumes it */
+    struct bt_window *signals;   /* one-sided calls' signal board (core/rma.h), or NULL */
+    uint64_t *signal_seen;       /* [nranks]: signals from each rank consumed by waits */
+    unsigned char grow_id[BT_UNIQUE_ID_BYTES];
+    _Atomic int async_error; /* ncclResult_t of a failure seen in the background */
     int init_done;
     int finalized;
     bt_status_t init_status; /* nonblocking init: result to report */
@@ -170,5 +180,19 @@ void bt_comm_wait_idle(struct bt_comm *comm);
  * error, later ones are refused) and its proxy, keeping the bootstrap usable so that a shrink
  * can follow. Idempotent. caller: any thread but one of the comm's launches. */
 void bt_comm_revoke(struct bt_comm *comm);
+
+/*
+ * ncclCommSuspend (collective): once the comm's work is done here, a barrier (no rank frees
+ * what a peer may still use), then every executor's state goes (connectors, FIFOs, GPU
+ * memory: what bt_comm_held counts) and the proxy ends; bootstrap, peers, windows and
+ * settings stay. Operations are refused until bt_comm_resume, after which the states are made
+ * again at the next operation, as at the first. caller: the comm's owner, outside a group.
+ */
+bt_status_t bt_comm_suspend(struct bt_comm *comm);
+bt_status_t bt_comm_resume(struct bt_comm *comm);
+
+/* Bytes of buffers the communicator holds in its own memory kind (a GPU communicator's
+ * device memory, a host communicator's host memory), all of which a suspend gives back. */
+uint64_t bt_comm_held(struct bt_comm *comm);
 
 #endif

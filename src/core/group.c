@@ -406,3 +406,53 @@ bt_status_t bt_group_end(void)
     }
     return st;
 }
+
+/* Whether op i is its communicator's first in the group. */
+static int first_of_comm(int i)
+{
+    for (int j = 0; j < i; j++)
+        if (grp.ops[j].comm == grp.ops[i].comm)
+            return 0;
+    return 1;
+}
+
+bt_status_t bt_group_simulate(double *us)
+{
+    *us = 0;
+    if (grp.depth != 1) {
+        BT_WARN("ncclGroupSimulateEnd must end the outermost group (the group depth is %d)",
+                grp.depth);
+        return BT_ERR_INVALID_USAGE;
+    }
+    if (grp.ninits > 0) {
+        BT_WARN("ncclGroupSimulateEnd: the group holds %d communicator init(s), split(s) or "
+                "window registration(s), which must run: end it with ncclGroupEnd",
+                grp.ninits);
+        return BT_ERR_INVALID_USAGE;
+    }
+    /* The communicators of a group run at once, each its operations one after another. */
+    bt_status_t st = grp.error;
+    for (int i = 0; i < grp.nops && st == BT_OK; i++) {
+        struct bt_comm *comm = grp.ops[i].comm;
+        if (!first_of_comm(i))
+            continue;
+        if (!bt_comm_acquire(comm)) {
+            BT_WARN("ncclGroupSimulateEnd: communicator %p was destroyed or aborted", (void *)comm);
+            st = BT_ERR_INVALID_USAGE;
+            break;
+        }
+        double sum = 0, one = 0;
+        for (int k = i; k < grp.nops && st == BT_OK; k++)
+            if (grp.ops[k].comm == comm) {
+                st = bt_launch_predict_us(&grp.ops[k], &one);
+                sum += one;
+            }
+        bt_comm_release(comm);
+        if (sum > *us)
+            *us = sum;
+    }
+    grp.nops = 0;
+    grp.depth = 0;
+    grp.error = BT_OK;
+    return st;
+}

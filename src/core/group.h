@@ -40,6 +40,12 @@ void bt_group_start(void);
  * in one group: BT_ERR_INVALID_ARG, nothing runs. */
 bt_status_t bt_group_end(void);
 
+/* End the outermost group without running it: *us is the tuner's time for its operations
+ * (per communicator the sum of its operations', the longest communicator's), and the
+ * operations are dropped. A group holding inits, splits or window registrations is left
+ * open (BT_ERR_INVALID_USAGE): those must run. */
+bt_status_t bt_group_simulate(double *us);
+
 /* Record a failed call inside the group: GroupEnd returns it and runs nothing. */
 void bt_group_set_error(bt_status_t st);
 

@@ -72,7 +72,7 @@ static int is_self(const struct bt_op *op)
 }
 
 /* The communicator can run operations: its init finished and nothing failed since. */
-static bt_status_t gate(struct bt_comm *comm)
+bt_status_t bt_launch_gate(struct bt_comm *comm)
 {
     if (!comm->init_done || comm->init_status != BT_OK) {
         BT_WARN("rank %d: communicator %p did not finish its initialization (error %d)", comm->rank,
@@ -82,6 +82,12 @@ static bt_status_t gate(struct bt_comm *comm)
     if (atomic_load_explicit(&comm->revoked, memory_order_acquire)) {
         BT_WARN("rank %d: communicator %p was revoked (ncclCommRevoke or a NCCL_SHRINK_ABORT "
                 "shrink); only ncclCommShrink, ncclCommDestroy and ncclCommAbort apply to it",
+                comm->rank, (void *)comm);
+        return BT_ERR_INVALID_USAGE;
+    }
+    if (atomic_load_explicit(&comm->suspended, memory_order_acquire)) {
+        BT_WARN("rank %d: communicator %p is suspended (ncclCommSuspend): ncclCommResume it "
+                "before its next operation",
                 comm->rank, (void *)comm);
         return BT_ERR_INVALID_USAGE;
     }
@@ -399,6 +405,33 @@ static void fail_policy(struct bt_op *ops, int nops, bt_status_t st)
         bt_comm_set_async_error(ops[i].comm, st);
 }
 
+/* ---- the model's time ------------------------------------------------------------------- */
+
+bt_status_t bt_launch_predict_us(struct bt_op *op, double *us)
+{
+    intptr_t kind = op_is_gpu(op) ? BT_EXEC_CUDA : BT_EXEC_HOST;
+    const struct bt_exec_ops *ex = bt_exec_of((int)kind);
+    struct bt_comm *comm = op->comm;
+    struct bt_plan_target model;
+    const struct bt_plan_target *tg = NULL;
+    if (!comm->exec[kind] && kind == BT_EXEC_HOST)
+        BT_CHECK(create_state(comm, (void *)kind)); /* local and cheap, as at a first launch */
+    if (comm->exec[kind] && ex->target)
+        tg = ex->target(comm->exec[kind]);
+    if (!tg && ex->model) {
+        /* a GPU communicator before its first operation: its state is made collectively, so
+         * the model of its size stands in (no NVLink assumed) */
+        ex->model(comm->nranks, 0, comm->ec.tune, &model);
+        tg = &model;
+    }
+    if (!tg) {
+        BT_WARN("ncclGroupSimulateEnd: the %s executor has no model to ask", ex->name);
+        return BT_ERR_INTERNAL;
+    }
+    *us = bt_plan_predict_us(tg, op);
+    return BT_OK;
+}
+
 /* ---- the launch ------------------------------------------------------------------------- */
 
 /* Mark the comms busy for the launch so ncclCommAbort from another thread waits for the
@@ -418,7 +451,7 @@ bt_status_t bt_launch(struct bt_op *ops, int nops)
     bt_status_t st = bt_check_colls(ops, nops);
     for (int i = 0; i < nops && st == BT_OK; i++)
         if (i == 0 || ops[i].comm != ops[i - 1].comm)
-            st = gate(ops[i].comm);
+            st = bt_launch_gate(ops[i].comm);
     if (st == BT_OK)
         st = match_self(ops, nops, op_is_gpu); /* in the group's order */
     int ngpu = st == BT_OK ? gpu_ops_last(ops, nops) : 0;

@@ -15,6 +15,14 @@ struct bt_exec_hooks;
  * completion, GPU ops queued on their streams). */
 bt_status_t bt_launch(struct bt_op *ops, int nops);
 
+/* Whether comm takes operations now: initialized, not revoked, not suspended, not failed
+ * (WARNed when not, naming why). */
+bt_status_t bt_launch_gate(struct bt_comm *comm);
+
+/* The time the tuner's model gives op on the executor it would run on (ncclGroupSimulateEnd);
+ * nothing runs, though a host communicator's executor state is made if it was not yet. */
+bt_status_t bt_launch_predict_us(struct bt_op *op, double *us);
+
 /* What core does for the executors while they wait (struct bt_exec_comm's hooks). */
 extern const struct bt_exec_hooks bt_launch_hooks;
 

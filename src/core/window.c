@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/rma.h"
 #include "device/device.h"
 #include "util/log.h"
 
@@ -78,15 +79,19 @@ static bt_status_t all_agree(struct bt_comm *comm, int mine, int *all_p)
     return st;
 }
 
-bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int flags,
-                               struct bt_window **win_p)
+bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t size, int flags,
+                                     struct bt_window **win_p)
 {
     *win_p = NULL;
     struct bt_window *w = calloc(1, sizeof(*w));
     struct win_info *all = calloc((size_t)comm->nranks, sizeof(*all));
     bt_status_t st = BT_OK;
-    if (!w || !all) {
+    if (w)
+        w->peer_size = calloc((size_t)comm->nranks, sizeof(uint64_t));
+    if (!w || !all || !w->peer_size) {
         BT_WARN("out of memory registering a window of %d ranks", comm->nranks);
+        if (w)
+            free(w->peer_size);
         free(w);
         free(all);
         return BT_ERR_SYSTEM;
@@ -105,6 +110,8 @@ bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int
     if (want && w->ex->win_export)
         me->exported = w->ex->win_export(&comm->ec, buf, size, &w->mine, me->blob);
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
+    for (int r = 0; r < comm->nranks; r++)
+        w->peer_size[r] = all[r].size;
     int ok = me->exported && map_all(w, all, me->on_device);
     BT_CHECK_GOTO(all_agree(comm, ok, &w->mapped), st, fail);
     if (!w->mapped)
@@ -122,21 +129,48 @@ bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int
 fail:
     unmap(w);
     free(all);
+    free(w->peer_size);
     free(w);
     return st;
 }
 
-bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win)
+bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int flags,
+                               struct bt_window **win_p)
+{
+    BT_CHECK(bt_window_register_plain(comm, buf, size, flags, win_p));
+    bt_status_t st = bt_rma_window_added(comm, *win_p);
+    if (st != BT_OK) {
+        bt_window_deregister(comm, *win_p);
+        *win_p = NULL;
+    }
+    return st;
+}
+
+/* Where comm's list holds win, or NULL (WARNed, naming fn) when it does not. */
+static struct bt_window **list_slot(struct bt_comm *comm, const struct bt_window *win,
+                                    const char *fn)
 {
     struct bt_window **pp = &comm->windows;
     while (*pp && *pp != win)
         pp = &(*pp)->next;
-    if (!*pp) {
-        BT_WARN("ncclCommWindowDeregister: window %p is not registered with comm %p (another "
-                "comm's, or deregistered already)",
-                (void *)win, (void *)comm);
+    if (*pp)
+        return pp;
+    BT_WARN("%s: window %p is not registered with comm %p (another comm's, or deregistered "
+            "already)",
+            fn, (const void *)win, (void *)comm);
+    return NULL;
+}
+
+bt_status_t bt_window_check(struct bt_comm *comm, const struct bt_window *win, const char *fn)
+{
+    return list_slot(comm, win, fn) ? BT_OK : BT_ERR_INVALID_ARG;
+}
+
+bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win)
+{
+    struct bt_window **pp = list_slot(comm, win, "ncclCommWindowDeregister");
+    if (!pp)
         return BT_ERR_INVALID_ARG;
-    }
     *pp = win->next;
     /* Its kernels (and the peers' that wrote this rank's flags before they ended) are done
      * once this comm's are. */
@@ -144,16 +178,19 @@ bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win)
     if (win->mapped && win->ex->sync && state)
         win->ex->sync(state);
     unmap(win);
+    free(win->peer_size);
     free(win);
     return BT_OK;
 }
 
 void bt_window_free_all(struct bt_comm *comm)
 {
+    bt_rma_free(comm); /* the signal board: the comm's own window */
     while (comm->windows) {
         struct bt_window *w = comm->windows;
         comm->windows = w->next;
         unmap(w);
+        free(w->peer_size);
         free(w);
     }
 }

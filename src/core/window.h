@@ -28,17 +28,26 @@ struct bt_window {
     int mapped;                   /* every rank's window is mapped here (peers) */
     struct bt_win_map mine;       /* this rank's export (its flags), while mapped */
     struct bt_win_map *peers;     /* [nranks] when mapped (own: mine's) */
+    uint64_t *peer_size;          /* [nranks]: each rank's registered size */
     struct bt_window *next;       /* the comm's list */
 };
 
-/* Collective: every rank of `comm` registers its own buffer (its own size). */
+/* Collective: every rank of `comm` registers its own buffer (its own size); the first window
+ * that maps also brings the one-sided calls' signal board (core/rma.h). */
 bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int flags,
                                struct bt_window **win_p);
+/* The same without the signal board (the board's own registration). */
+bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t size, int flags,
+                                     struct bt_window **win_p);
 
 /* Local: waits for the comm's work on the window's executor, unmaps the peers' windows and
  * frees this rank's flags. A window of another comm, or one deregistered already:
  * BT_ERR_INVALID_ARG. */
 bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win);
+
+/* BT_OK when win is one of comm's registered windows; else BT_ERR_INVALID_ARG, WARNed
+ * naming fn. caller: the comm's owner. */
+bt_status_t bt_window_check(struct bt_comm *comm, const struct bt_window *win, const char *fn);
 
 /* Every window still registered (bt_comm_free, after the executors' work). */
 void bt_window_free_all(struct bt_comm *comm);

@@ -174,6 +174,15 @@ struct bt_exec_ops {
     void (*win_close)(struct bt_win_map *map);
     void (*win_unexport)(struct bt_win_map *mine);
 
+    /* Bytes of buffers the state holds in its executor's memory (the CUDA executor's: device
+     * memory; the host's: its connectors' FIFOs), which destroying it gives back
+     * (ncclCommMemStats); NULL: none. */
+    uint64_t (*held)(void *state);
+
+    /* The target a made state plans against (ncclGroupSimulateEnd asks it what an operation
+     * would cost); NULL: the table makes no state. */
+    const struct bt_plan_target *(*target)(const void *state);
+
     /* The target a communicator of `nranks` ranks on one host, one device each, would plan
      * against with the default geometry (every device pair NVLink when `nvlink_all`), for
      * tools and tests that ask what the tuner picks on a machine not at hand (baton-topo

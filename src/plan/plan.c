@@ -102,17 +102,16 @@ static void work_common(struct bt_work *w, const struct bt_plan_target *tg, cons
     w->seq = op->seq;
 }
 
-void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
-                  struct bt_work *w)
+/* What the tuner is told of an operation on a target. */
+static struct bt_tune_in tune_in(const struct bt_plan_target *tg, const struct bt_op *op)
 {
-    size_t es = bt_dtype_size(op->dtype);
-    struct bt_tune_in in = {
+    return (struct bt_tune_in){
         .set = tg->set,
         .def = tg->def,
         .coll = op->coll,
         .nranks = tg->nranks,
         .bytes = bt_plan_bytes(op, tg->nranks),
-        .esize = es,
+        .esize = bt_dtype_size(op->dtype),
         .max_channels = tg->max_channels,
         .simple_slot = tg->simple_slot,
         .ll_payload = tg->ll_payload,
@@ -126,6 +125,23 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
         .net_gbps = tg->net_gbps,
         .net_latency_us = tg->net_latency_us,
     };
+}
+
+double bt_plan_predict_us(const struct bt_plan_target *tg, const struct bt_op *op)
+{
+    if (tg->nranks <= 1 || op->count == 0)
+        return 0; /* a copy at most, or nothing */
+    struct bt_tune_in in = tune_in(tg, op);
+    struct bt_tune_out t;
+    bt_tune_coll(&in, &t);
+    return t.us;
+}
+
+void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
+                  struct bt_work *w)
+{
+    size_t es = bt_dtype_size(op->dtype);
+    struct bt_tune_in in = tune_in(tg, op);
     struct bt_tune_memo *m = tg->memo;
     int hit = 0;
     for (int k = 0; m && k < BT_TUNE_MEMO && !hit; k++) {

@@ -11,6 +11,7 @@
  *                   bt_plan_channel, with a tree's down halves)
  *   bt_plan_p2p     a send or a receive -> a work per part
  *   bt_plan_pick    what bt_plan_coll would pick for a size (tools, tests)
+ *   bt_plan_predict_us  the model's time of an operation (ncclGroupSimulateEnd)
  * An executor describes itself in a struct bt_plan_target; the planner knows nothing else of
  * it, and places no work: the host executor puts works on lanes, the CUDA executor in a
  * kernel's parameters.
@@ -88,6 +89,10 @@ int bt_plan_single(const struct bt_op *op);
  */
 void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
                   struct bt_work *w);
+
+/* The time the tuner's cost model gives an operation (a collective, a send or a receive) on
+ * the target, in microseconds; 0 for one rank or no elements (ncclGroupSimulateEnd). */
+double bt_plan_predict_us(const struct bt_plan_target *tg, const struct bt_op *op);
 
 /* What bt_plan_coll picks for a collective of `bytes` (as nccl-tests counts them) of `dtype`:
  * the tuner's choice, with the channels that get elements (tools and tests). */

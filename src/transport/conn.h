@@ -119,6 +119,7 @@ struct bt_conn {
     struct bt_fifo_sizes sizes;
     const struct bt_transport_ops *tp;
     void *tp_priv;           /* transport resources (segment, sockets) */
+    size_t held;             /* bytes of FIFO memory this end made (not mapped from the peer) */
     struct bt_link_cap *cap; /* send rate cap (core/links.h: INJECT_LINK_BW), or NULL */
     const char *kind;        /* "ring", "tree", "p2p": for logs */
     int channel;

@@ -130,6 +130,7 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
     memset(p, 0, bytes);
     nc->fifo = p;
     nc->fifo_bytes = bytes;
+    conn->held = bytes;
     conn->sizes = *sizes;
     conn->ctrl = p;
     for (int s = 0; s < BT_NSTEPS; s++)

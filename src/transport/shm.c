@@ -55,6 +55,7 @@ static bt_status_t shm_setup(struct bt_transport_ctx *ctx, struct bt_conn *conn,
         atomic_store_explicit(&ctrl->sizes[s], -1, memory_order_relaxed);
     fifo_attach(conn, seg->ptr, &conn->sizes);
     conn->tp_priv = seg;
+    conn->held = bytes;
 
     snprintf(info->name, sizeof(info->name), "%s", seg->name);
     info->bytes = bytes;

@@ -77,6 +77,7 @@ void bt_conn_free(struct bt_conn *conn)
     if (conn->tp && conn->tp->free)
         conn->tp->free(conn);
     conn->tp = NULL;
+    conn->held = 0;
     conn->connected = 0;
     conn->ctrl = NULL;
     for (int p = 0; p < BT_NUM_PROTOS; p++)

@@ -346,11 +346,17 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     /* LL128: the CUDA executor's FIFOs where every GPU pair is NVLink (ll128_payload) */
     int ll128_ok = env->ll128_ok && in->ll128_payload > 0 && in->shm_all && !p2p;
     int simple_ok = env->simple_ok || !in->shm_all || p2p;
+    struct bt_tune_costs bounded;
+    const struct bt_tune_costs *costs = costs_for(in, &bounded);
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
         choose_allreduce(in, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
+        out->us = bt_tune_allreduce_us(costs, out->algo, out->proto, in->nranks, in->bytes);
     } else {
         out->algo = BT_ALGO_RING;
         out->proto = choose_ring_proto(in, ll_ok, simple_ok, ll128_ok);
+        /* a send or receive: one hop of all its bytes, a 2-rank pass of twice as many */
+        out->us = p2p ? bt_tune_ring_pass_us(costs, out->proto, 2, 2 * in->bytes)
+                      : bt_tune_ring_pass_us(costs, out->proto, in->nranks, in->bytes);
     }
 
     /* On the host over the network one thread (the launching one, or the proxy) moves every

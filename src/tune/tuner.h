@@ -86,6 +86,7 @@ struct bt_tune_out {
     int proto;
     int nchannels;
     size_t chunk; /* elements per step */
+    double us;    /* the cost model's time for the choice (tune/cost.h), microseconds */
 };
 
 void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out);

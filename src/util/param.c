@@ -62,6 +62,32 @@ static int64_t param_parse_int(const char *name, int64_t def)
 #undef BT_PARAM_INT
 #undef BT_PARAM_STR
 
+static const struct bt_param_info table[] = {
+#define BT_PARAM_INT(fn, name, def, doc) {name, "NCCL_" name, bt_param_##fn, NULL},
+#define BT_PARAM_STR(fn, name, def, doc) {name, "NCCL_" name, NULL, bt_param_str_##fn},
+#include "util/param_list.h"
+#undef BT_PARAM_INT
+#undef BT_PARAM_STR
+};
+
+const struct bt_param_info *bt_param_table(int *n)
+{
+    *n = (int)(sizeof(table) / sizeof(table[0]));
+    return table;
+}
+
+const struct bt_param_info *bt_param_find(const char *key)
+{
+    if (strncmp(key, "NCCL_", 5) == 0)
+        key += 5;
+    else if (strncmp(key, "BATON_", 6) == 0)
+        key += 6;
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (strcmp(table[i].name, key) == 0)
+            return &table[i];
+    return NULL;
+}
+
 void bt_param_print_all(FILE *out)
 {
     fprintf(out, "%-22s %-14s %-14s %s\n", "PARAMETER", "VALUE", "DEFAULT", "DESCRIPTION");

@@ -15,6 +15,20 @@
 #undef BT_PARAM_INT
 #undef BT_PARAM_STR
 
+/* One parameter as a table row, for callers that look parameters up by name (ncclParam*). */
+struct bt_param_info {
+    const char *name;             /* without prefix: "TIMEOUT" */
+    const char *key;              /* as NCCL names it: "NCCL_TIMEOUT" */
+    int64_t (*get_int)(void);     /* an integer parameter's getter, else NULL */
+    const char *(*get_str)(void); /* a string parameter's getter, else NULL */
+};
+
+/* The table, every parameter of param_list.h in its order; *n its length. */
+const struct bt_param_info *bt_param_table(int *n);
+
+/* The parameter `key` names: "NCCL_<NAME>", "BATON_<NAME>" or "<NAME>"; NULL if none. */
+const struct bt_param_info *bt_param_find(const char *key);
+
 /* The raw value of BATON_<name>, else NCCL_<name>, else NULL. */
 const char *bt_param_env(const char *name);
 

@@ -1,8 +1,8 @@
 /*
- * include/nccl.h against the NCCL 2.28.9 ABI facts: enum values, struct sizes and
- * offsets, initializer contents, constants. A program built against NVIDIA's header passes
- * these structs and values to Baton, so every one of them must match bit for bit.
- * Also checks that the not-yet-supported entry points fail cleanly.
+ * include/nccl.h against the NCCL ABI facts (2.28.9, and what 2.29-2.30.7 appended): enum
+ * values, struct sizes and offsets, initializer contents, constants. A program built against
+ * NVIDIA's header passes these structs and values to Baton, so every one of them must match bit for
+ * bit. Also checks that the not-yet-supported entry points fail cleanly.
  */
 #include <limits.h>
 #include <stddef.h>
@@ -43,7 +43,8 @@ static void check_enums(void)
     CHECK_EQ(ncclInvalidUsage, 5);
     CHECK_EQ(ncclRemoteError, 6);
     CHECK_EQ(ncclInProgress, 7);
-    CHECK_EQ(ncclNumResults, 8);
+    CHECK_EQ(ncclTimeout, 8);
+    CHECK_EQ(ncclNumResults, 9);
 
     CHECK_EQ(sizeof(ncclDataType_t), 4);
     CHECK_EQ(ncclInt8, 0);
@@ -89,7 +90,19 @@ static void check_constants(void)
     BT_TEST_CHECK(NCCL_UNDEF_FLOAT == -1.0f, "NCCL_UNDEF_FLOAT is %f", (double)NCCL_UNDEF_FLOAT);
     CHECK_EQ(NCCL_WIN_DEFAULT, 0);
     CHECK_EQ(NCCL_WIN_COLL_SYMMETRIC, 1);
+    CHECK_EQ(NCCL_WIN_STRICT_ORDERING, 2);
     CHECK_EQ(NCCL_WIN_REQUIRED_ALIGNMENT, 4096);
+    CHECK_EQ(NCCL_SUSPEND_MEM, 1);
+    CHECK_EQ(ncclStatGpuMemSuspend, 0);
+    CHECK_EQ(ncclStatGpuMemSuspended, 1);
+    CHECK_EQ(ncclStatGpuMemPersist, 2);
+    CHECK_EQ(ncclStatGpuMemTotal, 3);
+    CHECK_EQ(sizeof(ncclCommMemStat_t), 4);
+    CHECK_EQ(sizeof(ncclWaitSignalDesc_t), 16);
+    CHECK_EQ(offsetof(ncclWaitSignalDesc_t, opCnt), 0);
+    CHECK_EQ(offsetof(ncclWaitSignalDesc_t, peer), 4);
+    CHECK_EQ(offsetof(ncclWaitSignalDesc_t, sigIdx), 8);
+    CHECK_EQ(offsetof(ncclWaitSignalDesc_t, ctx), 12);
     CHECK_EQ(NCCL_CTA_POLICY_DEFAULT, 0);
     CHECK_EQ(NCCL_CTA_POLICY_EFFICIENCY, 1);
     CHECK_EQ(NCCL_CTA_POLICY_ZERO, 2);
@@ -101,9 +114,9 @@ static void check_constants(void)
 
 static void check_config(void)
 {
-    /* The LP64 layout of struct ncclConfig_v22800. */
-    CHECK_EQ(sizeof(ncclConfig_t), 80);
-    CHECK_EQ(sizeof(struct ncclConfig_v22800), 80);
+    /* The LP64 layout of struct ncclConfig_v23000: 2.28's 80 bytes, then 2.30's four ints. */
+    CHECK_EQ(sizeof(ncclConfig_t), 96);
+    CHECK_EQ(sizeof(struct ncclConfig_v23000), 96);
     CHECK_EQ(offsetof(ncclConfig_t, size), 0);
     CHECK_EQ(offsetof(ncclConfig_t, magic), 8);
     CHECK_EQ(offsetof(ncclConfig_t, version), 12);
@@ -121,15 +134,31 @@ static void check_config(void)
     CHECK_EQ(offsetof(ncclConfig_t, nvlsCTAs), 68);
     CHECK_EQ(offsetof(ncclConfig_t, nChannelsPerNetPeer), 72);
     CHECK_EQ(offsetof(ncclConfig_t, nvlinkCentricSched), 76);
+    CHECK_EQ(offsetof(ncclConfig_t, graphUsageMode), 80);
+    CHECK_EQ(offsetof(ncclConfig_t, numRmaCtx), 84);
+    CHECK_EQ(offsetof(ncclConfig_t, maxP2pPeers), 88);
+    CHECK_EQ(offsetof(ncclConfig_t, graphStreamOrdering), 92);
 
     ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
-    CHECK_EQ(c.size, 80);
+    CHECK_EQ(c.size, 96);
     CHECK_EQ(c.magic, 0xcafebeef);
     CHECK_EQ(c.version, 22809);
-    const int ints[] = {c.blocking,      c.cgaClusterSize,      c.minCTAs,
-                        c.maxCTAs,       c.splitShare,          c.trafficClass,
-                        c.collnetEnable, c.CTAPolicy,           c.shrinkShare,
-                        c.nvlsCTAs,      c.nChannelsPerNetPeer, c.nvlinkCentricSched};
+    const int ints[] = {c.blocking,
+                        c.cgaClusterSize,
+                        c.minCTAs,
+                        c.maxCTAs,
+                        c.splitShare,
+                        c.trafficClass,
+                        c.collnetEnable,
+                        c.CTAPolicy,
+                        c.shrinkShare,
+                        c.nvlsCTAs,
+                        c.nChannelsPerNetPeer,
+                        c.nvlinkCentricSched,
+                        c.graphUsageMode,
+                        c.numRmaCtx,
+                        c.maxP2pPeers,
+                        c.graphStreamOrdering};
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
         BT_TEST_CHECK(ints[i] == INT_MIN, "int field %zu of NCCL_CONFIG_INITIALIZER is %d", i,
                       ints[i]);

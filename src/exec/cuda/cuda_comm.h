@@ -63,6 +63,7 @@ struct bt_cuda_comm {
 
     /* fifos.c: this rank's FIFOs and the peers' it mapped */
     void *fifo_base;  /* one allocation: ring FIFOs, then one per peer (device address) */
+    size_t dev_bytes; /* device memory its cudaMallocs hold (ncclCommMemStats) */
     void **peer_base; /* [nranks]: the peer's allocation, mapped here (or NULL) */
     int *peer_opened; /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
     int shm;          /* FIFOs in host shared memory (P2P_DISABLE=1, or no peer access) */

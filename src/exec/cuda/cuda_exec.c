@@ -238,6 +238,16 @@ static void restore_device(void)
     ls.cur_dev = ls.prev_dev;
 }
 
+static uint64_t cuda_held(void *state)
+{
+    return ((struct cuda_state *)state)->cc->dev_bytes;
+}
+
+static const struct bt_plan_target *cuda_target(const void *state)
+{
+    return &((const struct cuda_state *)state)->tg;
+}
+
 static bt_status_t cuda_run(void)
 {
     bt_status_t st = flush();
@@ -273,5 +283,7 @@ const struct bt_exec_ops bt_exec_cuda = {
     .win_open = bt_cuda_win_open,
     .win_close = bt_cuda_win_close,
     .win_unexport = bt_cuda_win_unexport,
+    .target = cuda_target,
+    .held = cuda_held,
     .model = bt_cuda_model,
 };

@@ -56,6 +56,13 @@ struct fifo_info {
 #define BT_FAIL_LINE 4096 /* after a rank's FIFOs: the word its peers set when they time out */
 
 #define CUDA_TRY(call, what) BT_CHECK_GOTO(bt_device_error((int)(call), (what)), st, fail)
+/* cudaMalloc of device memory the communicator holds, counted in cc->dev_bytes. */
+#define DEV_ALLOC(ptr, bytes, what)                                                                \
+    do {                                                                                           \
+        size_t b_ = (bytes);                                                                       \
+        CUDA_TRY(cudaMalloc((void **)(ptr), b_), (what));                                          \
+        cc->dev_bytes += b_;                                                                       \
+    } while (0)
 
 static struct bt_fifo_sizes fifo_sizes(const struct bt_cuda_comm *cc)
 {
@@ -217,7 +224,7 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
                  "cudaHostGetDevicePointer");
         snprintf(mine->shm_name, sizeof(mine->shm_name), "%s", cc->shm_own.name);
     } else {
-        CUDA_TRY(cudaMalloc(&cc->fifo_base, total), "cudaMalloc of the GPU FIFOs");
+        DEV_ALLOC(&cc->fifo_base, total, "cudaMalloc of the GPU FIFOs");
         CUDA_TRY(cudaMemset(cc->fifo_base, 0, total), "cudaMemset of the GPU FIFOs");
         CUDA_TRY(cudaIpcGetMemHandle(&mine->handle, cc->fifo_base), "cudaIpcGetMemHandle");
         CUDA_TRY(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the FIFO memset");
@@ -502,13 +509,13 @@ static bt_status_t upload(struct bt_cuda_comm *cc, int n, int me, const struct s
         }
     }
     size_t npeer = 2 * (size_t)n * (size_t)cc->np2p;
-    CUDA_TRY(cudaMalloc((void **)&cc->dpeer_send, sizeof(*hpeer) * npeer), "cudaMalloc");
+    DEV_ALLOC(&cc->dpeer_send, sizeof(*hpeer) * npeer, "cudaMalloc");
     cc->dpeer_recv = cc->dpeer_send + (size_t)cc->np2p * n;
     CUDA_TRY(cudaMemcpy(cc->dpeer_send, hpeer, sizeof(*hpeer) * npeer, cudaMemcpyHostToDevice),
              "cudaMemcpy of the one-shot connector table");
     cc->scratch_bytes = cc->slot > cc->ll_slot ? cc->slot : cc->ll_slot;
-    CUDA_TRY(cudaMalloc((void **)&cc->dscratch, cc->scratch_bytes * (size_t)cc->np2p),
-             "cudaMalloc of the one-shot scratch");
+    DEV_ALLOC(&cc->dscratch, cc->scratch_bytes * (size_t)cc->np2p,
+              "cudaMalloc of the one-shot scratch");
     CUDA_TRY(
         cudaMemcpy(cc->dchan, sg->ch, sizeof(*sg->ch) * (size_t)cc->nch, cudaMemcpyHostToDevice),
         "cudaMemcpy of the channels");
@@ -519,7 +526,7 @@ static bt_status_t upload(struct bt_cuda_comm *cc, int n, int me, const struct s
                         cudaMemcpyHostToDevice),
              "cudaMemcpy of the p2p connectors");
     if (cc->dfail_own) {
-        CUDA_TRY(cudaMalloc((void **)&cc->dfail, sizeof(*sg->fail) * (size_t)n), "cudaMalloc");
+        DEV_ALLOC(&cc->dfail, sizeof(*sg->fail) * (size_t)n, "cudaMalloc");
         CUDA_TRY(
             cudaMemcpy(cc->dfail, sg->fail, sizeof(*sg->fail) * (size_t)n, cudaMemcpyHostToDevice),
             "cudaMemcpy of the failure words");
@@ -555,11 +562,9 @@ bt_status_t bt_cuda_fifos_setup(const struct bt_exec_comm *ec, struct bt_cuda_co
     BT_CHECK_GOTO(agree_geometry(ec, cc, all, &remote), st, fail);
     BT_CHECK_GOTO(choose_path(ec, cc, all, remote, sg.best), st, fail);
 
-    CUDA_TRY(cudaMalloc((void **)&cc->dchan, sizeof(*sg.ch) * (size_t)cc->nch), "cudaMalloc");
-    CUDA_TRY(cudaMalloc((void **)&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n),
-             "cudaMalloc");
-    CUDA_TRY(cudaMalloc((void **)&cc->dp2p, sizeof(*sg.p2p) * 2 * (size_t)n * (size_t)cc->np2p),
-             "cudaMalloc");
+    DEV_ALLOC(&cc->dchan, sizeof(*sg.ch) * (size_t)cc->nch, "cudaMalloc");
+    DEV_ALLOC(&cc->dorder, sizeof(int) * (size_t)cc->nch * (size_t)n, "cudaMalloc");
+    DEV_ALLOC(&cc->dp2p, sizeof(*sg.p2p) * 2 * (size_t)n * (size_t)cc->np2p, "cudaMalloc");
     for (int c = 0; c < cc->nch; c++) {
         sg.ch[c].id = c;
         sg.ch[c].ring.order = cc->dorder + c * n;

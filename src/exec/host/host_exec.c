@@ -119,6 +119,11 @@ static void host_target(struct host_comm *hc)
     };
 }
 
+static const struct bt_plan_target *host_target_of(const void *state)
+{
+    return &((const struct host_comm *)state)->tg;
+}
+
 static void host_destroy(void *state);
 
 static bt_status_t host_create(const struct bt_exec_comm *ec, void **state_p)
@@ -145,29 +150,55 @@ static bt_status_t host_create(const struct bt_exec_comm *ec, void **state_p)
     return BT_OK;
 }
 
-/* The host connectors: the channels' (which only this executor connects) and the peers'. */
+/* fn(conn, arg) for every host connector: the channels' (which only this executor connects)
+ * and the peers'. */
+static void each_conn(struct host_comm *hc, void (*fn)(struct bt_conn *, void *), void *arg)
+{
+    for (int c = 0; c < hc->ec->nchannels; c++) {
+        struct bt_channel *ch = &hc->ec->channels[c];
+        struct bt_conn *fixed[] = {&ch->ring_send, &ch->ring_recv, &ch->tree_up_send,
+                                   &ch->tree_up_recv};
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+            fn(fixed[i], arg);
+        for (int k = 0; k < BT_TREE_ARITY; k++) {
+            fn(&ch->tree_down_send[k], arg);
+            fn(&ch->tree_down_recv[k], arg);
+        }
+    }
+    for (int r = 0; hc->peers && r < hc->ec->nranks; r++) {
+        struct host_peer *p = &hc->peers[r];
+        fn(&p->send, arg);
+        fn(&p->recv, arg);
+        fn(&p->direct_send, arg);
+        fn(&p->direct_recv, arg);
+    }
+}
+
+static void free_conn(struct bt_conn *c, void *arg)
+{
+    (void)arg;
+    bt_conn_free(c);
+}
+
+static void add_held(struct bt_conn *c, void *arg)
+{
+    *(uint64_t *)arg += c->held;
+}
+
+/* The FIFO memory its connectors made (host memory: ncclCommMemStats). */
+static uint64_t host_held(void *state)
+{
+    uint64_t bytes = 0;
+    each_conn(state, add_held, &bytes);
+    return bytes;
+}
+
 static void host_destroy(void *state)
 {
     struct host_comm *hc = state;
     if (!hc)
         return;
-    for (int c = 0; c < hc->ec->nchannels; c++) {
-        struct bt_channel *ch = &hc->ec->channels[c];
-        bt_conn_free(&ch->ring_send);
-        bt_conn_free(&ch->ring_recv);
-        bt_conn_free(&ch->tree_up_send);
-        bt_conn_free(&ch->tree_up_recv);
-        for (int k = 0; k < BT_TREE_ARITY; k++) {
-            bt_conn_free(&ch->tree_down_send[k]);
-            bt_conn_free(&ch->tree_down_recv[k]);
-        }
-    }
-    for (int r = 0; hc->peers && r < hc->ec->nranks; r++) {
-        bt_conn_free(&hc->peers[r].send);
-        bt_conn_free(&hc->peers[r].recv);
-        bt_conn_free(&hc->peers[r].direct_send);
-        bt_conn_free(&hc->peers[r].direct_recv);
-    }
+    each_conn(hc, free_conn, NULL);
     free(hc->peers);
     free(hc->direct_send);
     free(hc->direct_recv);
@@ -581,4 +612,6 @@ const struct bt_exec_ops bt_exec_host = {
     .win_open = bt_host_win_open,
     .win_close = bt_host_win_close,
     .win_unexport = bt_host_win_unexport,
+    .target = host_target_of,
+    .held = host_held,
 };
