@@ -486,6 +486,42 @@ struct ncclTeam {
 };
 typedef struct ncclTeam ncclTeam_t;
 
+/* What a communicator offers the device API (NCCL 2.29+): ncclCommQueryProperties fills the
+ * fields the caller's `size` covers. Start from NCCL_COMM_PROPERTIES_INITIALIZER. */
+typedef enum {
+    NCCL_GIN_TYPE_NONE = 0,
+    NCCL_GIN_TYPE_PROXY = 2,
+    NCCL_GIN_TYPE_GDAKI = 3,
+    NCCL_GIN_TYPE_GPI = 4
+} ncclGinType_t;
+
+typedef struct ncclCommProperties {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    int rank;
+    int nRanks;
+    int cudaDev; /* -1: a host-memory communicator */
+    int nvmlDev; /* the GPU's index as NVML counts (PCI bus order); -1: none */
+    _Bool deviceApiSupport;
+    _Bool multimemSupport;
+    ncclGinType_t ginType;
+    int nLsaTeams;
+    _Bool hostRmaSupport; /* ncclPutSignal and friends are served */
+    ncclGinType_t railedGinType;
+} ncclCommProperties_t;
+
+#define NCCL_COMM_PROPERTIES_INITIALIZER                                                           \
+    {                                                                                              \
+        sizeof(ncclCommProperties_t),                         /* size */                           \
+            NCCL_CONFIG_MAGIC,                                /* magic */                          \
+            NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), /* version */                        \
+            0, 0, -1, -1, /* rank, nRanks, cudaDev, nvmlDev: filled by the call */                 \
+            0, 0, NCCL_GIN_TYPE_NONE, 0, 0, NCCL_GIN_TYPE_NONE                                     \
+    }
+
+ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t *props);
+
 ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
                                ncclDevComm_t *outDevComm);
 ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const *devComm);

@@ -1,7 +1,9 @@
 /*
  * Entry points: versions, ids, errors, communicator lifecycle.
  */
+#include <dirent.h>
 #include <limits.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -801,6 +803,62 @@ BT_API ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, ui
     }
 }
 
+/* ---- the device API's properties (NCCL 2.29+) ----------------------------------------------- */
+
+/* The index NVML gives the GPU of CUDA device `dev`: its place among the machine's NVIDIA GPUs
+ * in PCI bus order (/proc/driver/nvidia/gpus names one directory per bus id); -1 unknown. */
+static int nvml_index(int dev)
+{
+    char mine[32];
+    if (dev < 0 || bt_device_bus_id(dev, mine, sizeof(mine)) != BT_OK)
+        return -1;
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    if (!d)
+        return -1;
+    int below = 0, found = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        int c = strcasecmp(e->d_name, mine);
+        below += c < 0;
+        found |= c == 0;
+    }
+    closedir(d);
+    return found ? below : -1;
+}
+
+BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t *props)
+{
+    const char *fn = "ncclCommQueryProperties";
+    BT_API_CHECK_READY(comm, fn);
+    BT_API_CHECK_PTR(props, fn, "props");
+    size_t size = props->size;
+    if (props->magic != NCCL_CONFIG_MAGIC || size < offsetof(ncclCommProperties_t, rank)) {
+        BT_WARN("%s: props (magic 0x%x, size %zu) was not made with "
+                "NCCL_COMM_PROPERTIES_INITIALIZER",
+                fn, props->magic, size);
+        return ncclInvalidArgument;
+    }
+    struct bt_comm *c = (struct bt_comm *)comm;
+    ncclCommProperties_t p;
+    memset(&p, 0, sizeof(p));
+    p.rank = c->rank;
+    p.nRanks = c->nranks;
+    p.cudaDev = c->cuda_dev;
+    p.nvmlDev = nvml_index(c->cuda_dev);
+    /* not yet: the device API, NVLink multicast (off on these machines), GIN */
+    p.deviceApiSupport = 0;
+    p.multimemSupport = 0;
+    p.ginType = p.railedGinType = NCCL_GIN_TYPE_NONE;
+    p.nLsaTeams = c->nranks / (c->local_ranks > 0 ? c->local_ranks : 1);
+    /* one-sided calls are served on host memory when every rank is on this host (rma.h) */
+    p.hostRmaSupport = c->cuda_dev < 0 && c->local_ranks == c->nranks && c->config.num_rma_ctx;
+    /* the caller's struct may be older (smaller): copy what it holds, its header kept */
+    size_t head = offsetof(ncclCommProperties_t, rank);
+    memcpy((char *)props + head, (char *)&p + head, (size < sizeof(p) ? size : sizeof(p)) - head);
+    return ncclSuccess;
+}
+
 BT_API ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr)
 {
     const char *fn = "ncclWinGetUserPtr";
@@ -881,6 +939,7 @@ BT_PNCCL(ncclCommRevoke);
 BT_PNCCL(ncclCommWindowRegister);
 BT_PNCCL(ncclCommWindowDeregister);
 BT_PNCCL(ncclWinGetUserPtr);
+BT_PNCCL(ncclCommQueryProperties);
 BT_PNCCL(ncclCommGetUniqueId);
 BT_PNCCL(ncclCommGrow);
 BT_PNCCL(ncclCommSuspend);

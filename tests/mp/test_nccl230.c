@@ -129,6 +129,31 @@ static void check_config(ncclComm_t comm, int rank)
     BT_TEST_OK(ncclCommDestroy(child));
 }
 
+/* What the communicator offers the device API; an older (smaller) struct gets only its part. */
+static void check_properties(ncclComm_t comm, int rank, int n)
+{
+    ncclCommProperties_t p = NCCL_COMM_PROPERTIES_INITIALIZER;
+    BT_TEST_OK(ncclCommQueryProperties(comm, &p));
+    BT_TEST_CHECK(p.rank == rank && p.nRanks == n && p.cudaDev == -1 && p.nvmlDev == -1,
+                  "rank %d of %d, cudaDev %d, nvmlDev %d", p.rank, p.nRanks, p.cudaDev, p.nvmlDev);
+    BT_TEST_CHECK(!p.deviceApiSupport && !p.multimemSupport && p.ginType == NCCL_GIN_TYPE_NONE &&
+                      p.hostRmaSupport && p.nLsaTeams == 1,
+                  "device API %d, multimem %d, GIN %d, host RMA %d, LSA teams %d",
+                  p.deviceApiSupport, p.multimemSupport, (int)p.ginType, p.hostRmaSupport,
+                  p.nLsaTeams);
+    ncclCommProperties_t old = NCCL_COMM_PROPERTIES_INITIALIZER;
+    old.size = offsetof(ncclCommProperties_t, hostRmaSupport);
+    old.nLsaTeams = -5;
+    old.hostRmaSupport = 0;
+    old.railedGinType = (ncclGinType_t)77;
+    BT_TEST_OK(ncclCommQueryProperties(comm, &old));
+    BT_TEST_CHECK(old.nLsaTeams == 1 && !old.hostRmaSupport && (int)old.railedGinType == 77,
+                  "a smaller struct was written past its size");
+    ncclCommProperties_t bad = NCCL_COMM_PROPERTIES_INITIALIZER;
+    bad.magic = 1;
+    BT_TEST_CHECK(ncclCommQueryProperties(comm, &bad) == ncclInvalidArgument, "bad magic");
+}
+
 /* One AllReduce of `count` floats in a simulated group: its time. */
 static float simulate(ncclComm_t comm, float *in, float *out, size_t count, int twice)
 {
@@ -328,6 +353,7 @@ static int rank_main(int rank, int n, void *argp)
     BT_TEST_CHECK(ncclSignal((rank + 1) % n, 0, 0, 0, comm, NULL) == ncclInvalidUsage,
                   "a signal before any window mapped");
     check_config(comm, rank);
+    check_properties(comm, rank, n);
     check_simulate(comm);
     check_one_sided(comm, rank, n);
     check_suspend(comm, rank, n);

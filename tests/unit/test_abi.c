@@ -181,6 +181,32 @@ static void check_sim_info(void)
     BT_TEST_CHECK(s.estimatedTime == -1.0f, "estimatedTime is %f", (double)s.estimatedTime);
 }
 
+static void check_properties(void)
+{
+    /* ncclCommProperties_t as NCCL 2.30.7's nccl_device/core.h lays it out (LP64) */
+    CHECK_EQ(sizeof(ncclCommProperties_t), 56);
+    CHECK_EQ(offsetof(ncclCommProperties_t, magic), 8);
+    CHECK_EQ(offsetof(ncclCommProperties_t, version), 12);
+    CHECK_EQ(offsetof(ncclCommProperties_t, rank), 16);
+    CHECK_EQ(offsetof(ncclCommProperties_t, nRanks), 20);
+    CHECK_EQ(offsetof(ncclCommProperties_t, cudaDev), 24);
+    CHECK_EQ(offsetof(ncclCommProperties_t, nvmlDev), 28);
+    CHECK_EQ(offsetof(ncclCommProperties_t, deviceApiSupport), 32);
+    CHECK_EQ(offsetof(ncclCommProperties_t, multimemSupport), 33);
+    CHECK_EQ(offsetof(ncclCommProperties_t, ginType), 36);
+    CHECK_EQ(offsetof(ncclCommProperties_t, nLsaTeams), 40);
+    CHECK_EQ(offsetof(ncclCommProperties_t, hostRmaSupport), 44);
+    CHECK_EQ(offsetof(ncclCommProperties_t, railedGinType), 48);
+    CHECK_EQ(sizeof(ncclGinType_t), 4);
+    CHECK_EQ(NCCL_GIN_TYPE_NONE, 0);
+    CHECK_EQ(NCCL_GIN_TYPE_PROXY, 2);
+    CHECK_EQ(NCCL_GIN_TYPE_GDAKI, 3);
+    CHECK_EQ(NCCL_GIN_TYPE_GPI, 4);
+    ncclCommProperties_t p = NCCL_COMM_PROPERTIES_INITIALIZER;
+    CHECK_EQ(p.size, 56);
+    CHECK_EQ(p.magic, 0xcafebeef);
+}
+
 static void check_team(void)
 {
     /* Passed and returned by value between NVIDIA-built clients and Baton. */
@@ -228,6 +254,7 @@ int main(void)
     check_config();
     check_sim_info();
     check_team();
+    check_properties();
     check_unsupported();
     return 0;
 }
