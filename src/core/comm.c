@@ -110,6 +110,7 @@ bt_status_t bt_comm_alloc(int nranks, int rank, struct bt_comm **comm_p)
     c->cuda_dev = -1;
     c->config.blocking = 1;
     pthread_mutex_init(&c->ops_lock, NULL);
+    pthread_mutex_init(&c->win_lock, NULL);
     if (registry_add(c) != 0) {
         free(c);
         return BT_ERR_SYSTEM;
@@ -306,6 +307,7 @@ void bt_comm_free(struct bt_comm *comm)
     free(comm->probed_ns);
     free(comm->custom_ops);
     pthread_mutex_destroy(&comm->ops_lock);
+    pthread_mutex_destroy(&comm->win_lock);
     comm->magic = BT_COMM_DEAD;
     free(comm);
 }

@@ -67,6 +67,7 @@ struct bt_arrival_line;
 struct bt_arrival_query;
 struct bt_shm_seg;
 struct bt_window;
+struct bt_rma_net;
 
 struct bt_comm {
     uint64_t magic; /* BT_COMM_MAGIC while usable, BT_COMM_DEAD after destroy */
@@ -110,8 +111,15 @@ struct bt_comm {
     _Atomic int revoked;         /* ncclCommRevoke or a NCCL_SHRINK_ABORT shrink stopped it */
     _Atomic int suspended;       /* ncclCommSuspend freed its buffers; ncclCommResume clears it */
     int grow_pending;            /* ncclCommGetUniqueId made grow_id; ncclCommGrow consumes it */
-    struct bt_window *signals;   /* one-sided calls' signal board (core/rma.h), or NULL */
-    uint64_t *signal_seen;       /* [nranks]: signals from each rank consumed by waits */
+    /* one-sided calls (core/rma.h): this rank's signal board ([nranks] counters, a cache line
+     * each), shared as a window where windows map (signals), else private and raised by the
+     * network link's thread (rma_net); signals consumed by waits, per rank */
+    char *board;
+    struct bt_window *signals;
+    struct bt_rma_net *rma_net;
+    uint64_t *signal_seen;
+    uint32_t win_seq;         /* windows registered so far: the next one's number */
+    pthread_mutex_t win_lock; /* the windows list, against the one-sided link's lookups */
     unsigned char grow_id[BT_UNIQUE_ID_BYTES];
     _Atomic int async_error; /* ncclResult_t of a failure seen in the background */
     int init_done;

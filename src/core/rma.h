@@ -1,14 +1,18 @@
 /*
- * One-sided calls (NCCL 2.29's ncclPutSignal, ncclSignal, ncclWaitSignal) on host memory,
- * between ranks whose windows are mapped into each other (core/window.c: symmetric windows of
- * ncclMemAlloc memory, every rank on this host). A put copies straight into the peer's window
- * as mapped here, then raises the peer's signal from this rank: a counter in a small window
- * of the communicator's own (its signal board: [nranks] counters per rank, one cache line
- * each), registered with the first user window that maps; so the target takes no part, as
- * with NCCL's puts. A wait reads this rank's board. Release/acquire on the counters orders
- * each put's data before its signal. Peers on other hosts, device memory, and windows that
- * did not map are refused, naming why (the proxy's service of puts over the network is the
- * device API's to add).
+ * One-sided calls (NCCL 2.29's ncclPutSignal, ncclSignal, ncclWaitSignal) on host memory. The
+ * target takes no part, as with NCCL's puts; each rank's signal board holds one counter per
+ * rank ([nranks], a cache line each), which a put raises after its data and a wait reads.
+ * The first symmetric window registered decides the way, the same on every rank:
+ *   - mapped (every rank on this host, the window mapped: core/window.c, ncclMemAlloc
+ *     memory): the board is a window of the communicator's own that every rank maps; a put
+ *     copies straight into the peer's window as mapped here, then adds to the peer's counter
+ *     (release; the waiter's acquire sees the bytes);
+ *   - linked (the ranks span hosts, host communicator): a private board, and the one-sided
+ *     link over the network (transport/rma_net.h) to every other rank; its thread lands each
+ *     put in this rank's window of that number, and the put's last message raises the
+ *     counter; a waiting owner lands for itself meanwhile.
+ * Device memory, and a one-host communicator whose windows do not map, are refused, naming
+ * why (GPU puts come with the device API).
  */
 #ifndef BT_CORE_RMA_H
 #define BT_CORE_RMA_H

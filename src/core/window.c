@@ -79,6 +79,21 @@ static bt_status_t all_agree(struct bt_comm *comm, int mine, int *all_p)
     return st;
 }
 
+/* Where comm's list holds win, or NULL (WARNed, naming fn) when it does not. */
+static struct bt_window **list_slot(struct bt_comm *comm, const struct bt_window *win,
+                                    const char *fn)
+{
+    struct bt_window **pp = &comm->windows;
+    while (*pp && *pp != win)
+        pp = &(*pp)->next;
+    if (*pp)
+        return pp;
+    BT_WARN("%s: window %p is not registered with comm %p (another comm's, or deregistered "
+            "already)",
+            fn, (const void *)win, (void *)comm);
+    return NULL;
+}
+
 bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t size, int flags,
                                      struct bt_window **win_p)
 {
@@ -113,7 +128,20 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
     for (int r = 0; r < comm->nranks; r++)
         w->peer_size[r] = all[r].size;
     int ok = me->exported && map_all(w, all, me->on_device);
-    BT_CHECK_GOTO(all_agree(comm, ok, &w->mapped), st, fail);
+    /* On the list before the last exchange: once any rank has returned, every rank has it
+     * listed, so a put that follows at once finds it (core/rma.c's landing). */
+    pthread_mutex_lock(&comm->win_lock);
+    w->id = comm->win_seq++;
+    w->next = comm->windows;
+    comm->windows = w;
+    pthread_mutex_unlock(&comm->win_lock);
+    st = all_agree(comm, ok, &w->mapped);
+    if (st != BT_OK) {
+        pthread_mutex_lock(&comm->win_lock);
+        *list_slot(comm, w, "ncclCommWindowRegister") = w->next;
+        pthread_mutex_unlock(&comm->win_lock);
+        goto fail;
+    }
     if (!w->mapped)
         unmap(w);
     BT_INFO(BT_LOG_INIT, "rank %d: window %p + %zu registered%s", comm->rank, buf, size,
@@ -121,8 +149,6 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
             : want    ? ": not every rank's window could be mapped, collectives run as usual"
                       : "");
     free(all);
-    w->next = comm->windows;
-    comm->windows = w;
     *win_p = w;
     return BT_OK;
 
@@ -146,21 +172,6 @@ bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int
     return st;
 }
 
-/* Where comm's list holds win, or NULL (WARNed, naming fn) when it does not. */
-static struct bt_window **list_slot(struct bt_comm *comm, const struct bt_window *win,
-                                    const char *fn)
-{
-    struct bt_window **pp = &comm->windows;
-    while (*pp && *pp != win)
-        pp = &(*pp)->next;
-    if (*pp)
-        return pp;
-    BT_WARN("%s: window %p is not registered with comm %p (another comm's, or deregistered "
-            "already)",
-            fn, (const void *)win, (void *)comm);
-    return NULL;
-}
-
 bt_status_t bt_window_check(struct bt_comm *comm, const struct bt_window *win, const char *fn)
 {
     return list_slot(comm, win, fn) ? BT_OK : BT_ERR_INVALID_ARG;
@@ -168,10 +179,13 @@ bt_status_t bt_window_check(struct bt_comm *comm, const struct bt_window *win, c
 
 bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win)
 {
+    pthread_mutex_lock(&comm->win_lock);
     struct bt_window **pp = list_slot(comm, win, "ncclCommWindowDeregister");
+    if (pp)
+        *pp = win->next;
+    pthread_mutex_unlock(&comm->win_lock);
     if (!pp)
         return BT_ERR_INVALID_ARG;
-    *pp = win->next;
     /* Its kernels (and the peers' that wrote this rank's flags before they ended) are done
      * once this comm's are. */
     void *state = comm->exec[win->ex == &bt_exec_cuda ? BT_EXEC_CUDA : BT_EXEC_HOST];

@@ -29,6 +29,7 @@ struct bt_window {
     struct bt_win_map mine;       /* this rank's export (its flags), while mapped */
     struct bt_win_map *peers;     /* [nranks] when mapped (own: mine's) */
     uint64_t *peer_size;          /* [nranks]: each rank's registered size */
+    uint32_t id;                  /* its registration's number (the same on every rank) */
     struct bt_window *next;       /* the comm's list */
 };
 

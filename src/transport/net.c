@@ -87,8 +87,9 @@ struct net_op {
     struct bt_zc_step *zc; /* receive: per step, the user's output to land in, or NULL */
 };
 
-/* The comm's network, opened the first time one is needed (net_link at init, or a connector). */
-static bt_status_t net_get(struct bt_transport_ctx *ctx, struct bt_net **net_p)
+/* The comm's network, opened the first time one is needed (net_link at init, a connector, or
+ * the one-sided link). */
+bt_status_t bt_transport_network(struct bt_transport_ctx *ctx, struct bt_net **net_p)
 {
     if (!ctx->net) {
         struct bt_net_want want = {
@@ -208,7 +209,7 @@ static bt_status_t net_setup(struct bt_transport_ctx *ctx, struct bt_conn *conn,
     struct net_info *info = info_p;
     memset(info, 0, sizeof(*info));
     struct bt_net *net = NULL;
-    BT_CHECK(net_get(ctx, &net));
+    BT_CHECK(bt_transport_network(ctx, &net));
     if (!ctx->proxy)
         BT_CHECK(bt_proxy_create(ctx->name, ctx->abort_flag, ctx->proxy_cpus, &ctx->proxy));
     struct net_conn *nc = calloc(1, sizeof(*nc));
@@ -621,7 +622,7 @@ static bt_status_t net_post(struct bt_transport_ctx *ctx, struct bt_conn *conn, 
 static void net_link(struct bt_transport_ctx *ctx, struct bt_link_figures *f)
 {
     struct bt_net *net = NULL;
-    if (net_get(ctx, &net) != BT_OK)
+    if (bt_transport_network(ctx, &net) != BT_OK)
         return; /* the first connector says why */
     for (int d = 0; d < net->ndev; d++) {
         const ncclNetProperties_v11_t *p = &net->props[d];

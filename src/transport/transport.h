@@ -165,6 +165,10 @@ const struct bt_transport_ops *bt_transport_select(const struct bt_transport_ctx
  * ends map (the transport selected has no `post`); 0 when none can connect. Not logged. */
 int bt_transport_mapped(const struct bt_transport_ctx *ctx, int peer);
 
+/* The communicator's network, opened now if it was not yet (transport/net.c). */
+struct bt_net;
+bt_status_t bt_transport_network(struct bt_transport_ctx *ctx, struct bt_net **net_p);
+
 /* Whether this rank has, or is making, a connector with `peer`: a rank that can see this one
  * fail through it, or waits on it in connection setup. Any thread that owns the context. */
 int bt_transport_linked_peer(const struct bt_transport_ctx *ctx, int peer);

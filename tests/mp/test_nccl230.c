@@ -12,6 +12,8 @@
  *   - ncclPutSignal / ncclSignal / ncclWaitSignal between processes through mapped windows:
  *     100 puts round a ring, each checked at its target after its signal; signals counted
  *     across calls and descriptors; bounds, arguments, groups and unmapped windows refused;
+ *     the same across hosts (4 processes, 2 per NCCL_HOSTID) through the network link, with
+ *     a 1 MB put between the hosts;
  *   - ncclCommGetUniqueId + ncclCommGrow: 3 ranks grow to 5 (two new processes join with the
  *     id rank 0 made), ranks kept and assigned, 1,000 verified collectives on the grown
  *     communicator, the old one still working, misuse refused.
@@ -200,7 +202,9 @@ static void check_simulate(ncclComm_t comm)
     free(out);
 }
 
-static void check_one_sided(ncclComm_t comm, int rank, int n)
+/* across: the ranks are on several hosts (NCCL_HOSTID), so puts travel the network link and
+ * any host window is served; else one host, mapped windows only. */
+static void check_one_sided(ncclComm_t comm, int rank, int n, int across)
 {
     int next = (rank + 1) % n, prev = (rank + n - 1) % n;
     size_t bytes = 1 << 16;
@@ -255,13 +259,23 @@ static void check_one_sided(ncclComm_t comm, int rank, int n)
     BT_TEST_OK(ncclGroupStart());
     BT_TEST_CHECK(ncclSignal(next, 0, 0, 0, comm, NULL) == ncclInvalidUsage, "inside a group");
     ncclGroupEnd();
-    /* a window of memory other processes cannot map (malloc) is not served */
-    void *priv = malloc(4096);
+    /* a window of memory other processes cannot map (malloc): not served on one host; across
+     * hosts the network lands it like any */
+    int32_t *priv = malloc(4096);
+    priv[0] = -1;
     ncclWindow_t pw = NULL;
     BT_TEST_OK(ncclCommWindowRegister(comm, priv, 4096, &pw, NCCL_WIN_COLL_SYMMETRIC));
-    BT_TEST_CHECK(ncclPutSignal(src, 1, ncclInt32, next, pw, 0, 0, 0, 0, comm, NULL) ==
-                      ncclInvalidUsage,
-                  "a put into an unmapped window");
+    src[0] = 7000 + rank;
+    if (across) {
+        BT_TEST_OK(ncclPutSignal(src, 1, ncclInt32, next, pw, 0, 0, 0, 0, comm, NULL));
+        ncclWaitSignalDesc_t d = {.opCnt = 1, .peer = prev};
+        BT_TEST_OK(ncclWaitSignal(1, &d, comm, NULL));
+        BT_TEST_CHECK(priv[0] == 7000 + prev, "a put into a malloc window: %d", priv[0]);
+    } else {
+        BT_TEST_CHECK(ncclPutSignal(src, 1, ncclInt32, next, pw, 0, 0, 0, 0, comm, NULL) ==
+                          ncclInvalidUsage,
+                      "a put into an unmapped window");
+    }
     BT_TEST_OK(ncclCommWindowDeregister(comm, pw));
     free(priv);
     /* nobody deregisters while a peer may still put */
@@ -270,7 +284,8 @@ static void check_one_sided(ncclComm_t comm, int rank, int n)
     BT_TEST_OK(ncclCommWindowDeregister(comm, win));
     BT_TEST_OK(ncclMemFree(win_buf));
     if (rank == 0)
-        fprintf(stderr, "one-sided: 100 puts and 3 + %d signals per rank, exact\n", n);
+        fprintf(stderr, "one-sided%s: 100 puts and 3 + %d signals per rank, exact\n",
+                across ? " across hosts" : "", n);
 }
 
 static uint64_t stat_of(ncclComm_t comm, ncclCommMemStat_t s)
@@ -355,8 +370,49 @@ static int rank_main(int rank, int n, void *argp)
     check_config(comm, rank);
     check_properties(comm, rank, n);
     check_simulate(comm);
-    check_one_sided(comm, rank, n);
+    check_one_sided(comm, rank, n, 0);
     check_suspend(comm, rank, n);
+    BT_TEST_OK(ncclCommDestroy(comm));
+    bt_test_leaks_end(&leaks);
+    return 0;
+}
+
+/* One-sided calls across hosts: 4 processes, 2 per NCCL_HOSTID, every put over the network
+ * link (the same checks as on one host, a malloc window served too), and a large put (1 MB,
+ * four of the link's messages). */
+static int across_main(int rank, int n, void *argp)
+{
+    const ncclUniqueId *id = argp;
+    struct bt_test_leaks leaks;
+    ncclComm_t comm;
+    char host[16];
+    snprintf(host, sizeof(host), "host%d", rank / 2);
+    setenv("NCCL_HOSTID", host, 1);
+    bt_test_leaks_begin(&leaks);
+    BT_TEST_OK(ncclCommInitRank(&comm, n, *id, rank));
+    check_one_sided(comm, rank, n, 1);
+    size_t count = 1u << 18; /* ints: 1 MB */
+    int32_t *win_buf = NULL, *src = malloc(count * sizeof(int32_t));
+    ncclWindow_t win = NULL;
+    BT_TEST_OK(ncclMemAlloc((void **)&win_buf, count * sizeof(int32_t)));
+    BT_TEST_OK(ncclCommWindowRegister(comm, win_buf, count * sizeof(int32_t), &win,
+                                      NCCL_WIN_COLL_SYMMETRIC));
+    for (size_t i = 0; i < count; i++)
+        src[i] = rank * 1000003 + (int32_t)i;
+    int to = (rank + 2) % n, from = (rank + n - 2) % n; /* the other host */
+    BT_TEST_OK(ncclPutSignal(src, count, ncclInt32, to, win, 0, 0, 0, 0, comm, NULL));
+    ncclWaitSignalDesc_t d = {.opCnt = 1, .peer = from};
+    BT_TEST_OK(ncclWaitSignal(1, &d, comm, NULL));
+    for (size_t i = 0; i < count; i++)
+        if (win_buf[i] != from * 1000003 + (int32_t)i) {
+            BT_TEST_CHECK(0, "1 MB put from rank %d: [%zu] = %d", from, i, win_buf[i]);
+            break;
+        }
+    int32_t z = 0, zs = 0;
+    BT_TEST_OK(ncclAllReduce(&z, &zs, 1, ncclInt32, ncclSum, comm, NULL));
+    BT_TEST_OK(ncclCommWindowDeregister(comm, win));
+    BT_TEST_OK(ncclMemFree(win_buf));
+    free(src);
     BT_TEST_OK(ncclCommDestroy(comm));
     bt_test_leaks_end(&leaks);
     return 0;
@@ -471,14 +527,23 @@ static int grow_main(int rank, int n, void *argp)
     return 0;
 }
 
-int main(void)
+/* `test_nccl230 ofi`: the same over the libfabric backend (tcp;ofi_rxm): the one-sided link
+ * across hosts runs on it, with no descriptor to sleep on. */
+int main(int argc, char **argv)
 {
     setvbuf(stderr, NULL, _IOLBF, 0);
+    if (argc > 1 && strcmp(argv[1], "ofi") == 0) {
+        setenv("BATON_NET", "OFI", 1);
+        setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+    }
     setenv("NCCL_HANG_REPORT", "300", 1);
     int shm0 = bt_test_shm_count();
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
     int rc = bt_test_run_ranks(3, rank_main, &id, 60);
+    ncclUniqueId id2;
+    BT_TEST_OK(ncclGetUniqueId(&id2));
+    rc |= bt_test_run_ranks(4, across_main, &id2, 60);
     struct grow_board *b =
         mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     BT_TEST_CHECK(b != MAP_FAILED, "mmap of the grow board");

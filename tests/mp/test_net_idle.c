@@ -1,10 +1,13 @@
 /*
  * Idle is quiet: after a collective over NET (so the proxy's progress and service threads
- * and, with SOCKET_NTHREADS=2, socket helper threads exist), a communicator left idle for
- * 5 s costs its process less than 1% of a core: the CPU time of all the process's threads
- * (utime + stime of /proc/self/task/<tid>/stat) grows by less than 50 ms.
+ * and, with SOCKET_NTHREADS=2, socket helper threads exist) and a one-sided put between the
+ * two ranks, which are different hosts (NCCL_HOSTID: so the one-sided link's thread runs
+ * too), a communicator left idle for 5 s costs its process less than 1% of a core: the CPU
+ * time of all the process's threads (utime + stime of /proc/self/task/<tid>/stat) grows by
+ * less than 50 ms.
  */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,12 +53,25 @@ static int rank_main(int rank, int nranks, void *arg)
 {
     const ncclUniqueId *id = arg;
     ncclComm_t comm;
+    char host[16];
+    snprintf(host, sizeof(host), "idle%d", rank);
+    setenv("NCCL_HOSTID", host, 1);
     BT_TEST_OK(ncclCommInitRank(&comm, nranks, *id, rank));
     float buf[1024];
     for (int i = 0; i < 1024; i++)
         buf[i] = (float)rank;
     BT_TEST_OK(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, NULL));
     BT_TEST_CHECK(buf[0] == 1.0f, "allreduce result %f", buf[0]);
+    /* a window and a put across the hosts: the one-sided link and its thread exist */
+    static int32_t win_buf[256];
+    ncclWindow_t win = NULL;
+    BT_TEST_OK(
+        ncclCommWindowRegister(comm, win_buf, sizeof(win_buf), &win, NCCL_WIN_COLL_SYMMETRIC));
+    int32_t v = 40 + rank;
+    BT_TEST_OK(ncclPutSignal(&v, 1, ncclInt32, 1 - rank, win, 0, 0, 0, 0, comm, NULL));
+    ncclWaitSignalDesc_t d = {.opCnt = 1, .peer = 1 - rank};
+    BT_TEST_OK(ncclWaitSignal(1, &d, comm, NULL));
+    BT_TEST_CHECK(win_buf[0] == 41 - rank, "the put landed %d", win_buf[0]);
 
     int nthreads = 0;
     long long t0 = process_ticks(&nthreads);
@@ -68,6 +84,7 @@ static int rank_main(int rank, int nranks, void *arg)
 
     BT_TEST_OK(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, NULL));
     BT_TEST_CHECK(buf[0] == 2.0f, "allreduce after idle: %f", buf[0]);
+    BT_TEST_OK(ncclCommWindowDeregister(comm, win));
     BT_TEST_OK(ncclCommDestroy(comm));
     return 0;
 }
