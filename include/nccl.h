@@ -469,7 +469,7 @@ void ncclParamDumpAll(void);
  * and low-latency all-to-all buffers. Baton does not implement the device API yet: these
  * functions exist so that programs linking them load, and they fail with ncclInvalidUsage
  * (see src/api/unsupported.c). The structures below are therefore declared opaque, except
- * ncclTeam, which is passed and returned by value and so needs NCCL's layout.
+ * ncclTeam and ncclMultimemHandle, which are passed by value and so need NCCL's layout.
  */
 typedef struct ncclDevComm ncclDevComm_t;
 typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
@@ -478,7 +478,9 @@ typedef struct ncclTeamRequirements ncclTeamRequirements_t;
 typedef struct ncclLsaBarrierHandle ncclLsaBarrierHandle_t;
 typedef struct ncclGinBarrierHandle ncclGinBarrierHandle_t;
 typedef struct ncclLLA2AHandle ncclLLA2AHandle_t;
-typedef struct ncclMultimemHandle ncclMultimemHandle_t;
+typedef struct ncclMultimemHandle {
+    void *mcBasePtr;
+} ncclMultimemHandle_t;
 
 /* A set of ranks of a communicator: nRanks members, this rank's index, stride in world. */
 struct ncclTeam {
@@ -521,6 +523,27 @@ typedef struct ncclCommProperties {
     }
 
 ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t *props);
+
+/* Where a window's part of rank `peer` (world rank), or of the `lsaRank`-th rank of this
+ * host, is at `offset`, as this rank addresses it (NCCL 2.29+): the window must map here
+ * (a symmetric window of ranks on one host), else ncclInvalidArgument. */
+ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void **outPtr);
+ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                     void **outPtr);
+
+/* NVLink multicast and GIN sessions (NCCL 2.29-2.30): not implemented (multicast is never
+ * used by Baton); they fail with ncclInvalidUsage. */
+typedef struct ncclGinOutboxHandle ncclGinOutboxHandle;
+typedef struct ncclGinInboxA2AHandle ncclGinInboxA2AHandle;
+ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void **outPtr);
+ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                          ncclMultimemHandle_t multimem, void **outPtr);
+ncclResult_t ncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
+                                            ncclGinOutboxHandle *outHandle,
+                                            ncclDevResourceRequirements_t *outReq);
+ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int size_log2,
+                                              ncclGinInboxA2AHandle *outHandle,
+                                              ncclDevResourceRequirements_t *outReq);
 
 ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
                                ncclDevComm_t *outDevComm);

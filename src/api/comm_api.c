@@ -859,6 +859,63 @@ BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_
     return ncclSuccess;
 }
 
+/* Rank `peer`'s part of window w at offset, as this rank addresses it; fn names the call. */
+static ncclResult_t peer_pointer(ncclWindow_t window, size_t offset, int peer, void **out,
+                                 const char *fn)
+{
+    BT_API_CHECK_PTR(window, fn, "window");
+    BT_API_CHECK_PTR(out, fn, "outPtr");
+    struct bt_window *w = (struct bt_window *)window;
+    struct bt_comm *c = w->comm;
+    if (!c || !bt_comm_is_live(c) || bt_window_check(c, w, fn) != BT_OK)
+        return ncclInvalidArgument;
+    if (peer < 0 || peer >= c->nranks) {
+        BT_WARN("%s: rank %d is out of range [0, %d)", fn, peer, c->nranks);
+        return ncclInvalidArgument;
+    }
+    if (offset >= w->peer_size[peer]) {
+        BT_WARN("%s: offset %zu is past rank %d's window of %llu bytes", fn, offset, peer,
+                (unsigned long long)w->peer_size[peer]);
+        return ncclInvalidArgument;
+    }
+    if (peer != c->rank && !w->mapped) {
+        BT_WARN("%s: rank %d's part of window %p is not mapped here (a symmetric window of "
+                "ncclMemAlloc memory, every rank on one host, maps)",
+                fn, peer, (void *)w);
+        return ncclInvalidArgument;
+    }
+    *out = (peer == c->rank ? w->base : w->peers[peer].base) + offset;
+    return ncclSuccess;
+}
+
+BT_API ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
+                                             void **outPtr)
+{
+    return peer_pointer(window, offset, peer, outPtr, "ncclGetPeerDevicePointer");
+}
+
+/* The LSA team is this host's ranks in rank order (windows map only within a host). */
+BT_API ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                            void **outPtr)
+{
+    const char *fn = "ncclGetLsaDevicePointer";
+    BT_API_CHECK_PTR(window, fn, "window");
+    struct bt_comm *c = ((struct bt_window *)window)->comm;
+    if (!c || !bt_comm_is_live(c)) {
+        BT_WARN("%s: window %p belongs to no live communicator", fn, (void *)window);
+        return ncclInvalidArgument;
+    }
+    int peer = -1;
+    for (int r = 0, k = 0; r < c->nranks && peer < 0; r++)
+        if (c->peers[r].host_hash == c->peers[c->rank].host_hash && k++ == lsaRank)
+            peer = r;
+    if (lsaRank < 0 || peer < 0) {
+        BT_WARN("%s: LSA rank %d is out of range [0, %d)", fn, lsaRank, c->local_ranks);
+        return ncclInvalidArgument;
+    }
+    return peer_pointer(window, offset, peer, outPtr, fn);
+}
+
 BT_API ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr)
 {
     const char *fn = "ncclWinGetUserPtr";
@@ -940,6 +997,8 @@ BT_PNCCL(ncclCommWindowRegister);
 BT_PNCCL(ncclCommWindowDeregister);
 BT_PNCCL(ncclWinGetUserPtr);
 BT_PNCCL(ncclCommQueryProperties);
+BT_PNCCL(ncclGetPeerDevicePointer);
+BT_PNCCL(ncclGetLsaDevicePointer);
 BT_PNCCL(ncclCommGetUniqueId);
 BT_PNCCL(ncclCommGrow);
 BT_PNCCL(ncclCommSuspend);

@@ -99,6 +99,38 @@ BT_API ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots,
     return ncclInvalidUsage;
 }
 
+/* NVLink multicast: Baton never creates multicast objects (they can take shared GPUs out of
+ * service), so there is no multicast address to give. */
+BT_API ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                                    void **outPtr)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                                 ncclMultimemHandle_t multimem, void **outPtr)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
+                                                   ncclGinOutboxHandle *outHandle,
+                                                   ncclDevResourceRequirements_t *outReq)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
+BT_API ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int size_log2,
+                                                     ncclGinInboxA2AHandle *outHandle,
+                                                     ncclDevResourceRequirements_t *outReq)
+{
+    BT_UNSUPPORTED();
+    return ncclInvalidUsage;
+}
+
 /* Profiling aliases (see api.h). */
 BT_PNCCL(ncclDevCommCreate);
 BT_PNCCL(ncclDevCommDestroy);
@@ -111,3 +143,7 @@ BT_PNCCL(ncclLsaBarrierCreateRequirement);
 BT_PNCCL(ncclGinBarrierCreateRequirement);
 BT_PNCCL(ncclLLA2ACalcSlots);
 BT_PNCCL(ncclLLA2ACreateRequirement);
+BT_PNCCL(ncclGetLsaMultimemDevicePointer);
+BT_PNCCL(ncclGetMultimemDevicePointer);
+BT_PNCCL(ncclGinOutboxCreateRequirement);
+BT_PNCCL(ncclGinInboxA2ACreateRequirement);

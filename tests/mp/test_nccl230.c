@@ -234,6 +234,31 @@ static void check_one_sided(ncclComm_t comm, int rank, int n, int across)
         if (win_buf[k * 128 + pcnt] != -1 && pcnt < 128)
             BT_TEST_CHECK(0, "put %d wrote past its %d elements", k, pcnt);
     }
+    /* the peer's memory by pointer (ncclGetPeerDevicePointer): mapped on one host only */
+    void *mine = NULL, *theirs = NULL;
+    /* this rank's index among its host's ranks: across hosts two per host */
+    BT_TEST_OK(ncclGetLsaDevicePointer(win, 64, across ? rank % 2 : rank, &mine));
+    BT_TEST_CHECK(mine == (char *)win_buf + 64, "own LSA pointer %p, buffer %p", mine,
+                  (void *)win_buf);
+    BT_TEST_OK(ncclGetPeerDevicePointer(win, 0, rank, &mine));
+    BT_TEST_CHECK(mine == win_buf, "own pointer %p, buffer %p", mine, (void *)win_buf);
+    BT_TEST_CHECK(ncclGetPeerDevicePointer(win, 0, n, &theirs) == ncclInvalidArgument,
+                  "peer out of range");
+    BT_TEST_CHECK(ncclGetPeerDevicePointer(win, bytes, next, &theirs) == ncclInvalidArgument,
+                  "offset past the window");
+    if (across) {
+        BT_TEST_CHECK(ncclGetPeerDevicePointer(win, 0, next, &theirs) == ncclInvalidArgument,
+                      "a pointer into another host's window");
+    } else {
+        /* a store through the pointer, then a signal: the peer sees it */
+        BT_TEST_OK(ncclGetPeerDevicePointer(win, 100 * 128 * sizeof(int32_t), next, &theirs));
+        *(int32_t *)theirs = 9000 + rank;
+        BT_TEST_OK(ncclSignal(next, 0, 0, 0, comm, NULL));
+        ncclWaitSignalDesc_t d = {.opCnt = 1, .peer = prev};
+        BT_TEST_OK(ncclWaitSignal(1, &d, comm, NULL));
+        BT_TEST_CHECK(win_buf[100 * 128] == 9000 + prev, "a store through the peer pointer: %d",
+                      win_buf[100 * 128]);
+    }
     /* signals alone: three to the next, one to every rank; waited for in one call each */
     for (int s = 0; s < 3; s++)
         BT_TEST_OK(ncclSignal(next, 0, 0, 0, comm, NULL));

@@ -234,6 +234,13 @@ static void check_unsupported(void)
     CHECK_EQ(ncclGinBarrierCreateRequirement(NULL, t, 1, NULL, NULL), ncclInvalidUsage);
     CHECK_EQ(ncclLLA2ACreateRequirement(1, 1, NULL, NULL), ncclInvalidUsage);
     CHECK_EQ(ncclLLA2ACalcSlots(16, 8), 0);
+    ncclMultimemHandle_t mm = {NULL};
+    void *ptr = NULL;
+    CHECK_EQ(ncclGetLsaMultimemDevicePointer(NULL, 0, &ptr), ncclInvalidUsage);
+    CHECK_EQ(ncclGetMultimemDevicePointer(NULL, 0, mm, &ptr), ncclInvalidUsage);
+    CHECK_EQ(ncclGinOutboxCreateRequirement(1, 12, NULL, NULL), ncclInvalidUsage);
+    CHECK_EQ(ncclGinInboxA2ACreateRequirement(t, 1, 12, NULL, NULL), ncclInvalidUsage);
+    CHECK_EQ(sizeof(ncclMultimemHandle_t), sizeof(void *));
     CHECK_EQ(ncclTeamRankToWorld(NULL, t, 0), -1);
     CHECK_EQ(ncclTeamRankToLsa(NULL, t, 0), -1);
     t = ncclTeamWorld(NULL);
