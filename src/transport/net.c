@@ -255,12 +255,15 @@ static bt_status_t try_accept(struct net_conn *nc, int *done_p)
     return BT_OK;
 }
 
-/* Try until done, the deadline, an abort or the peer is down (gone, or failed: looked for
- * every 50 ms; transport/connect.c then names it). */
+/* Try until done, the deadline, an abort or the peer is down (gone, or failed; of another
+ * host: said so, or its listener refuses a second into the wait: looked for every 50 ms;
+ * transport/connect.c then names it). A connect to a peer that died keeps being refused or
+ * retried by the backend, so only these checks end it before TIMEOUT. */
 static bt_status_t net_wait(struct net_conn *nc, net_try_fn try_once, const char *what)
 {
     int peer = nc->conn->peer;
-    uint64_t deadline = bt_deadline_from_now(), check = bt_time_ns() + BT_PEER_CHECK_NS;
+    uint64_t start = bt_time_ns(), deadline = bt_deadline_from_now();
+    uint64_t check = start + BT_PEER_CHECK_NS;
     for (;;) {
         int done = 0;
         BT_CHECK(try_once(nc, &done));
@@ -273,7 +276,8 @@ static bt_status_t net_wait(struct net_conn *nc, net_try_fn try_once, const char
         uint64_t now = bt_time_ns();
         if (now >= check) {
             check = now + BT_PEER_CHECK_NS;
-            if (nc->ctx->peer_down && nc->ctx->peer_down(nc->ctx->live_arg, peer)) {
+            if ((nc->ctx->peer_down && nc->ctx->peer_down(nc->ctx->live_arg, peer)) ||
+                (nc->ctx->peer_lost && nc->ctx->peer_lost(nc->ctx->live_arg, peer, now - start))) {
                 BT_WARN("%s with rank %d stopped: the rank is gone or failed", what, peer);
                 return BT_ERR_REMOTE;
             }

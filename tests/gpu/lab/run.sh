@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/lab/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks|mps|hosts]
+#   BUILD=build OUT=/some/dir tests/gpu/lab/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks|mps|hosts|nccltests]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -448,4 +448,25 @@ if [ "$what" = perf ] || [ "$what" = all ] || [ "$what" = done ]; then
         done
     done
     grep -E '^####|^ +[0-9]+ ' "$OUT/perf-done.txt" | cut -c1-120
+fi
+
+if [ "$what" = nccltests ]; then
+    # nccl-tests built against NCCL 2.30.7's headers (nccl_tests.sh; stage.sh carries them to
+    # $BUILD/nt230), on Baton: every collective on one GPU, checked; the AllReduce and
+    # AlltoAll through symmetric windows (-R 2); the device-API kernels (-D 1), which wait for
+    # Baton's device API and are expected to refuse
+    nt=$BUILD/nt230
+    for t in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
+        echo "#### $t -g 1 -c 1" >>"$OUT/nccltests.txt"
+        "$nt/${t}_perf" -b 8 -e 64M -f 8 -g 1 -c 1 -n 5 -w 2 >>"$OUT/nccltests.txt" 2>&1
+        echo "rc=$?" >>"$OUT/nccltests.txt"
+    done
+    for t in all_reduce alltoall; do
+        for extra in "-R 2" "-R 2 -D 1"; do
+            echo "#### $t -g 1 -c 1 $extra" >>"$OUT/nccltests.txt"
+            "$nt/${t}_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2 $extra >>"$OUT/nccltests.txt" 2>&1
+            echo "rc=$?" >>"$OUT/nccltests.txt"
+        done
+    done
+    grep -E '^####|rc=|Out of bounds|Avg bus|NCCL version|Baton|rror' "$OUT/nccltests.txt" | cut -c1-140
 fi

@@ -11,4 +11,9 @@ cp -a "$src"/bin/. "$dst/bin/"
 rm -f "$dst/bin/baton-topo" # the kernels again (internal library), and not run there
 cp -a "$src"/lib/. "$dst/lib/"
 cp -a "$src"/tests/gpu_test_* "$dst/tests/"
+# nccl-tests built against a newer NCCL's headers (nccl_tests.sh), when there
+if [ -d "${NT_BUILD:-build-nt230}" ]; then
+    mkdir -p "$dst/nt230"
+    cp -a "${NT_BUILD:-build-nt230}"/*_perf "${NT_BUILD:-build-nt230}"/verifiable "$dst/nt230/"
+fi
 du -sh "$dst"
