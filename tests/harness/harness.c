@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,6 +45,11 @@ static int pid_is_ours(pid_t pid)
 
 int bt_test_shm_count(void)
 {
+    /* Only segments made since this process's first count: a stale one whose creator's pid
+     * one of our ranks happens to reuse (pid_max may be 32768) is not ours. */
+    static time_t since;
+    if (!since)
+        since = time(NULL) - 1;
     DIR *d = opendir("/dev/shm");
     if (!d)
         return -1;
@@ -51,8 +57,12 @@ int bt_test_shm_count(void)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int pid = 0;
+        struct stat st;
+        char path[300];
+        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
         /* names are baton-<creator pid>-<counter>-<random> */
-        if (sscanf(e->d_name, "baton-%d-", &pid) == 1 && pid_is_ours((pid_t)pid))
+        if (sscanf(e->d_name, "baton-%d-", &pid) == 1 && pid_is_ours((pid_t)pid) &&
+            stat(path, &st) == 0 && st.st_mtime >= since)
             n++;
     }
     closedir(d);
