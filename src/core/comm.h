@@ -111,8 +111,8 @@ struct bt_comm {
     _Atomic int revoked;         /* ncclCommRevoke or a NCCL_SHRINK_ABORT shrink stopped it */
     _Atomic int suspended;       /* ncclCommSuspend freed its buffers; ncclCommResume clears it */
     int grow_pending;            /* ncclCommGetUniqueId made grow_id; ncclCommGrow consumes it */
-    /* one-sided calls (core/rma.h): this rank's signal board ([nranks] counters, a cache line
-     * each), shared as a window where windows map (signals), else private and raised by the
+    /* one-sided calls (core/rma.h): this rank's signal board ([nranks] counters, 128 bytes
+     * apart), shared as a window where windows map (signals), else private and raised by the
      * network link's thread (rma_net); signals consumed by waits, per rank */
     char *board;
     struct bt_window *signals;

@@ -11,14 +11,14 @@
 #include "core/liveness.h"
 #include "core/window.h"
 #include "transport/rma_net.h"
+#include "transport/transport.h"
 #include "util/hostmem.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/time.h"
 
-#define SIGNAL_STRIDE 64 /* bytes per counter: one cache line each */
-#define WIN_SYMMETRIC 0x01
-#define NO_WINDOW UINT32_MAX /* a signal alone */
+#define SIGNAL_STRIDE BT_CACHELINE /* bytes per counter: a line of its own each */
+#define NO_WINDOW UINT32_MAX       /* a signal alone */
 
 static _Atomic uint64_t *counter(char *board, int from)
 {
@@ -57,7 +57,7 @@ static bt_status_t board_mapped(struct bt_comm *comm)
     BT_CHECK(bt_hostmem_alloc(bytes, &board));
     memset(board, 0, bytes);
     struct bt_window *sw = NULL;
-    bt_status_t st = bt_window_register_plain(comm, board, bytes, WIN_SYMMETRIC, &sw);
+    bt_status_t st = bt_window_register_plain(comm, board, bytes, BT_WIN_SYMMETRIC, &sw);
     if (st == BT_OK && !sw->mapped) {
         /* cannot be: the user's window of the same memory kind mapped a moment ago */
         BT_WARN("rank %d: the one-sided signal board did not map", comm->rank);
@@ -214,6 +214,7 @@ bt_status_t bt_rma_wait(struct bt_comm *comm, int n, const int *peers, const int
                 want[i] += (uint64_t)ops[j];
     }
     uint64_t start = bt_time_ns(), timeout = (uint64_t)bt_param_timeout() * 1000000000ull;
+    uint64_t check = start; /* the peer's liveness, asked every BT_PEER_CHECK_NS */
     bt_status_t st = BT_OK;
     int late = -1;
     for (unsigned spins = 0; !all_met(comm, n, peers, want, &late); spins++) {
@@ -221,12 +222,18 @@ bt_status_t bt_rma_wait(struct bt_comm *comm, int n, const int *peers, const int
             spins = 0; /* something landed: look again at once */
         if (spins < 1000)
             continue;
-        uint64_t waited = bt_time_ns() - start;
-        if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) ||
-            bt_liveness_report_down(comm, late, "ncclWaitSignal", 0, 0) ||
-            bt_liveness_report_lost(comm, late, "ncclWaitSignal", 0, waited)) {
+        uint64_t now = bt_time_ns(), waited = now - start;
+        if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) {
             st = BT_ERR_REMOTE;
             break;
+        }
+        if (now >= check) {
+            check = now + BT_PEER_CHECK_NS;
+            if (bt_liveness_report_down(comm, late, "ncclWaitSignal", 0, 0) ||
+                bt_liveness_report_lost(comm, late, "ncclWaitSignal", 0, waited)) {
+                st = BT_ERR_REMOTE;
+                break;
+            }
         }
         if (waited > timeout) {
             BT_WARN("ncclWaitSignal: rank %d waited %d s for a signal from rank %d (TIMEOUT): "

@@ -1,7 +1,7 @@
 /*
  * One-sided calls (NCCL 2.29's ncclPutSignal, ncclSignal, ncclWaitSignal) on host memory. The
  * target takes no part, as with NCCL's puts; each rank's signal board holds one counter per
- * rank ([nranks], a cache line each), which a put raises after its data and a wait reads.
+ * rank ([nranks], BT_CACHELINE apart), which a put raises after its data and a wait reads.
  * The first symmetric window registered decides the way, the same on every rank:
  *   - mapped (every rank on this host, the window mapped: core/window.c, ncclMemAlloc
  *     memory): the board is a window of the communicator's own that every rank maps; a put

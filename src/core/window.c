@@ -9,8 +9,6 @@
 #include "device/device.h"
 #include "util/log.h"
 
-#define WIN_SYMMETRIC 0x01 /* NCCL_WIN_COLL_SYMMETRIC */
-
 /* What each rank tells the others at registration. */
 struct win_info {
     int on_device; /* the buffer is device memory: the CUDA executor's */
@@ -121,7 +119,7 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
      * buffer's memory decides whether it can export it (its own limits: ranks, SHM_DISABLE). */
     me->on_device = bt_device_ptr_is_device(buf);
     w->ex = bt_exec_of(me->on_device ? BT_EXEC_CUDA : BT_EXEC_HOST);
-    int want = (flags & WIN_SYMMETRIC) && comm->nranks > 1 && comm->local_ranks == comm->nranks;
+    int want = (flags & BT_WIN_SYMMETRIC) && comm->nranks > 1 && comm->local_ranks == comm->nranks;
     if (want && w->ex->win_export)
         me->exported = w->ex->win_export(&comm->ec, buf, size, &w->mine, me->blob);
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);

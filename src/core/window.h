@@ -19,6 +19,8 @@
 
 struct bt_comm;
 
+#define BT_WIN_SYMMETRIC 0x01 /* NCCL_WIN_COLL_SYMMETRIC: peers may read the window */
+
 struct bt_window {
     struct bt_comm *comm;
     char *base;

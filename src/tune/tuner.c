@@ -254,15 +254,14 @@ static const struct bt_tune_costs *costs_for(const struct bt_tune_in *in,
 /* The other collectives' rings: LL up to the threshold; beyond it LL128 where it runs and
  * its ring pass costs less than Simple's (tune/cost.h), else Simple. A protocol PROTO leaves
  * alone is kept even where another would be cheaper. */
-static int choose_ring_proto(const struct bt_tune_in *in, int ll_ok, int simple_ok, int ll128_ok)
+static int choose_ring_proto(const struct bt_tune_in *in, const struct bt_tune_costs *costs,
+                             int ll_ok, int simple_ok, int ll128_ok)
 {
     const struct bt_tune_settings *env = in->set;
     int64_t ll_thr = env->ll_threshold >= 0 ? env->ll_threshold : in->def->ll_threshold;
     if (ll_ok && (in->bytes <= (size_t)ll_thr || (!simple_ok && !ll128_ok)))
         return BT_PROTO_LL;
     if (ll128_ok) {
-        struct bt_tune_costs bounded;
-        const struct bt_tune_costs *costs = costs_for(in, &bounded);
         if (!simple_ok || bt_tune_ring_pass_us(costs, BT_PROTO_LL128, in->nranks, in->bytes) <
                               bt_tune_ring_pass_us(costs, BT_PROTO_SIMPLE, in->nranks, in->bytes))
             return BT_PROTO_LL128;
@@ -272,8 +271,8 @@ static int choose_ring_proto(const struct bt_tune_in *in, int ll_ok, int simple_
 
 /* AllReduce over 2+ ranks: the cheapest candidate by the cost model among those the executor
  * runs and PROTO / ALGO allow, narrowed first by whichever *_THRESHOLD is set. */
-static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_ok, int ll128_ok,
-                             int *algo, int *proto)
+static void choose_allreduce(const struct bt_tune_in *in, const struct bt_tune_costs *costs,
+                             int ll_ok, int simple_ok, int ll128_ok, int *algo, int *proto)
 {
     const struct bt_tune_settings *env = in->set;
     int ok[BT_NUM_ALGOS] = {env->ring_ok, env->tree_ok && in->tree_ok,
@@ -317,8 +316,6 @@ static void choose_allreduce(const struct bt_tune_in *in, int ll_ok, int simple_
              bytes > (size_t)in->def->ll_cap_off_nvlink)
         set = drop(set, proto_bits(BT_PROTO_LL));
 
-    struct bt_tune_costs bounded;
-    const struct bt_tune_costs *costs = costs_for(in, &bounded);
     double best = 0;
     int found = 0;
     for (int a = 0; a < BT_NUM_ALGOS; a++) {
@@ -349,11 +346,11 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     struct bt_tune_costs bounded;
     const struct bt_tune_costs *costs = costs_for(in, &bounded);
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
-        choose_allreduce(in, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
+        choose_allreduce(in, costs, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
         out->us = bt_tune_allreduce_us(costs, out->algo, out->proto, in->nranks, in->bytes);
     } else {
         out->algo = BT_ALGO_RING;
-        out->proto = choose_ring_proto(in, ll_ok, simple_ok, ll128_ok);
+        out->proto = choose_ring_proto(in, costs, ll_ok, simple_ok, ll128_ok);
         /* a send or receive: one hop of all its bytes, a 2-rank pass of twice as many */
         out->us = p2p ? bt_tune_ring_pass_us(costs, out->proto, 2, 2 * in->bytes)
                       : bt_tune_ring_pass_us(costs, out->proto, in->nranks, in->bytes);
