@@ -2,7 +2,7 @@
 # The GPU machine's run, in one call (device time is scarce): the gpu-labelled tests, then
 # baton-perf for every collective with Baton and with NVIDIA's NCCL side by side, alternating.
 # Built elsewhere (make build with nvcc), run here from the repository root:
-#   BUILD=build OUT=/some/dir tests/gpu/lab/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks|mps|hosts|nccltests]
+#   BUILD=build OUT=/some/dir tests/gpu/lab/run.sh [tests|more|sanitize|tune|small|onepro|graph|net|quick|shm|variants|perf|done|all|onegpu|windows|nranks|mps|hosts|nccltests|initmem|suspend]
 # Writes logs and tables under $OUT (the device tool returns at most 8 files: tar them). NCCL_NVLS_ENABLE=0 stays set (multicast is off on
 # these machines for everyone).
 set -uo pipefail
@@ -20,6 +20,8 @@ export BATON_TIMEOUT=${BATON_TIMEOUT:-60}
 # Baton's library from this build (binaries carried from another machine keep that one's
 # absolute RUNPATH); NCCL runs put NVIDIA's directory first instead.
 export LD_LIBRARY_PATH="$(realpath "$BUILD")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# libfabric carried by stage.sh, last: the machine's own wins where it has one
+[ -d "$BUILD/fabric" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(realpath "$BUILD")/fabric"
 NCCL_LIB=${NCCL_LIB:-$(python3 -c "import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))" 2>/dev/null)}
 
 {
@@ -260,7 +262,56 @@ if [ "$what" = hosts ]; then
             echo "== $layout ranks of one process ($v), gpu_test_gpu_colls: rc=$? in $((SECONDS - start)) s: $(tail -n 1 "$log")"
         done
     done
+    # faults across hosts: two processes on GPU 0 as two hosts (TEST_HOSTS=2), over each
+    # network: kill -9 of one mid-AllReduce, one absent (no shared arrival board across hosts)
+    for v in "${nets[@]}"; do
+        tag=$(echo "$v" | tr ' =;/' '__--' | cut -c1-60)
+        log="$OUT/hosts-fault-$tag.log"
+        start=$SECONDS
+        env $v BATON_SOCKET_IFNAME=lo BATON_TEST_MPS=1 BATON_TEST_HOSTS=2 timeout "${TEST_TIMEOUT:-300}" \
+            "$BUILD/tests/gpu_test_gpu_fault" kill absent_noboard absent_first_noboard >"$log" 2>&1
+        echo "== 2 processes as 2 hosts ($v), gpu_test_gpu_fault: rc=$? in $((SECONDS - start)) s: $(grep -E '^(kill|absent|count|test_gpu)|check failed' "$log" | tr '\n' ' ')"
+    done
     [ "${MPS_STARTED:-0}" = 1 ] && mps_stop
+fi
+
+if [ "$what" = initmem ]; then
+    # a communicator's init time and GPU memory, stage by stage (baton-gpu-memory), Baton and
+    # NVIDIA's NCCL, at each process count of INITMEM_N on GPU 0 (more than one: under MPS):
+    # as it runs by default, with the stack reserved up front (the first kernel's local
+    # memory apart), and with every module loaded at context creation (the module code apart).
+    # NVIDIA's NCCL refuses two ranks on one GPU of one host: its processes are hosts
+    # (NCCL_HOSTID per rank, sockets between them), and Baton's are measured that way too.
+    for n in ${INITMEM_N:-1}; do
+        for lib in baton nccl; do
+            lp="$LD_LIBRARY_PATH"
+            [ "$lib" = nccl ] && lp="$NCCL_LIB"
+            hostsets=("one" "hosts")
+            [ "$n" = 1 ] && hostsets=("one")
+            [ "$lib" = nccl ] && [ "$n" != 1 ] && hostsets=("hosts")
+            for hs in "${hostsets[@]}"; do
+                for v in default stack eager; do
+                    log="$OUT/initmem-$n-$lib-$hs-$v.txt"
+                    pre="CUDA_VISIBLE_DEVICES=0"
+                    [ "$hs" = hosts ] && pre="$pre NCCL_HOSTID=host\$BATON_RANK BATON_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=lo"
+                    [ "$v" = eager ] && pre="$pre CUDA_MODULE_LOADING=EAGER"
+                    args=
+                    [ "$v" = stack ] && args="--stack 2048"
+                    LD_LIBRARY_PATH="$lp" timeout 120 "$BUILD/bin/baton-run" -n "$n" sh -c \
+                        "$pre exec $BUILD/bin/baton-gpu-memory $args" >"$log" 2>&1
+                    echo "== $n process(es), $lib ($hs, $v): rc=$?"
+                    grep -E '^#|^  ' "$log"
+                done
+            done
+        done
+    done
+fi
+
+if [ "$what" = suspend ]; then
+    # ncclCommSuspend releases the communicators' GPU memory (two ranks of one process on GPU 0)
+    log="$OUT/suspend.log"
+    BATON_TEST_SAME_GPU=1 timeout "${TEST_TIMEOUT:-300}" "$BUILD/tests/gpu_test_gpu_suspend" >"$log" 2>&1
+    echo "== gpu_test_gpu_suspend, one GPU: rc=$? $(grep -E 'suspend|test_gpu|check failed' "$log" | tr '\n' ' ')"
 fi
 
 if [ "$what" = sanitize ] || [ "$what" = all ]; then

@@ -16,4 +16,15 @@ if [ -d "${NT_BUILD:-build-nt230}" ]; then
     mkdir -p "$dst/nt230"
     cp -a "${NT_BUILD:-build-nt230}"/*_perf "${NT_BUILD:-build-nt230}"/verifiable "$dst/nt230/"
 fi
+# Debian's libfabric and what it links (the GPU machine may lack it: OFI then has no
+# devices); run.sh puts this folder last on the library path
+fab=$(ldconfig -p | awk '/libfabric\.so\.1 / {print $NF; exit}')
+if [ -n "$fab" ]; then
+    mkdir -p "$dst/fabric"
+    cp -L "$fab" "$dst/fabric/"
+    ldd "$fab" | awk '$3 ~ /^\// && $1 !~ /^(libc|libm|libpthread|libdl|librt)\./ {print $3}' |
+        xargs -r cp -L -t "$dst/fabric/"
+fi
+# no debug sections: a call carries 64 MB at most (the symbols stay, for backtraces)
+find "$dst" -type f \( -perm -u+x -o -name '*.so*' \) -exec strip --strip-debug {} + 2>/dev/null
 du -sh "$dst"
