@@ -290,7 +290,7 @@ if [ "$what" = initmem ]; then
             [ "$n" = 1 ] && hostsets=("one")
             [ "$lib" = nccl ] && [ "$n" != 1 ] && hostsets=("hosts")
             for hs in "${hostsets[@]}"; do
-                for v in default stack eager; do
+                for v in ${INITMEM_VARIANTS:-default stack eager}; do
                     log="$OUT/initmem-$n-$lib-$hs-$v.txt"
                     pre="CUDA_VISIBLE_DEVICES=0"
                     [ "$hs" = hosts ] && pre="$pre NCCL_HOSTID=host\$BATON_RANK BATON_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=lo"
