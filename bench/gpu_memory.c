@@ -219,13 +219,33 @@ int main(int argc, char **argv)
             printf("# the library's own count (ncclCommMemStats GpuMemTotal, rank 0): %.2f MB\n",
                    own / MB);
     }
+    /* Barrier files go only when nobody can still be looking for them: every rank says it
+     * is past the last barrier, and rank 0, having seen them all, takes everything away. */
     char path[512];
-    for (int k = 0; k < 2 * ns; k++) {
-        snprintf(path, sizeof(path), "%s/%d.%d", dir, k, rank);
-        unlink(path);
+    snprintf(path, sizeof(path), "%s/done.%d", dir, rank);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fclose(f);
+    if (rank == 0) {
+        for (int r = 0, waited_ms = 0; r < nranks; waited_ms++) {
+            snprintf(path, sizeof(path), "%s/done.%d", dir, r);
+            if (access(path, F_OK) == 0) {
+                r++;
+                continue;
+            }
+            CHECK(waited_ms < 120000);
+            usleep(1000);
+        }
+        for (int r = 0; r < nranks; r++) {
+            for (int k = 0; k < 2 * ns; k++) {
+                snprintf(path, sizeof(path), "%s/%d.%d", dir, k, r);
+                unlink(path);
+            }
+            snprintf(path, sizeof(path), "%s/done.%d", dir, r);
+            unlink(path);
+        }
+        rmdir(dir);
     }
-    for (int tries = 0; rank == 0 && rmdir(dir) != 0 && tries < 100; tries++)
-        usleep(10000); /* until the others have taken their files away */
     cudaFree(a);
     cudaFree(b);
     return 0;

@@ -314,11 +314,13 @@ static void finish(const struct tcase *c, ncclComm_t comm, struct rank_bufs *b)
         BT_TEST_OK(ncclRedOpDestroy(b->op, comm));
 }
 
-/* Both P2P and shared memory off: the GPUs talk through the network. */
+/* Both P2P and shared memory off, or the ranks cut into hosts (BATON_TEST_HOSTS): the GPUs
+ * talk through the network. */
 static int net_forced(void)
 {
     const char *p = getenv("BATON_P2P_DISABLE"), *s = getenv("BATON_SHM_DISABLE");
-    return p && s && atoi(p) == 1 && atoi(s) == 1;
+    const char *h = getenv("BATON_TEST_HOSTS");
+    return (p && s && atoi(p) == 1 && atoi(s) == 1) || (h && atoi(h) > 1);
 }
 
 /* Capture one AllReduce into a graph and replay it three times. Through the network

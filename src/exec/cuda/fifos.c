@@ -8,10 +8,14 @@
  * into its own FIFO, which the sender reads through the mapping.
  *
  * Layout of a rank's allocation: FIFO i at i * fifo_bytes; FIFOs 0..nch-1 receive ring
- * channel i from the ring's previous rank; FIFO nch + r * np2p + k receives part k of the
- * send/recv traffic from rank r (a large message is cut into np2p parts, one block each; the
- * one-shot AllReduce's channel k uses part k with every peer). Every FIFO: the control
- * block (tail, head, sizes), then BT_NSTEPS LL slots, then BT_NSTEPS Simple slots.
+ * channel i from the ring's previous rank; FIFO nch + p2p_slot(r, owner) * np2p + k receives
+ * part k of the send/recv traffic from rank r (a large message is cut into np2p parts, one
+ * block each; the one-shot AllReduce's channel k uses part k with every peer). A rank sends
+ * to itself by a copy, so it has no FIFOs from itself, and a one-rank communicator has none
+ * at all (its collectives are copies). Every FIFO: the control block (tail, head, sizes),
+ * then BT_NSTEPS slots of each protocol in enum order (bt_fifo_proto_offset): 5 MB at the
+ * default slots (4 MB Simple, 512 KB LL, 512 KB LL128), the most of a communicator's GPU
+ * memory (docs/ARCHITECTURE.md, "GPU memory").
  *
  * Without peer access (P2P_DISABLE=1, or GPUs that cannot reach each other) the same
  * layout lives in host shared memory instead: each rank creates a segment, every rank maps
@@ -76,6 +80,12 @@ static struct bt_fifo_sizes fifo_sizes(const struct bt_cuda_comm *cc)
 static size_t fifo_bytes(const struct bt_fifo_sizes *z)
 {
     return (bt_fifo_bytes(z) + 4095) & ~(size_t)4095;
+}
+
+/* Where sender `r`'s send/recv FIFOs are among those of `owner` (r != owner): none from itself. */
+static int p2p_slot(int r, int owner)
+{
+    return r < owner ? r : r - 1;
 }
 
 /* A connector's device view: the FIFO at `fifo` (ours or mapped), stepping from 0. */
@@ -213,7 +223,7 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
     struct fifo_info *mine = &all[me];
     struct bt_fifo_sizes z = fifo_sizes(cc);
     size_t fb = fifo_bytes(&z);
-    size_t fifos = fb * (size_t)(cc->nch + n * cc->np2p);
+    size_t fifos = fb * (size_t)(cc->nch + (n - 1) * cc->np2p);
     size_t total = fifos + BT_FAIL_LINE; /* then the "a peer timed out" word */
     if (cc->shm) {
         BT_CHECK(bt_shm_create(total, &cc->shm_own));
@@ -289,9 +299,9 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
         bt_cuda_dconn_init(&x->ring_recv, own + (size_t)c * fb, &z, x->ring.prev, 0, c);
     }
     for (int r = 0; r < n; r++) {
-        for (int k = 0; k < cc->np2p; k++) {
-            size_t theirs = (size_t)(cc->nch + me * cc->np2p + k) * fb;
-            size_t own = (size_t)(cc->nch + r * cc->np2p + k) * fb;
+        for (int k = 0; k < cc->np2p && r != me; k++) {
+            size_t theirs = (size_t)(cc->nch + p2p_slot(me, r) * cc->np2p + k) * fb;
+            size_t own = (size_t)(cc->nch + p2p_slot(r, me) * cc->np2p + k) * fb;
             bt_cuda_dconn_init(&sg->p2p[bt_cuda_p2p_index(cc, r, 0, k)],
                                (char *)cc->peer_base[r] + theirs, &z, r, 1, k);
             bt_cuda_dconn_init(&sg->p2p[bt_cuda_p2p_index(cc, r, 1, k)],
@@ -560,6 +570,8 @@ bt_status_t bt_cuda_fifos_setup(const struct bt_exec_comm *ec, struct bt_cuda_co
     for (int i = 0; i < n; i++) /* rank order until the topology says otherwise */
         sg.best[i] = i;
     BT_CHECK_GOTO(agree_geometry(ec, cc, all, &remote), st, fail);
+    if (n == 1) /* no peers: no connectors, no tables (its operations are copies) */
+        goto out;
     BT_CHECK_GOTO(choose_path(ec, cc, all, remote, sg.best), st, fail);
 
     DEV_ALLOC(&cc->dchan, sizeof(*sg.ch) * (size_t)cc->nch, "cudaMalloc");
