@@ -1,43 +1,14 @@
 #include "harness.h"
 
 #include <dirent.h>
-#include <execinfo.h>
 #include <errno.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* A test that crashes says where: the stack to stderr, then the signal's default action (a
- * core, the status its parent expects). Not under the sanitizers, whose reports say more. */
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-static void crash_report(int sig)
-{
-    void *frames[64];
-    int n = backtrace(frames, 64);
-    char line[96];
-    int len = snprintf(line, sizeof(line), "test pid %d: signal %d; stack:\n", (int)getpid(), sig);
-    if (write(2, line, (size_t)len) < 0 || n <= 0)
-        n = 0;
-    backtrace_symbols_fd(frames, n, 2);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-__attribute__((constructor)) static void crash_report_install(void)
-{
-    void *warm[1];
-    backtrace(warm, 1); /* loads libgcc now, not inside the handler */
-    signal(SIGSEGV, crash_report);
-    signal(SIGBUS, crash_report);
-    signal(SIGFPE, crash_report);
-    signal(SIGILL, crash_report);
-}
-#endif
 
 static int count_dir(const char *path, const char *prefix)
 {

@@ -247,7 +247,7 @@ if [ "$what" = hosts ]; then
     for layout in ${HOSTS_LAYOUTS:-2x2 2x4 4x2 8x1}; do
         h=${layout%x*} per=${layout#*x} n=$((${layout%x*} * ${layout#*x}))
         for v in "${nets[@]}"; do
-            tag=$(echo "$layout-$v" | tr ' =;/' '__--' | cut -c1-60)
+            tag=$(echo "$layout-$v" | sed 's/[ =;/]/_/g' | cut -c1-60)
             for coll in allreduce allgather reducescatter broadcast sendrecv; do
                 log="$OUT/hosts-proc-$tag-$coll.txt"
                 env $v BATON_SOCKET_IFNAME=lo timeout 300 "$BUILD/bin/baton-run" -n "$n" sh -c \
@@ -255,6 +255,8 @@ if [ "$what" = hosts ]; then
                     >"$log" 2>&1
                 echo "== $layout processes ($v) $coll: rc=$? $(grep -E 'Out of bounds' "$log" | tr '\n' ' ')"
             done
+            # (HOSTS_ONEPRO_LAYOUTS: the layouts whose ranks-of-one-process test runs; default all)
+            case " ${HOSTS_ONEPRO_LAYOUTS:-$layout} " in *" $layout "*) ;; *) continue ;; esac
             log="$OUT/hosts-onepro-$tag.log"
             start=$SECONDS
             env $v BATON_SOCKET_IFNAME=lo BATON_TEST_SAME_GPU=1 BATON_TEST_HOSTS=$h BATON_TEST_GPUS=$n \
@@ -265,7 +267,7 @@ if [ "$what" = hosts ]; then
     # faults across hosts: two processes on GPU 0 as two hosts (TEST_HOSTS=2), over each
     # network: kill -9 of one mid-AllReduce, one absent (no shared arrival board across hosts)
     for v in "${nets[@]}"; do
-        tag=$(echo "$v" | tr ' =;/' '__--' | cut -c1-60)
+        tag=$(echo "$v" | sed 's/[ =;/]/_/g' | cut -c1-60)
         log="$OUT/hosts-fault-$tag.log"
         start=$SECONDS
         env $v BATON_SOCKET_IFNAME=lo BATON_TEST_MPS=1 BATON_TEST_HOSTS=2 timeout "${TEST_TIMEOUT:-300}" \
