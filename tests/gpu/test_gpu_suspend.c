@@ -7,6 +7,8 @@
  *     device memory the comms held, as cudaMemGetInfo sees it, and the stats read 0;
  *   - operations are refused while suspended;
  *   - resume, then the same collectives exact, and the memory back.
+ * Every round runs on new streams and destroys them after: a communicator's next kernel must
+ * not touch the stream of its last one (CUDA crashes on a destroyed stream's handle).
  * Prints the figures (bytes before, freed, after resume) for bench/results.
  */
 #include <cuda_runtime_api.h>

@@ -86,7 +86,7 @@ struct bt_cuda_comm {
     void *last_stream;               /* the stream of the comm's last kernel */
     unsigned long long last_capture; /* its capture sequence id (0: not captured) */
     int launched;                    /* a kernel has been queued */
-    int multi_stream;                /* a second stream was seen: record after each launch */
+    int multi_stream;                /* a second stream was seen (said once in the log) */
     void *order_ev;                  /* cudaEvent_t: after the comm's last kernel */
 
     /* host-mapped (cudaHostAlloc): the kernels' abort flag and their report (errors, stalls) */

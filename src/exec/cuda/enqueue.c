@@ -43,7 +43,7 @@ struct bt_work *bt_cuda_kargs_add(struct bt_cuda_kargs *a, int block)
     return w;
 }
 
-/* The capture sequence `stream` is in (0: none, or the stream is gone), */
+/* The capture sequence `stream` is in (0: none; ~0: unknown). */
 static unsigned long long capture_id(void *stream)
 {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
@@ -60,31 +60,23 @@ static unsigned long long capture_id(void *stream)
  * A communicator's kernels share its connectors and their device step counters, so they must
  * run one after another in the order they were queued, whatever streams they are queued on
  * (NCCL orders a communicator's kernels the same way; FSDP2, for one, reduce-scatters on
- * another stream than it all-gathers). On one stream CUDA does it and this costs nothing.
- * When a kernel comes on another stream than the last one's, its stream first waits for an
- * event after the last kernel: recorded on the old stream at that moment the first time, and
- * after every launch from then on. Only between launches of one capture sequence, or of none:
- * a captured graph runs when it is replayed, and its order with other work is the caller's.
- * Before the launch: *id gets the stream's capture sequence for order_streams_after.
+ * another stream than it all-gathers). An event is recorded after every launch; a kernel
+ * that comes on another stream than the last one's first waits for it. The old stream itself
+ * is never touched again: the caller may have destroyed it (a stream per step), and CUDA
+ * crashes on a destroyed stream's handle, it does not return an error. Only between launches
+ * of one capture sequence, or of none: a captured graph runs when it is replayed, and its
+ * order with other work is the caller's. Before the launch: *id gets the stream's capture
+ * sequence for order_streams_after.
  */
 static bt_status_t order_streams(struct bt_cuda_comm *cc, void *stream, unsigned long long *id)
 {
     *id = cc->last_capture;
-    if (cc->launched && stream == cc->last_stream && !cc->multi_stream)
+    if (cc->launched && stream == cc->last_stream)
         return BT_OK;
     *id = capture_id(stream);
-    if (!cc->launched || stream == cc->last_stream || *id != cc->last_capture)
+    if (!cc->launched || *id != cc->last_capture)
         return BT_OK;
-    if (!cc->order_ev)
-        BT_CHECK(cuda_status(
-            cudaEventCreateWithFlags((cudaEvent_t *)&cc->order_ev, cudaEventDisableTiming),
-            "cudaEventCreate (stream order)"));
     if (!cc->multi_stream) {
-        if (capture_id(cc->last_stream) != *id)
-            return BT_OK; /* the old stream is gone, or now in another capture */
-        BT_CHECK(
-            cuda_status(cudaEventRecord((cudaEvent_t)cc->order_ev, (cudaStream_t)cc->last_stream),
-                        "cudaEventRecord (stream order)"));
         cc->multi_stream = 1;
         BT_INFO(BT_LOG_INIT, "GPU operations on a second stream: each waits for the one before");
     }
@@ -94,11 +86,13 @@ static bt_status_t order_streams(struct bt_cuda_comm *cc, void *stream, unsigned
 
 static bt_status_t order_streams_after(struct bt_cuda_comm *cc, void *stream, unsigned long long id)
 {
+    if (!cc->order_ev)
+        BT_CHECK(cuda_status(
+            cudaEventCreateWithFlags((cudaEvent_t *)&cc->order_ev, cudaEventDisableTiming),
+            "cudaEventCreate (stream order)"));
     cc->launched = 1;
     cc->last_stream = stream;
     cc->last_capture = id;
-    if (!cc->multi_stream)
-        return BT_OK;
     return cuda_status(cudaEventRecord((cudaEvent_t)cc->order_ev, (cudaStream_t)stream),
                        "cudaEventRecord (stream order)");
 }

@@ -15,6 +15,10 @@ def setup(timeout_s=120):
 
     # SAME_GPU=1: every rank on cuda:0 (processes sharing one GPU under CUDA MPS)
     local = 0 if os.environ.get("SAME_GPU") == "1" else int(os.environ.get("LOCAL_RANK", "0"))
+    # HOST_PER_RANK=1: every process its own host (NCCL_HOSTID): NVIDIA's NCCL then accepts
+    # ranks sharing one GPU (sockets between them), for a figure to set Baton's beside
+    if os.environ.get("HOST_PER_RANK") == "1":
+        os.environ["NCCL_HOSTID"] = "host" + os.environ.get("RANK", "0")
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     dist.init_process_group(
