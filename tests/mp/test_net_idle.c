@@ -80,7 +80,12 @@ static int rank_main(int rank, int nranks, void *arg)
     double ms = (double)(t1 - t0) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
     printf("rank %d: %d threads used %.1f ms of CPU in 5 s idle\n", rank, nthreads, ms);
     BT_TEST_CHECK(nthreads >= 3, "expected proxy threads, saw %d threads", nthreads);
-    BT_TEST_CHECK(ms < 50.0, "idle communicator used %.1f ms of CPU in 5 s (limit 50 ms)", ms);
+    /* 1% of a core (a thread polling would take 5000 ms); sanitized builds run every wake-up
+     * several times slower (BT_TEST_SLOW), and CI runs them beside other tests */
+    const char *slow_env = getenv("BT_TEST_SLOW");
+    double limit = 50.0 * (slow_env && atoi(slow_env) > 1 ? atoi(slow_env) : 1);
+    BT_TEST_CHECK(ms < limit, "idle communicator used %.1f ms of CPU in 5 s (limit %.0f ms)", ms,
+                  limit);
 
     BT_TEST_OK(ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, NULL));
     BT_TEST_CHECK(buf[0] == 2.0f, "allreduce after idle: %f", buf[0]);
