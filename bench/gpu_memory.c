@@ -80,28 +80,41 @@ static long long host_rss(void)
     return n == 2 ? (long long)res * sysconf(_SC_PAGESIZE) : -1;
 }
 
-/* Every process arrives at stage `k` before any goes on: a file per rank in a directory
- * named after the meeting address (one run's processes share it). */
+/* The processes meet through files in a directory named after the meeting address (one
+ * run's processes share it): "<tag>.<rank>" says rank has arrived at tag. */
+static void arrive(const char *dir, const char *tag, int rank)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s.%d", dir, tag, rank);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fclose(f);
+}
+
+/* Until every rank has arrived at tag. */
+static void wait_all(const char *dir, const char *tag, int nranks)
+{
+    char path[512];
+    for (int r = 0, waited_ms = 0; r < nranks; waited_ms++) {
+        snprintf(path, sizeof(path), "%s/%s.%d", dir, tag, r);
+        if (access(path, F_OK) == 0) {
+            r++;
+            continue;
+        }
+        CHECK(waited_ms < 120000);
+        usleep(1000);
+    }
+}
+
+/* Every process arrives at stage `k` before any goes on. */
 static void file_barrier(const char *dir, int k, int rank, int nranks)
 {
     if (nranks == 1)
         return;
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%d.%d", dir, k, rank);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fclose(f);
-    for (int waited_ms = 0;; waited_ms++) {
-        int n = 0;
-        for (int r = 0; r < nranks; r++) {
-            snprintf(path, sizeof(path), "%s/%d.%d", dir, k, r);
-            n += access(path, F_OK) == 0;
-        }
-        if (n == nranks)
-            return;
-        CHECK(waited_ms < 120000);
-        usleep(1000);
-    }
+    char tag[16];
+    snprintf(tag, sizeof(tag), "%d", k);
+    arrive(dir, tag, rank);
+    wait_all(dir, tag, nranks);
 }
 
 struct stage {
@@ -221,21 +234,10 @@ int main(int argc, char **argv)
     }
     /* Barrier files go only when nobody can still be looking for them: every rank says it
      * is past the last barrier, and rank 0, having seen them all, takes everything away. */
-    char path[512];
-    snprintf(path, sizeof(path), "%s/done.%d", dir, rank);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fclose(f);
+    arrive(dir, "done", rank);
     if (rank == 0) {
-        for (int r = 0, waited_ms = 0; r < nranks; waited_ms++) {
-            snprintf(path, sizeof(path), "%s/done.%d", dir, r);
-            if (access(path, F_OK) == 0) {
-                r++;
-                continue;
-            }
-            CHECK(waited_ms < 120000);
-            usleep(1000);
-        }
+        wait_all(dir, "done", nranks);
+        char path[512];
         for (int r = 0; r < nranks; r++) {
             for (int k = 0; k < 2 * ns; k++) {
                 snprintf(path, sizeof(path), "%s/%d.%d", dir, k, r);

@@ -180,7 +180,7 @@ static void run_case(int nr, int net, int coll, int when, int stay, unsigned see
     close(gate[1]);
     close(pipefd[1]);
     unsigned char m[2];
-    int slow = getenv("BT_TEST_SLOW") ? atoi(getenv("BT_TEST_SLOW")) : 1;
+    int slow = bt_test_slow();
     for (int r = 0; r < nr; r++) { /* every rank is initialized */
         struct pollfd pf = {.fd = pipefd[0], .events = POLLIN};
         int ok = poll(&pf, 1, 60000 * slow) == 1 && read(pipefd[0], m, 2) == 2 && m[1] == MSG_READY;

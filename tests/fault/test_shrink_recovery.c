@@ -165,8 +165,7 @@ int main(void)
     close(p[1]);
     int streaming = 0, first = 0, done = 0;
     double t_kill = 0, t_first_max = 0;
-    double deadline =
-        bt_test_now_s() + 120 * (getenv("BT_TEST_SLOW") ? atoi(getenv("BT_TEST_SLOW")) : 1);
+    double deadline = bt_test_now_s() + 120 * bt_test_slow();
     while (done < NR - 1 && bt_test_now_s() < deadline) {
         struct msg m;
         ssize_t got = read(p[0], &m, sizeof(m));

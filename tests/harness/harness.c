@@ -43,6 +43,12 @@ static int pid_is_ours(pid_t pid)
     return 0;
 }
 
+int bt_test_slow(void)
+{
+    const char *s = getenv("BT_TEST_SLOW");
+    return s && atoi(s) > 1 ? atoi(s) : 1;
+}
+
 int bt_test_shm_count(void)
 {
     /* Only segments made since this process's first count: a stale one whose creator's pid
@@ -141,10 +147,7 @@ int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
         perror("pipe");
         return -1;
     }
-    /* Sanitized builds set BT_TEST_SLOW: their ranks run several times slower. */
-    const char *slow = getenv("BT_TEST_SLOW");
-    if (slow && atoi(slow) > 1)
-        timeout_s *= atoi(slow);
+    timeout_s *= bt_test_slow();
     fflush(stdout);
     fflush(stderr);
     for (int r = 0; r < nranks; r++) {

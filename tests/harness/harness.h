@@ -43,6 +43,10 @@ int bt_test_gpu_of(int rank);
 /* 1 when BATON_TEST_MPS=1. */
 int bt_test_mps(void);
 
+/* How many times slower this build runs ($BT_TEST_SLOW, set for sanitized builds; >= 1):
+ * the factor for a test's deadlines and time limits. */
+int bt_test_slow(void);
+
 /* Ranks start only once all of them are forked (see harness.c for why). */
 
 /*

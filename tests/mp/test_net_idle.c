@@ -82,8 +82,7 @@ static int rank_main(int rank, int nranks, void *arg)
     BT_TEST_CHECK(nthreads >= 3, "expected proxy threads, saw %d threads", nthreads);
     /* 1% of a core (a thread polling would take 5000 ms); sanitized builds run every wake-up
      * several times slower (BT_TEST_SLOW), and CI runs them beside other tests */
-    const char *slow_env = getenv("BT_TEST_SLOW");
-    double limit = 50.0 * (slow_env && atoi(slow_env) > 1 ? atoi(slow_env) : 1);
+    double limit = 50.0 * bt_test_slow();
     BT_TEST_CHECK(ms < limit, "idle communicator used %.1f ms of CPU in 5 s (limit %.0f ms)", ms,
                   limit);
 

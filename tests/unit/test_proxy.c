@@ -38,12 +38,6 @@
 
 #define DEPTH 4 /* the fake transport's in-flight bound: posted <= done + DEPTH */
 
-static double slow(void)
-{
-    const char *s = getenv("BT_TEST_SLOW");
-    return s && atoi(s) > 0 ? atoi(s) : 1;
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -190,17 +184,17 @@ static void fake_init(struct fake_op *f, int is_send, int nsubs, uint64_t nsteps
 
 static void wait_complete(struct fake_op *f, double timeout_s)
 {
-    double end = now_s() + timeout_s * slow();
+    double end = now_s() + timeout_s * bt_test_slow();
     while (!atomic_load_explicit(&f->args.complete, memory_order_acquire)) {
         BT_TEST_CHECK(now_s() < end, "op %p did not complete within %.1f s", (void *)f,
-                      timeout_s * slow());
+                      timeout_s * bt_test_slow());
         usleep(50);
     }
 }
 
 static void wait_held(struct fake_op *f)
 {
-    double end = now_s() + 5 * slow();
+    double end = now_s() + 5 * bt_test_slow();
     while (!atomic_load_explicit(&f->held, memory_order_acquire)) {
         BT_TEST_CHECK(now_s() < end, "op never reached its held state");
         usleep(100);
@@ -387,7 +381,7 @@ static void test_abort(void)
     for (int i = 0; i < NMORE; i++)
         BT_TEST_CHECK(more[i].args.status == BT_ERR_REMOTE, "op %d: status %d", i,
                       (int)more[i].args.status);
-    BT_TEST_CHECK(dt < 0.5 * slow(), "abort took %.3f s", dt);
+    BT_TEST_CHECK(dt < 0.5 * bt_test_slow(), "abort took %.3f s", dt);
     /* after the abort, a post fails at once and the op is back, complete */
     fake_init(&late, 1, 1, 1, 99);
     BT_TEST_CHECK(bt_proxy_post(proxy, &late.args) == BT_ERR_REMOTE, "post after abort accepted");
@@ -566,7 +560,7 @@ static double dump_by_signal(const char *const *want, int nwant)
     fflush(stderr);
     int saved = dup(2);
     BT_TEST_CHECK(saved >= 0 && dup2(fd, 2) == 2, "dup2");
-    double t0 = now_s(), end = t0 + 3 * slow(), dt = -1;
+    double t0 = now_s(), end = t0 + 3 * bt_test_slow(), dt = -1;
     raise(SIGUSR1);
     char *text = NULL;
     while (now_s() < end) {
@@ -651,7 +645,7 @@ static void test_dump(void)
     usleep(150000);
     const char *want_idle[] = {"proxy dumpA: 0 active ops", "proxy dumpB: 0 active ops"};
     double dt_idle = dump_by_signal(want_idle, 2);
-    BT_TEST_CHECK(dt_idle < 0.5 * slow(), "idle dump took %.3f s", dt_idle);
+    BT_TEST_CHECK(dt_idle < 0.5 * bt_test_slow(), "idle dump took %.3f s", dt_idle);
     bt_proxy_destroy(b);
     bt_proxy_destroy(a);
     printf("dump: signal dump with ops held after %.1f ms, idle after %.1f ms\n", dt_busy * 1e3,
@@ -754,7 +748,7 @@ static void test_drive(void)
         fake_init(&ops[i], i & 1, 1 + i % 3, 20, 1000 + (uint64_t)i);
         BT_TEST_CHECK(bt_proxy_post(p, &ops[i].args) == BT_OK, "post %d", i);
     }
-    double end = now_s() + 10 * slow();
+    double end = now_s() + 10 * bt_test_slow();
     for (int i = 0; i < NOPS; i++) {
         while (!atomic_load_explicit(&ops[i].args.complete, memory_order_acquire)) {
             BT_TEST_CHECK(now_s() < end, "driven op %d did not complete", i);
