@@ -18,6 +18,9 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h> /* bool, for the fields NCCL declares bool (one byte in C and C++) */
+#endif
 
 /*
  * cudaStream_t. When the CUDA runtime headers are in (nvcc includes them implicitly, and
@@ -466,10 +469,10 @@ void ncclParamDumpAll(void);
 /* ---- device API (host side) ------------------------------------------------------------- */
 /*
  * NCCL 2.28's device API: device communicators, teams, and requirement builders for barriers
- * and low-latency all-to-all buffers. Baton does not implement the device API yet: these
- * functions exist so that programs linking them load, and they fail with ncclInvalidUsage
- * (see src/api/unsupported.c). The structures below are therefore declared opaque, except
- * ncclTeam and ncclMultimemHandle, which are passed by value and so need NCCL's layout.
+ * and low-latency all-to-all buffers. The structures the device code reads are defined, in
+ * NCCL's layout, in nccl_device/layout.h; here they are opaque, except ncclTeam and
+ * ncclMultimemHandle, which are passed by value. Teams and the requirement builders work;
+ * ncclDevCommCreate does not yet (it fails with ncclInvalidUsage: src/api/unsupported.c).
  */
 typedef struct ncclDevComm ncclDevComm_t;
 typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
@@ -505,11 +508,11 @@ typedef struct ncclCommProperties {
     int nRanks;
     int cudaDev; /* -1: a host-memory communicator */
     int nvmlDev; /* the GPU's index as NVML counts (PCI bus order); -1: none */
-    _Bool deviceApiSupport;
-    _Bool multimemSupport;
+    bool deviceApiSupport;
+    bool multimemSupport;
     ncclGinType_t ginType;
     int nLsaTeams;
-    _Bool hostRmaSupport; /* ncclPutSignal and friends are served */
+    bool hostRmaSupport; /* ncclPutSignal and friends are served */
     ncclGinType_t railedGinType;
 } ncclCommProperties_t;
 

@@ -894,7 +894,7 @@ BT_API ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset,
     return peer_pointer(window, offset, peer, outPtr, "ncclGetPeerDevicePointer");
 }
 
-/* The LSA team is this host's ranks in rank order (windows map only within a host). */
+/* The LSA team as the device API numbers it (bt_comm_lsa): windows map only within it. */
 BT_API ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
                                             void **outPtr)
 {
@@ -905,15 +905,13 @@ BT_API ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, 
         BT_WARN("%s: window %p belongs to no live communicator", fn, (void *)window);
         return ncclInvalidArgument;
     }
-    int peer = -1;
-    for (int r = 0, k = 0; r < c->nranks && peer < 0; r++)
-        if (c->peers[r].host_hash == c->peers[c->rank].host_hash && k++ == lsaRank)
-            peer = r;
-    if (lsaRank < 0 || peer < 0) {
-        BT_WARN("%s: LSA rank %d is out of range [0, %d)", fn, lsaRank, c->local_ranks);
+    int base, size;
+    bt_comm_lsa(c, &base, &size);
+    if (lsaRank < 0 || lsaRank >= size) {
+        BT_WARN("%s: LSA rank %d is out of range [0, %d)", fn, lsaRank, size);
         return ncclInvalidArgument;
     }
-    return peer_pointer(window, offset, peer, outPtr, fn);
+    return peer_pointer(window, offset, base + lsaRank, outPtr, fn);
 }
 
 BT_API ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr)

@@ -66,6 +66,28 @@ int bt_comm_is_live(const struct bt_comm *c)
     return found;
 }
 
+void bt_comm_lsa(const struct bt_comm *c, int *base, int *size)
+{
+    /* the runs of consecutive ranks on one host: each host one run, every run as long */
+    int run = 0, uniform = 1;
+    for (int r = 0, start = 0; r < c->nranks && uniform; r++) {
+        int end = r + 1 == c->nranks || c->peers[r + 1].host_hash != c->peers[r].host_hash;
+        if (!end)
+            continue;
+        int len = r + 1 - start;
+        if (run == 0)
+            run = len;
+        uniform = len == run;
+        for (int q = r + 1; q < c->nranks && uniform; q++) /* the host comes back later */
+            uniform = c->peers[q].host_hash != c->peers[r].host_hash;
+        start = r + 1;
+    }
+    if (!uniform || run < 1)
+        run = 1;
+    *base = c->rank - c->rank % run;
+    *size = run;
+}
+
 int bt_comm_nonblocking(const struct bt_comm *c)
 {
     int nb = -1;

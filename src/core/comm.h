@@ -149,6 +149,13 @@ struct bt_comm {
 /* 1 if `c` is a communicator that exists and is not destroyed. Thread-safe. */
 int bt_comm_is_live(const struct bt_comm *c);
 
+/* The communicator's LSA team (load/store access: the ranks of one host, whose memory maps
+ * into each other's), as NCCL's device API numbers it: world ranks *base .. *base + *size - 1,
+ * in rank order (a team's stride is 1). That needs every host's ranks to be one run of
+ * consecutive ranks, all runs of one length (the rail team strides over them); otherwise each
+ * rank is a team of its own. */
+void bt_comm_lsa(const struct bt_comm *c, int *base, int *size);
+
 /* 1 if `c` is a live non-blocking communicator, 0 if a live blocking one, -1 if it is not
  * live (destroyed, perhaps by another thread, while an op of it was queued here). */
 int bt_comm_nonblocking(const struct bt_comm *c);

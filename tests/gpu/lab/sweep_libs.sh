@@ -6,7 +6,8 @@
 # rounds and its ratio of the reference's speed (reference time / its time: >= 1 is as fast).
 # From the repository root, with the builds' lib folders as arguments:
 #   OUT=$OUT tests/gpu/lab/sweep_libs.sh REF_LIB_DIR LIB_DIR...   (binaries: $BUILD/bin, default build-gpu)
-# COLLS (default "allreduce allgather"), MIN (8) and MAX (64M) bytes, ITERS (20), ROUNDS (3),
+# COLLS (default "allreduce allgather"), MIN (8) and MAX (64M) bytes, ITERS (20) calls timed
+# together REPS (3) times inside one run (the run's figure is their median), ROUNDS (3),
 # RANKS (2: the ranks of one process sharing GPU 0), TAG (a word in the files' names).
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-sweep}
@@ -25,7 +26,7 @@ for r in $(seq "${ROUNDS:-3}"); do
         for c in ${COLLS:-allreduce allgather}; do
             f="$OUT/sweep${TAG:+-$TAG}-$c-lib$i-round$r.txt"
             LD_LIBRARY_PATH="${libs[$i]}" timeout 300 "$B/bin/baton-one-process" --same-gpu \
-                --ranks "${RANKS:-2}" "$c" "$MIN" "$MAX" "${ITERS:-20}" 3 >"$f" 2>&1
+                --ranks "${RANKS:-2}" "$c" "$MIN" "$MAX" "${ITERS:-20}" "${REPS:-3}" >"$f" 2>&1
             echo "round $r lib$i (${libs[$i]}) $c: rc=$? $(grep -c '^ ' "$f") sizes, $(grep '^# wrong' "$f")"
         done
     done

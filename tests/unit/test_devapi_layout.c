@@ -1,0 +1,92 @@
+/*
+ * The device API's layouts (include/nccl_device/layout.h) against NVIDIA's nccl_device.h
+ * (2.28.9): every field's offset and size, every struct's size and every constant of
+ * devapi/fields.h, as Baton's C, Baton's C++ and NVIDIA's header (C++) lay them out; and a
+ * GIN proxy descriptor written by NVIDIA's bitfields equals the one layout.h documents.
+ * NVIDIA's side is built where its header is installed (BT_HAVE_NVIDIA_DEVAPI; CI has it);
+ * without it the test says so and checks Baton's C against its C++ only.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "nccl_device/layout.h"
+
+#include "devapi/fields.h"
+
+BT_DEVAPI_TABLE(bt_devapi_baton_c);
+extern const struct bt_devapi_row bt_devapi_baton_cxx[];
+#ifdef BT_HAVE_NVIDIA_DEVAPI
+extern const struct bt_devapi_row bt_devapi_nvidia[];
+void bt_devapi_nvidia_gfd(int inline_data, uint64_t out[8]);
+#endif
+
+/* The rows of `other` against Baton's C rows; returns how many differ. */
+static int compare(const char *what, const struct bt_devapi_row *other)
+{
+    int n = 0, bad = 0;
+    for (; bt_devapi_baton_c[n].name; n++) {
+        const struct bt_devapi_row *a = &bt_devapi_baton_c[n], *b = &other[n];
+        BT_TEST_CHECK(b->name && strcmp(a->name, b->name) == 0, "row %d: %s against %s", n,
+                      a->name, b->name ? b->name : "(end)");
+        if (a->a != b->a || a->b != b->b) {
+            fprintf(stderr, "%s: Baton's C has %lld/%lld, %s %lld/%lld\n", a->name, a->a, a->b,
+                    what, b->a, b->b);
+            bad++;
+        }
+    }
+    BT_TEST_CHECK(other[n].name == NULL, "%s has more rows than Baton's C", what);
+    printf("%d rows against %s: %d differ\n", n, what, bad);
+    return bad;
+}
+
+/* The descriptor of fields.h, written as layout.h's comment says the words are laid out. */
+static void baton_gfd(int inline_data, uint64_t q[8])
+{
+    uint64_t op = ncclGinProxyOpPut | ncclGinProxyOpWithCounter | ncclGinProxyOpWithSignalAdd;
+    if (inline_data)
+        op |= ncclGinProxyOpWithInline;
+    const uint64_t v = BT_DEVAPI_GFD_SIGNAL_VALUE, d = BT_DEVAPI_GFD_INLINE;
+    q[ncclGinProxyGfdHeader] = 1 | op << 1 | BT_DEVAPI_GFD_SIZE << 7;
+    if (inline_data) {
+        q[ncclGinProxyGfdInlineLow] = 1 | (d & 0xffffffffull) << 8 | ((d >> 32) & 0xffff) << 40;
+        q[ncclGinProxyGfdInlineHigh] = 1 | (d >> 48) << 8;
+    } else {
+        q[ncclGinProxyGfdSrcOff] = 1 | BT_DEVAPI_GFD_SRC_OFF << 1;
+        q[ncclGinProxyGfdSrcHandle] = 1 | BT_DEVAPI_GFD_SRC_HANDLE << 1;
+    }
+    q[ncclGinProxyGfdDstOff] = 1 | BT_DEVAPI_GFD_DST_OFF << 1;
+    q[ncclGinProxyGfdDstHandle] = 1 | BT_DEVAPI_GFD_DST_HANDLE << 1;
+    q[ncclGinProxyGfdCompletion] = 1 | (uint64_t)BT_DEVAPI_GFD_COUNTER << 8 |
+                                   (uint64_t)BT_DEVAPI_GFD_SIGNAL << 24 | (v & 0xffff) << 40;
+    q[ncclGinProxyGfdSignalVal] = 1 | ((v >> 16) & 0xffff) << 8 | (v >> 32) << 24;
+    q[ncclGinProxyGfdReserved] = 1;
+}
+
+int main(void)
+{
+    int bad = compare("Baton's C++", bt_devapi_baton_cxx);
+#ifdef BT_HAVE_NVIDIA_DEVAPI
+    bad += compare("NVIDIA's nccl_device.h", bt_devapi_nvidia);
+    for (int inl = 0; inl <= 1; inl++) {
+        uint64_t ours[8], theirs[8];
+        baton_gfd(inl, ours);
+        bt_devapi_nvidia_gfd(inl, theirs);
+        for (int i = 0; i < 8; i++) {
+            if (ours[i] != theirs[i]) {
+                fprintf(stderr, "GIN descriptor (%s), word %d: layout.h gives 0x%016llx, NVIDIA's "
+                        "bitfields 0x%016llx\n", inl ? "inline" : "put", i,
+                        (unsigned long long)ours[i], (unsigned long long)theirs[i]);
+                bad++;
+            }
+        }
+    }
+    printf("GIN proxy descriptors (put, inline put) as NVIDIA's bitfields write them: checked\n");
+#else
+    printf("NVIDIA's nccl_device.h was not found at configure time: Baton's C against its C++ "
+           "only\n");
+#endif
+    BT_TEST_CHECK(bad == 0, "%d layout differences (above)", bad);
+    printf("test_devapi_layout: ok\n");
+    return 0;
+}
