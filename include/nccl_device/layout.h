@@ -48,11 +48,11 @@ typedef enum ncclGinSignalOp_t {
  * in one virtual range: rank i's byte `off` is at lsaFlatBase + i * stride4G * 4 GiB + off.
  */
 struct ncclWindow_vidmem {
-    void *winHost;     /* the library's own record of the window (host memory) */
-    char *lsaFlatBase; /* LSA rank 0's first byte */
-    int lsaRank;       /* this rank in the LSA team */
-    int worldRank;     /* ... and in the communicator */
-    uint32_t stride4G; /* distance between two LSA ranks' parts, in 4 GiB units */
+    void *winHost;        /* the library's own record of the window (host memory) */
+    char *lsaFlatBase;    /* LSA rank 0's first byte */
+    int lsaRank;          /* this rank in the LSA team */
+    int worldRank;        /* ... and in the communicator */
+    uint32_t stride4G;    /* distance between two LSA ranks' parts, in 4 GiB units */
     uint32_t mcOffset4K;  /* the multicast mapping's offset, 4 KB units (unused: no multicast) */
     uint32_t ginOffset4K; /* the window's offset in the GIN contexts' registration, 4 KB units */
     ncclGinWindow_t ginWins[NCCL_GIN_MAX_CONTEXTS]; /* the window in each GIN context */
@@ -88,7 +88,8 @@ struct ncclLLA2AHandle {
     uint32_t nSlots;
 };
 
-/* ---- the device communicator ------------------------------------------------------------------ */
+/* ---- the device communicator ------------------------------------------------------------------
+ */
 
 /* What kernels get by value (ncclDevComm_t): the world and LSA shapes, the resource window
  * (also inlined, so kernels read it without a pointer chase), the barriers, the GIN
@@ -114,7 +115,8 @@ struct ncclDevComm {
     uint64_t *ginSignalShadows;
 };
 
-/* ---- what a program asks ncclDevCommCreate for ------------------------------------------------- */
+/* ---- what a program asks ncclDevCommCreate for -------------------------------------------------
+ */
 
 /* A buffer (and signals, counters) in the resource window; a linked list. Out-handles that
  * are not NULL are filled by ncclDevCommCreate. */
@@ -150,7 +152,8 @@ struct ncclDevCommRequirements {
     int ginCounterCount; /* the user's counters: ids 0 .. ginCounterCount - 1 */
 };
 
-/* ---- GIN in proxy mode: what the GPU writes for the CPU proxy ---------------------------------- */
+/* ---- GIN in proxy mode: what the GPU writes for the CPU proxy ----------------------------------
+ */
 
 #define NCCL_GIN_PROXY_VERSION 100
 

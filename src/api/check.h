@@ -7,7 +7,18 @@
 #define BT_API_CHECK_H
 
 #include "core/comm.h"
+#include "core/window.h"
 #include "nccl.h"
+#include "util/log.h"
+
+/* The registered window of handle `h` (ncclWindow_t), or NULL, WARNed naming fn. */
+static inline struct bt_window *bt_api_window(ncclWindow_t h, const char *fn)
+{
+    struct bt_window *w = h ? bt_window_of(h) : NULL;
+    if (!w)
+        BT_WARN("%s: window %p is not a registered window (deregistered already?)", fn, (void *)h);
+    return w;
+}
 
 #define BT_API_CHECK_COMM(comm, fn)                                                                \
     do {                                                                                           \

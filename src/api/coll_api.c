@@ -408,8 +408,8 @@ BT_API ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataT
     API_TRY(check_buf(localbuff, count, fn, "localbuff"));
     API_TRY(check_rank(peer, c, fn, "peer"));
     BT_API_CHECK_PTR(peerWin, fn, "peerWin");
-    struct bt_window *w = (struct bt_window *)peerWin;
-    if (bt_window_check(c, w, fn) != BT_OK)
+    struct bt_window *w = bt_api_window(peerWin, fn);
+    if (!w || bt_window_check(c, w, fn) != BT_OK)
         return ncclInvalidArgument;
     return rma_put(c, localbuff, count * bt_dtype_size((int)datatype), peer, w, peerWinOffset, fn);
 }

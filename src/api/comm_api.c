@@ -723,12 +723,12 @@ BT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t s
                               .win_buf = buff,
                               .win_size = size,
                               .win_flags = winFlags,
-                              .win_out = (struct bt_window **)win};
+                              .win_out = (void **)win};
     if (bt_group_depth() > 0 || !c->config.blocking)
         return group_add_job(&job);
     struct bt_window *w = NULL;
     bt_status_t st = bt_window_register(c, buff, size, winFlags, &w);
-    *win = (ncclWindow_t)w;
+    *win = w ? (ncclWindow_t)w->handle : NULL;
     return (ncclResult_t)st;
 }
 
@@ -737,7 +737,10 @@ BT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
     BT_API_CHECK_READY(comm, "ncclCommWindowDeregister");
     if (!win)
         return ncclSuccess; /* as NCCL: what a registration without windows gave */
-    return (ncclResult_t)bt_window_deregister((struct bt_comm *)comm, (struct bt_window *)win);
+    struct bt_window *w = bt_api_window(win, "ncclCommWindowDeregister");
+    if (!w)
+        return ncclInvalidArgument;
+    return (ncclResult_t)bt_window_deregister((struct bt_comm *)comm, w);
 }
 
 /* ---- suspend and resume (NCCL 2.29+) ------------------------------------------------------ */
@@ -865,8 +868,8 @@ static ncclResult_t peer_pointer(ncclWindow_t window, size_t offset, int peer, v
 {
     BT_API_CHECK_PTR(window, fn, "window");
     BT_API_CHECK_PTR(out, fn, "outPtr");
-    struct bt_window *w = (struct bt_window *)window;
-    struct bt_comm *c = w->comm;
+    struct bt_window *w = bt_api_window(window, fn);
+    struct bt_comm *c = w ? w->comm : NULL;
     if (!c || !bt_comm_is_live(c) || bt_window_check(c, w, fn) != BT_OK)
         return ncclInvalidArgument;
     if (peer < 0 || peer >= c->nranks) {
@@ -900,7 +903,8 @@ BT_API ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, 
 {
     const char *fn = "ncclGetLsaDevicePointer";
     BT_API_CHECK_PTR(window, fn, "window");
-    struct bt_comm *c = ((struct bt_window *)window)->comm;
+    struct bt_window *w = bt_api_window(window, fn);
+    struct bt_comm *c = w ? w->comm : NULL;
     if (!c || !bt_comm_is_live(c)) {
         BT_WARN("%s: window %p belongs to no live communicator", fn, (void *)window);
         return ncclInvalidArgument;
@@ -920,8 +924,8 @@ BT_API ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **
     BT_API_CHECK_READY(comm, fn);
     BT_API_CHECK_PTR(win, fn, "win");
     BT_API_CHECK_PTR(outUserPtr, fn, "outUserPtr");
-    struct bt_window *w = (struct bt_window *)win;
-    if (bt_window_check((struct bt_comm *)comm, w, fn) != BT_OK)
+    struct bt_window *w = bt_api_window(win, fn);
+    if (!w || bt_window_check((struct bt_comm *)comm, w, fn) != BT_OK)
         return ncclInvalidArgument;
     *outUserPtr = w->base;
     return ncclSuccess;

@@ -129,7 +129,7 @@ static void run_job(struct bt_init_job *job)
                 bt_window_register(job->parent, job->win_buf, job->win_size, job->win_flags, &w);
             bt_comm_release(job->parent);
         }
-        __atomic_store_n(job->win_out, w, __ATOMIC_RELEASE);
+        __atomic_store_n(job->win_out, w ? w->handle : NULL, __ATOMIC_RELEASE);
         return;
     }
     if (job->shrink) { /* the parent may be revoked already: it is not acquired */

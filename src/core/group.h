@@ -25,7 +25,7 @@ struct bt_init_job {
     void *win_buf;
     size_t win_size;
     int win_flags;
-    struct bt_window **win_out;
+    void **win_out; /* the window's handle (ncclWindow_t) */
     struct bt_comm_config config;
     struct bt_comm **newcomm_p;
     bt_status_t status;

@@ -17,6 +17,94 @@ struct win_info {
     _Alignas(16) unsigned char blob[BT_WIN_BLOB_BYTES];
 };
 
+/* Every registered window of every communicator, for bt_window_of (handles carry no comm). */
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bt_window **handles;
+static int nhandles, handles_cap;
+
+static bt_status_t handle_add(struct bt_window *w)
+{
+    pthread_mutex_lock(&handles_lock);
+    if (nhandles == handles_cap) {
+        int cap = handles_cap ? 2 * handles_cap : 16;
+        struct bt_window **h = realloc(handles, sizeof(*h) * (size_t)cap);
+        if (!h) {
+            pthread_mutex_unlock(&handles_lock);
+            return BT_ERR_SYSTEM;
+        }
+        handles = h;
+        handles_cap = cap;
+    }
+    handles[nhandles++] = w;
+    pthread_mutex_unlock(&handles_lock);
+    return BT_OK;
+}
+
+static void handle_remove(struct bt_window *w)
+{
+    pthread_mutex_lock(&handles_lock);
+    for (int i = 0; i < nhandles; i++)
+        if (handles[i] == w) {
+            handles[i] = handles[--nhandles];
+            break;
+        }
+    if (nhandles == 0) {
+        free(handles);
+        handles = NULL;
+        handles_cap = 0;
+    }
+    pthread_mutex_unlock(&handles_lock);
+}
+
+struct bt_window *bt_window_of(const void *handle)
+{
+    struct bt_window *w = NULL;
+    pthread_mutex_lock(&handles_lock);
+    for (int i = 0; i < nhandles && !w; i++)
+        if (handles[i]->handle == handle)
+            w = handles[i];
+    pthread_mutex_unlock(&handles_lock);
+    return w;
+}
+
+/* The window as the device API reads it (ncclWindow_vidmem), published where the
+ * executor's kernels read it. Not flat-mapped: the LSA base is this rank's own window and
+ * the stride 0 (only the own part has an address through it). */
+static bt_status_t publish(struct bt_window *w)
+{
+    struct bt_comm *comm = w->comm;
+    int base, size;
+    bt_comm_lsa(comm, &base, &size);
+    memset(&w->vid, 0, sizeof(w->vid));
+    w->vid.winHost = w;
+    w->vid.lsaRank = comm->rank - base;
+    w->vid.worldRank = comm->rank;
+    if (w->mapped && w->mine.flat) {
+        w->vid.lsaFlatBase = w->mine.flat;
+        w->vid.stride4G = (uint32_t)(w->mine.stride >> 32);
+    } else {
+        w->vid.lsaFlatBase = w->base;
+        w->vid.lsaRank = 0; /* lsaFlatBase + lsaRank * stride is the own part all the same */
+    }
+    w->handle = &w->vid;
+    if (w->ex->win_publish)
+        BT_CHECK(w->ex->win_publish(&comm->ec, &w->vid, sizeof(w->vid), &w->handle));
+    bt_status_t st = handle_add(w);
+    if (st != BT_OK && w->handle != &w->vid)
+        w->ex->win_unpublish(w->handle);
+    return st;
+}
+
+static void unpublish(struct bt_window *w)
+{
+    if (!w->handle)
+        return;
+    handle_remove(w);
+    if (w->handle != &w->vid)
+        w->ex->win_unpublish(w->handle);
+    w->handle = NULL;
+}
+
 static int same_process(const struct bt_comm *comm, int r)
 {
     const struct bt_peer_info *me = &comm->peers[comm->rank], *p = &comm->peers[r];
@@ -51,8 +139,8 @@ static int map_all(struct bt_window *w, const struct win_info *all, int on_devic
             w->peers[r] = w->mine; /* its own: nothing opened */
             continue;
         }
-        if (w->ex->win_open(&comm->ec, r, same_process(comm, r), all[r].blob, &w->peers[r]) !=
-            BT_OK) {
+        if (w->ex->win_open(&comm->ec, r, same_process(comm, r), &w->mine, all[r].blob,
+                            &w->peers[r]) != BT_OK) {
             BT_INFO(BT_LOG_INIT, "rank %d: window %p: rank %d's window cannot be mapped here",
                     comm->rank, (void *)w->base, r);
             return 0;
@@ -142,6 +230,13 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
     }
     if (!w->mapped)
         unmap(w);
+    st = publish(w);
+    if (st != BT_OK) {
+        pthread_mutex_lock(&comm->win_lock);
+        *list_slot(comm, w, "ncclCommWindowRegister") = w->next;
+        pthread_mutex_unlock(&comm->win_lock);
+        goto fail;
+    }
     BT_INFO(BT_LOG_INIT, "rank %d: window %p + %zu registered%s", comm->rank, buf, size,
             w->mapped ? ": every rank's mapped, AllReduce reads the peers' inputs directly"
             : want    ? ": not every rank's window could be mapped, collectives run as usual"
@@ -189,6 +284,7 @@ bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win)
     void *state = comm->exec[win->ex == &bt_exec_cuda ? BT_EXEC_CUDA : BT_EXEC_HOST];
     if (win->mapped && win->ex->sync && state)
         win->ex->sync(state);
+    unpublish(win);
     unmap(win);
     free(win->peer_size);
     free(win);
@@ -201,6 +297,7 @@ void bt_window_free_all(struct bt_comm *comm)
     while (comm->windows) {
         struct bt_window *w = comm->windows;
         comm->windows = w->next;
+        unpublish(w);
         unmap(w);
         free(w->peer_size);
         free(w);

@@ -8,6 +8,11 @@
  * inputs straight from their memory (the executor's window operation decides, by the tuner's
  * bt_tune_window). Anywhere else a window is registered and accepted, and collectives on it
  * run as on any buffer.
+ *
+ * The handle the user gets (ncclWindow_t) is the window as NCCL's device API reads it: a
+ * struct ncclWindow_vidmem (include/nccl_device/layout.h) in memory the window's executor's
+ * kernels read (the CUDA executor's copy in device memory), whose winHost is the bt_window;
+ * bt_window_of finds the window of a handle.
  */
 #ifndef BT_CORE_WINDOW_H
 #define BT_CORE_WINDOW_H
@@ -15,6 +20,7 @@
 #include <stddef.h>
 
 #include "exec/exec.h"
+#include "nccl_device/layout.h"
 #include "util/status.h"
 
 struct bt_comm;
@@ -22,6 +28,8 @@ struct bt_comm;
 #define BT_WIN_SYMMETRIC 0x01 /* NCCL_WIN_COLL_SYMMETRIC: peers may read the window */
 
 struct bt_window {
+    struct ncclWindow_vidmem vid; /* what its handle holds (NCCL's layout) */
+    void *handle;                 /* ncclWindow_t: vid, or the executor's copy of it */
     struct bt_comm *comm;
     char *base;
     size_t size;
@@ -47,6 +55,9 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
  * frees this rank's flags. A window of another comm, or one deregistered already:
  * BT_ERR_INVALID_ARG. */
 bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win);
+
+/* The registered window whose handle (ncclWindow_t) is `handle`, or NULL. Thread-safe. */
+struct bt_window *bt_window_of(const void *handle);
 
 /* BT_OK when win is one of comm's registered windows; else BT_ERR_INVALID_ARG, WARNed
  * naming fn. caller: the comm's owner. */

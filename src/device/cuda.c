@@ -2,6 +2,12 @@
 #include "device/device.h"
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "device/cuda_vmm.h"
+#include "util/log.h"
+#include "util/param.h"
 
 bt_status_t bt_device_error(int err, const char *what)
 {
@@ -64,13 +70,145 @@ int bt_device_ptr_is_device(const void *p)
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
+/* ---- VMM (cuda_vmm.h) ------------------------------------------------------------------ */
+
+static struct bt_vmm vmm;
+static int vmm_ok;
+static pthread_once_t vmm_once = PTHREAD_ONCE_INIT;
+
+static void *driver_fn(const char *name)
+{
+    enum cudaDriverEntryPointQueryResult q;
+    void *f = NULL;
+    if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return f;
+}
+
+static void vmm_resolve(void)
+{
+    struct {
+        void **slot;
+        const char *name;
+    } fns[] = {
+        {(void **)&vmm.create, "cuMemCreate"},
+        {(void **)&vmm.release, "cuMemRelease"},
+        {(void **)&vmm.reserve, "cuMemAddressReserve"},
+        {(void **)&vmm.addr_free, "cuMemAddressFree"},
+        {(void **)&vmm.map, "cuMemMap"},
+        {(void **)&vmm.unmap, "cuMemUnmap"},
+        {(void **)&vmm.set_access, "cuMemSetAccess"},
+        {(void **)&vmm.granularity, "cuMemGetAllocationGranularity"},
+        {(void **)&vmm.retain, "cuMemRetainAllocationHandle"},
+        {(void **)&vmm.range, "cuMemGetAddressRange"},
+        {(void **)&vmm.export_fd, "cuMemExportToShareableHandle"},
+        {(void **)&vmm.import_fd, "cuMemImportFromShareableHandle"},
+    };
+    vmm_ok = 1;
+    for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+        vmm_ok &= (*fns[i].slot = driver_fn(fns[i].name)) != NULL;
+}
+
+const struct bt_vmm *bt_vmm(void)
+{
+    pthread_once(&vmm_once, vmm_resolve);
+    return vmm_ok ? &vmm : NULL;
+}
+
+bt_status_t bt_vmm_map(const struct bt_vmm *v, CUdeviceptr va, size_t bytes,
+                       CUmemGenericAllocationHandle h, int dev)
+{
+    CUresult r = v->map(va, bytes, 0, h, 0);
+    if (r != CUDA_SUCCESS) {
+        BT_WARN("cuMemMap of %zu bytes at 0x%llx failed: CUresult %d", bytes,
+                (unsigned long long)va, (int)r);
+        return BT_ERR_CUDA;
+    }
+    CUmemAccessDesc a = {{CU_MEM_LOCATION_TYPE_DEVICE, dev}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    r = v->set_access(va, bytes, &a, 1);
+    if (r != CUDA_SUCCESS) {
+        BT_WARN("cuMemSetAccess of %zu bytes at 0x%llx for GPU %d failed: CUresult %d", bytes,
+                (unsigned long long)va, dev, (int)r);
+        v->unmap(va, bytes);
+        return BT_ERR_CUDA;
+    }
+    return BT_OK;
+}
+
+/* ncclMemAlloc's VMM memory on the current device: its own virtual range, mapped for it,
+ * exportable as a file descriptor (exec/cuda/win_map.c maps it into windows' flat ranges). */
+static bt_status_t vmm_alloc(const struct bt_vmm *v, void **ptr_p, size_t bytes)
+{
+    int dev = bt_device_get();
+    if (dev < 0)
+        return BT_ERR_CUDA;
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    size_t gran = 0;
+    if (v->granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !gran)
+        return BT_ERR_CUDA;
+    size_t size = (bytes ? bytes + gran - 1 : gran) / gran * gran;
+    CUmemGenericAllocationHandle h;
+    CUresult r = v->create(&h, size, &prop, 0);
+    if (r != CUDA_SUCCESS) {
+        BT_INFO(BT_LOG_INIT, "ncclMemAlloc: cuMemCreate of %zu bytes failed (CUresult %d)", size,
+                (int)r);
+        return r == CUDA_ERROR_OUT_OF_MEMORY ? BT_ERR_SYSTEM : BT_ERR_CUDA;
+    }
+    CUdeviceptr va = 0;
+    bt_status_t st = v->reserve(&va, size, gran, 0, 0) == CUDA_SUCCESS ? BT_OK : BT_ERR_CUDA;
+    if (st == BT_OK) {
+        st = bt_vmm_map(v, va, size, h, dev);
+        if (st != BT_OK)
+            v->addr_free(va, size);
+    }
+    v->release(h); /* the mapping keeps the memory until ncclMemFree unmaps it */
+    if (st == BT_OK)
+        *ptr_p = (void *)(uintptr_t)va;
+    return st;
+}
+
 bt_status_t bt_device_mem_alloc(void **ptr_p, size_t bytes)
 {
+    const struct bt_vmm *v = bt_param_cumem_enable() ? bt_vmm() : NULL;
+    if (v) {
+        bt_status_t st = vmm_alloc(v, ptr_p, bytes);
+        if (st == BT_OK || st == BT_ERR_SYSTEM)
+            return st;
+        BT_INFO(BT_LOG_INIT, "ncclMemAlloc: no VMM memory here: cudaMalloc");
+    }
     return cuda_status(cudaMalloc(ptr_p, bytes ? bytes : 1), "ncclMemAlloc: cudaMalloc");
 }
 
 bt_status_t bt_device_mem_free(void *ptr)
 {
+    const struct bt_vmm *v = bt_vmm();
+    CUmemGenericAllocationHandle h;
+    if (v && v->retain(&h, ptr) == CUDA_SUCCESS) { /* VMM memory: ncclMemAlloc's own range */
+        v->release(h);
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        if (v->range(&base, &size, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS ||
+            base != (CUdeviceptr)(uintptr_t)ptr) {
+            BT_WARN("ncclMemFree: %p is not the start of an ncclMemAlloc allocation", ptr);
+            return BT_ERR_INVALID_ARG;
+        }
+        CUresult r = v->unmap(base, size);
+        if (r == CUDA_SUCCESS)
+            r = v->addr_free(base, size);
+        if (r != CUDA_SUCCESS) {
+            BT_WARN("ncclMemFree: unmapping %p (%zu bytes) failed: CUresult %d", ptr, size, (int)r);
+            return BT_ERR_CUDA;
+        }
+        return BT_OK;
+    }
+    (void)cudaGetLastError();
     return cuda_status(cudaFree(ptr), "ncclMemFree: cudaFree");
 }
 

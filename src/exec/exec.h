@@ -92,6 +92,11 @@ struct bt_win_map {
     struct bt_win_flags *flags;
     void *opened[2]; /* executor's mappings (data, flags), or NULL */
     size_t len[2];
+    /* this rank's export only: where every rank's part is mapped in one range (NCCL's
+     * device API layout: rank r's window at flat + r * stride), or NULL */
+    char *flat;
+    uint64_t stride;
+    void *priv; /* the executor's own record of the export or mapping */
 };
 
 /* An AllReduce whose input and output lie in windows every rank mapped: each rank's window
@@ -114,7 +119,7 @@ static inline void bt_win_pair_fill(const struct bt_win_pair *wp, int nranks, co
 }
 
 /* Bytes of the blob a rank hands every peer about its window. */
-#define BT_WIN_BLOB_BYTES 192
+#define BT_WIN_BLOB_BYTES 256
 
 /* What an executor placed for a collective (batonCommGetStats counts it). */
 struct bt_exec_placed {
@@ -166,13 +171,20 @@ struct bt_exec_ops {
     /* Windows of this executor's memory (core/window.c registers them collectively): export
      * this rank's buffer (0: it cannot be reached from other ranks; *mine and the blob of
      * BT_WIN_BLOB_BYTES filled otherwise), map rank `peer`'s blob (same_process: its
-     * addresses are ours), unmap, unexport. */
+     * addresses are ours; mine: this rank's export), unmap, unexport. */
     int (*win_export)(const struct bt_exec_comm *ec, void *buf, size_t size,
                       struct bt_win_map *mine, void *blob);
     bt_status_t (*win_open)(const struct bt_exec_comm *ec, int peer, int same_process,
-                            const void *blob, struct bt_win_map *map);
+                            const struct bt_win_map *mine, const void *blob,
+                            struct bt_win_map *map);
     void (*win_close)(struct bt_win_map *map);
     void (*win_unexport)(struct bt_win_map *mine);
+    /* The window's handle as kernels read it (ncclWindow_t: NCCL's struct ncclWindow_vidmem,
+     * include/nccl_device/layout.h): a copy of *vid in memory the executor's kernels read,
+     * and its release. NULL: the host struct itself is the handle. */
+    bt_status_t (*win_publish)(const struct bt_exec_comm *ec, const void *vid, size_t bytes,
+                               void **handle);
+    void (*win_unpublish)(void *handle);
 
     /* Bytes of buffers the state holds in its executor's memory (the CUDA executor's: device
      * memory; the host's: its connectors' FIFOs), which destroying it gives back

@@ -70,6 +70,10 @@ BT_PARAM_INT(test_hosts, "TEST_HOSTS", 0,
 BT_PARAM_INT(test_same_gpu, "TEST_SAME_GPU", 0,
              "testing only: 1 lets ranks of one process share a GPU (their kernels must fit on "
              "it together; two ranks of up to 64 channels fit an H200); refused otherwise")
+BT_PARAM_INT(cumem_enable, "CUMEM_ENABLE", 1,
+             "1: ncclMemAlloc gives CUDA VMM memory (cuMemCreate, shareable as a file "
+             "descriptor), which symmetric windows map into one range in NCCL's device API "
+             "layout; 0: cudaMalloc (windows map peers through CUDA IPC, one by one)")
 BT_PARAM_INT(p2p_disable, "P2P_DISABLE", 0,
              "1: GPU connectors in host shared memory (cudaHostRegister) instead of GPU memory "
              "mapped between GPUs")

@@ -5,7 +5,8 @@
  *     LSA team {2, rank % 2, 1}, the rail {3, rank / 2, 2}; ncclTeamRankToWorld and
  *     ncclTeamRankToLsa over every member of each (NCCL's formulas: a rail member is outside
  *     the LSA team); ncclGetLsaDevicePointer's LSA ranks are the same team (4 ranks on one
- *     host: every member's window read through it);
+ *     host: every member's window read through it); the window's handle is NCCL's
+ *     ncclWindow_vidmem (this rank, its own part); a handle that is no window refused;
  *   - a layout the device API cannot number (hosts of 3 and 1 ranks, and a host whose ranks
  *     are not consecutive): every rank its own LSA team, the rail the world;
  *   - the requirement builders: the buffer each asks for (sizes the device code addresses),
@@ -93,6 +94,17 @@ static int teams_main(int rank, int n, void *argp)
     void *p = NULL;
     BT_TEST_CHECK(ncclGetLsaDevicePointer(win, 0, lsa, &p) == ncclInvalidArgument,
                   "LSA rank %d (past the team) was not refused", lsa);
+    /* the handle is the window as the device API reads it (host memory: host-readable) */
+    const struct ncclWindow_vidmem *v = (const struct ncclWindow_vidmem *)win;
+    BT_TEST_CHECK(v->worldRank == rank && v->winHost != NULL && v->mcOffset4K == 0,
+                  "the window handle says world rank %d", v->worldRank);
+    BT_TEST_CHECK(v->lsaFlatBase + ((uint64_t)v->lsaRank * v->stride4G << 32) == buf,
+                  "the handle's own part is at %p, not %p",
+                  (void *)(v->lsaFlatBase + ((uint64_t)v->lsaRank * v->stride4G << 32)),
+                  (void *)buf);
+    int bogus = 0;
+    BT_TEST_CHECK(ncclCommWindowDeregister(comm, (ncclWindow_t)&bogus) == ncclInvalidArgument,
+                  "a handle that is no window was deregistered");
     BT_TEST_OK(ncclCommWindowDeregister(comm, win));
     BT_TEST_OK(ncclMemFree(buf));
     BT_TEST_OK(ncclCommDestroy(comm));
@@ -113,8 +125,7 @@ static void check_builders(void)
     memset(&q, 0x5a, sizeof(q));
     BT_TEST_OK(ncclLsaBarrierCreateRequirement(t, 5, &lb, &q));
     /* per barrier: epochs, multicast inbox and one inbox word per team rank (uint32) */
-    BT_TEST_CHECK(q.bufferSize == 4 * 5 * (3 + 4), "LSA barrier buffer of %zu bytes",
-                  q.bufferSize);
+    BT_TEST_CHECK(q.bufferSize == 4 * 5 * (3 + 4), "LSA barrier buffer of %zu bytes", q.bufferSize);
     BT_TEST_CHECK(lb.nBarriers == 5 && q.outBufferHandle == &lb.bufHandle && q.next == NULL &&
                       q.ginSignalCount == 0 && q.ginCounterCount == 0 &&
                       q.outGinSignalStart == NULL && q.outGinCounterStart == NULL,
@@ -168,8 +179,7 @@ static int gin_main(int rank, int n, void *argp)
     BT_TEST_CHECK(q.bufferSize == 4 * 3 && q.ginSignalCount == 3 &&
                       q.outGinSignalStart == &gb.signal0 && q.outBufferHandle == &gb.bufHandle &&
                       q.ginCounterCount == 0 && q.next == NULL,
-                  "GIN barrier requirement: %zu bytes, %d signals", q.bufferSize,
-                  q.ginSignalCount);
+                  "GIN barrier requirement: %zu bytes, %d signals", q.bufferSize, q.ginSignalCount);
     BT_TEST_OK(ncclCommDestroy(comm));
     bt_test_leaks_end(&leaks);
     return 0;

@@ -27,8 +27,8 @@ static int compare(const char *what, const struct bt_devapi_row *other)
     int n = 0, bad = 0;
     for (; bt_devapi_baton_c[n].name; n++) {
         const struct bt_devapi_row *a = &bt_devapi_baton_c[n], *b = &other[n];
-        BT_TEST_CHECK(b->name && strcmp(a->name, b->name) == 0, "row %d: %s against %s", n,
-                      a->name, b->name ? b->name : "(end)");
+        BT_TEST_CHECK(b->name && strcmp(a->name, b->name) == 0, "row %d: %s against %s", n, a->name,
+                      b->name ? b->name : "(end)");
         if (a->a != b->a || a->b != b->b) {
             fprintf(stderr, "%s: Baton's C has %lld/%lld, %s %lld/%lld\n", a->name, a->a, a->b,
                     what, b->a, b->b);
@@ -74,9 +74,11 @@ int main(void)
         bt_devapi_nvidia_gfd(inl, theirs);
         for (int i = 0; i < 8; i++) {
             if (ours[i] != theirs[i]) {
-                fprintf(stderr, "GIN descriptor (%s), word %d: layout.h gives 0x%016llx, NVIDIA's "
-                        "bitfields 0x%016llx\n", inl ? "inline" : "put", i,
-                        (unsigned long long)ours[i], (unsigned long long)theirs[i]);
+                fprintf(stderr,
+                        "GIN descriptor (%s), word %d: layout.h gives 0x%016llx, NVIDIA's "
+                        "bitfields 0x%016llx\n",
+                        inl ? "inline" : "put", i, (unsigned long long)ours[i],
+                        (unsigned long long)theirs[i]);
                 bad++;
             }
         }

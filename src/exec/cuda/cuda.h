@@ -57,9 +57,13 @@ bt_status_t bt_cuda_window_launch(struct bt_cuda_comm *cc, struct bt_cuda_wargs 
 int bt_cuda_win_export(const struct bt_exec_comm *ec, void *buf, size_t size,
                        struct bt_win_map *mine, void *blob);
 bt_status_t bt_cuda_win_open(const struct bt_exec_comm *ec, int peer, int same_process,
-                             const void *blob, struct bt_win_map *map);
+                             const struct bt_win_map *mine, const void *blob,
+                             struct bt_win_map *map);
 void bt_cuda_win_close(struct bt_win_map *map);
 void bt_cuda_win_unexport(struct bt_win_map *mine);
+bt_status_t bt_cuda_win_publish(const struct bt_exec_comm *ec, const void *vid, size_t bytes,
+                                void **handle);
+void bt_cuda_win_unpublish(void *handle);
 
 /* The CUDA executor as a planner's target (target.c, built with or without CUDA): a
  * communicator's state (`owner`: what its works carry back), or the default geometry of

@@ -43,8 +43,10 @@ int bt_host_win_export(const struct bt_exec_comm *ec, void *buf, size_t size,
 }
 
 bt_status_t bt_host_win_open(const struct bt_exec_comm *ec, int peer, int same_process,
-                             const void *blob, struct bt_win_map *map)
+                             const struct bt_win_map *mine, const void *blob,
+                             struct bt_win_map *map)
 {
+    (void)mine; /* host windows map peer by peer */
     const struct host_win_blob *b = blob;
     const struct bt_peer_info *me = &ec->tctx->peers[ec->rank], *p = &ec->tctx->peers[peer];
     memset(map, 0, sizeof(*map));

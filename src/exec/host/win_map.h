@@ -14,7 +14,8 @@
 int bt_host_win_export(const struct bt_exec_comm *ec, void *buf, size_t size,
                        struct bt_win_map *mine, void *blob);
 bt_status_t bt_host_win_open(const struct bt_exec_comm *ec, int peer, int same_process,
-                             const void *blob, struct bt_win_map *map);
+                             const struct bt_win_map *mine, const void *blob,
+                             struct bt_win_map *map);
 void bt_host_win_close(struct bt_win_map *map);
 void bt_host_win_unexport(struct bt_win_map *mine);
 

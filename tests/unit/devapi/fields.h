@@ -127,7 +127,8 @@ struct bt_devapi_row {
     long long a, b;
 };
 
-#define BT_DEVAPI_ROW_F(T, f) {#T "." #f, (long long)offsetof(T, f), (long long)sizeof(((T *)0)->f)},
+#define BT_DEVAPI_ROW_F(T, f)                                                                      \
+    {#T "." #f, (long long)offsetof(T, f), (long long)sizeof(((T *)0)->f)},
 #define BT_DEVAPI_ROW_S(T) {"sizeof " #T, 0, (long long)sizeof(T)},
 #define BT_DEVAPI_ROW_V(v) {#v, (long long)(v), 0},
 #define BT_DEVAPI_TABLE(name)                                                                      \

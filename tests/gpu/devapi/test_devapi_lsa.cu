@@ -1,0 +1,217 @@
+/*
+ * gpu/test_devapi_lsa: windows as NVIDIA's device API reads them. Built against NVIDIA's
+ * nccl.h and nccl_device.h (2.28.9) alone and linked to Baton's libnccl.so.2, so the inline
+ * code that reads the window handle is NVIDIA's: each rank's kernel reads every LSA peer's
+ * window through ncclGetLsaPointer (lsaFlatBase + peer * stride4G * 4 GiB + offset) and
+ * ncclGetLocalPointer, and the host checks every element. Two windows: a whole ncclMemAlloc
+ * buffer, and a part of one that starts 4 KB in (the same offset on every rank).
+ * N ranks (BATON_TEST_GPUS, default 2) on GPU 0: as ranks of one process (ncclCommInitAll),
+ * or as processes under MPS (BATON_TEST_MPS=1).
+ */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <nccl_device.h>
+
+extern "C" {
+#include "harness.h"
+}
+
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        BT_TEST_CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
+    } while (0)
+
+static const size_t kCount = 1 << 20; /* ints per rank's buffer */
+static const size_t kSkip = 1024;     /* the second window starts this many ints in */
+
+/* out[p * n + i] = LSA rank p's window element i, read through NVIDIA's inline code; local[i]
+ * the own window's through ncclGetLocalPointer. */
+__global__ void read_lsa(ncclWindow_t win, int lsa_size, size_t n, int *out, int *local)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (int p = 0; p < lsa_size; p++)
+        for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+            out[p * n + i] = *(const int *)ncclGetLsaPointer(win, i * sizeof(int), p);
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        local[i] = *(const int *)ncclGetLocalPointer(win, i * sizeof(int));
+}
+
+static int value(int rank, size_t i)
+{
+    return rank * 100000007 + (int)i;
+}
+
+struct rank_state {
+    ncclComm_t comm;
+    int *buf, *out, *local;
+    ncclWindow_t win[2];
+    cudaStream_t stream;
+};
+
+/* Every rank's buffer filled (and every rank done with it: the caller orders that). */
+static void fill(int rank, struct rank_state *s)
+{
+    std::vector<int> h(kCount);
+    for (size_t i = 0; i < kCount; i++)
+        h[i] = value(rank, i);
+    CU(cudaMemcpy(s->buf, h.data(), kCount * sizeof(int), cudaMemcpyHostToDevice));
+}
+
+static void launch(int n, struct rank_state *s, int w)
+{
+    size_t len = w == 0 ? kCount : kCount - kSkip;
+    read_lsa<<<64, 256, 0, s->stream>>>(s->win[w], n, len, s->out, s->local);
+    CU(cudaGetLastError());
+}
+
+/* What rank `rank` read through window w: every LSA rank's part, and its own. */
+static size_t verify(int rank, int n, struct rank_state *s, int w)
+{
+    size_t len = w == 0 ? kCount : kCount - kSkip, first = w == 0 ? 0 : kSkip, bad = 0;
+    std::vector<int> h(n * len), l(len);
+    CU(cudaMemcpy(h.data(), s->out, n * len * sizeof(int), cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(l.data(), s->local, len * sizeof(int), cudaMemcpyDeviceToHost));
+    for (int p = 0; p < n; p++)
+        for (size_t i = 0; i < len; i++)
+            bad += h[p * len + i] != value(p, first + i);
+    for (size_t i = 0; i < len; i++)
+        bad += l[i] != value(rank, first + i);
+    /* the handle itself: NCCL's ncclWindow_vidmem, in device memory */
+    struct ncclWindow_vidmem v;
+    CU(cudaMemcpy(&v, s->win[w], sizeof(v), cudaMemcpyDeviceToHost));
+    BT_TEST_CHECK(v.lsaRank == (n > 1 ? rank : 0) && v.worldRank == rank &&
+                      (n == 1 || v.stride4G >= 1) && v.winHost,
+                  "window %d's handle: LSA rank %d, world rank %d, stride %u x 4 GiB", w, v.lsaRank,
+                  v.worldRank, v.stride4G);
+    if (bad)
+        fprintf(stderr, "rank %d, window %d: %zu of %zu elements wrong\n", rank, w, bad,
+                (n + 1) * len);
+    return bad;
+}
+
+static void setup(int rank, struct rank_state *s)
+{
+    (void)rank;
+    CU(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    BT_TEST_CHECK(ncclMemAlloc((void **)&s->buf, kCount * sizeof(int)) == ncclSuccess,
+                  "ncclMemAlloc");
+    CU(cudaMalloc((void **)&s->out, 8 * kCount * sizeof(int)));
+    CU(cudaMalloc((void **)&s->local, kCount * sizeof(int)));
+}
+
+static void teardown(struct rank_state *s)
+{
+    BT_TEST_CHECK(ncclMemFree(s->buf) == ncclSuccess, "ncclMemFree");
+    CU(cudaFree(s->out));
+    CU(cudaFree(s->local));
+    CU(cudaStreamDestroy(s->stream));
+}
+
+static void barrier(ncclComm_t comm, cudaStream_t stream, int *scratch)
+{
+    BT_TEST_CHECK(ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, comm, stream) ==
+                      ncclSuccess,
+                  "ncclAllReduce (barrier)");
+    CU(cudaStreamSynchronize(stream));
+}
+
+/* One rank as a process (MPS). */
+static int rank_main(int rank, int n, void *arg)
+{
+    const ncclUniqueId *id = (const ncclUniqueId *)arg;
+    CU(cudaSetDevice(0));
+    struct rank_state s;
+    memset(&s, 0, sizeof(s));
+    BT_TEST_CHECK(ncclCommInitRank(&s.comm, n, *id, rank) == ncclSuccess, "ncclCommInitRank");
+    setup(rank, &s);
+    BT_TEST_CHECK(ncclCommWindowRegister(s.comm, s.buf, kCount * sizeof(int), &s.win[0],
+                                         NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess,
+                  "ncclCommWindowRegister");
+    BT_TEST_CHECK(ncclCommWindowRegister(s.comm, s.buf + kSkip, (kCount - kSkip) * sizeof(int),
+                                         &s.win[1], NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess,
+                  "ncclCommWindowRegister (part)");
+    fill(rank, &s);
+    barrier(s.comm, s.stream, s.out);
+    size_t bad = 0;
+    for (int w = 0; w < 2; w++) {
+        launch(n, &s, w);
+        CU(cudaStreamSynchronize(s.stream));
+        bad += verify(rank, n, &s, w);
+    }
+    barrier(s.comm, s.stream, s.out); /* every rank done reading before any deregisters */
+    for (int w = 0; w < 2; w++)
+        BT_TEST_CHECK(ncclCommWindowDeregister(s.comm, s.win[w]) == ncclSuccess, "deregister");
+    teardown(&s);
+    BT_TEST_CHECK(ncclCommDestroy(s.comm) == ncclSuccess, "ncclCommDestroy");
+    BT_TEST_CHECK(bad == 0, "rank %d: %zu elements wrong", rank, bad);
+    printf("rank %d: %d ranks' windows read through ncclGetLsaPointer: ok\n", rank, n);
+    return 0;
+}
+
+/* Every rank in this process (ranks of one process on GPU 0). */
+static void one_process(int n)
+{
+    std::vector<ncclComm_t> comms(n);
+    std::vector<int> devs(n, 0);
+    BT_TEST_CHECK(ncclCommInitAll(comms.data(), n, devs.data()) == ncclSuccess, "ncclCommInitAll");
+    std::vector<struct rank_state> s(n);
+    for (int r = 0; r < n; r++) {
+        memset(&s[r], 0, sizeof(s[r]));
+        s[r].comm = comms[r];
+        setup(r, &s[r]);
+    }
+    for (int part = 0; part < 2; part++) {
+        BT_TEST_CHECK(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+        for (int r = 0; r < n; r++) {
+            int *p = part ? s[r].buf + kSkip : s[r].buf;
+            size_t len = (part ? kCount - kSkip : kCount) * sizeof(int);
+            BT_TEST_CHECK(ncclCommWindowRegister(comms[r], p, len, &s[r].win[part],
+                                                 NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess,
+                          "ncclCommWindowRegister");
+        }
+        BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd (registration)");
+    }
+    for (int r = 0; r < n; r++)
+        fill(r, &s[r]);
+    CU(cudaDeviceSynchronize());
+    size_t bad = 0;
+    for (int w = 0; w < 2; w++) {
+        for (int r = 0; r < n; r++)
+            launch(n, &s[r], w);
+        CU(cudaDeviceSynchronize());
+        for (int r = 0; r < n; r++)
+            bad += verify(r, n, &s[r], w);
+    }
+    for (int r = 0; r < n; r++)
+        for (int w = 0; w < 2; w++)
+            BT_TEST_CHECK(ncclCommWindowDeregister(comms[r], s[r].win[w]) == ncclSuccess,
+                          "deregister");
+    for (int r = 0; r < n; r++) {
+        teardown(&s[r]);
+        BT_TEST_CHECK(ncclCommDestroy(comms[r]) == ncclSuccess, "ncclCommDestroy");
+    }
+    BT_TEST_CHECK(bad == 0, "%zu elements wrong", bad);
+    printf("one process, %d ranks on GPU 0: windows read through ncclGetLsaPointer: ok\n", n);
+}
+
+int main(void)
+{
+    const char *g = getenv("BATON_TEST_GPUS");
+    int n = g ? atoi(g) : 2;
+    BT_TEST_CHECK(n >= 1 && n <= 8, "BATON_TEST_GPUS=%d: 1 to 8", n);
+    if (bt_test_mps()) {
+        ncclUniqueId id;
+        BT_TEST_CHECK(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
+        BT_TEST_CHECK(bt_test_run_ranks(n, rank_main, &id, 300) == 0, "the ranks failed");
+    } else {
+        one_process(n);
+    }
+    printf("test_devapi_lsa: ok\n");
+    return 0;
+}
