@@ -17,4 +17,9 @@
 #define BT_PNCCL(name)                                                                             \
     extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")))
 
+/* Run a collective job (core/group.h: an init, split, shrink, window or device communicator)
+ * in the caller's group, deferred to its ncclGroupEnd, or in a group of its own. */
+struct bt_init_job;
+int bt_api_group_job(struct bt_init_job *job);
+
 #endif

@@ -521,7 +521,7 @@ BT_API ncclResult_t ncclCommAbort(ncclComm_t comm)
 
 /* Queue a split or shrink in the caller's group, or in a group of one (a non-blocking
  * parent outside a group: ncclInProgress). The job owns job->excl from here on. */
-static ncclResult_t group_add_job(struct bt_init_job *job)
+int bt_api_group_job(struct bt_init_job *job)
 {
     int own = bt_group_depth() == 0;
     if (own)
@@ -565,7 +565,7 @@ BT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
                                   .newcomm_p = (struct bt_comm **)newcomm};
         if (cfgp)
             job.config = *cfgp;
-        return group_add_job(&job);
+        return (ncclResult_t)bt_api_group_job(&job);
     }
     if (!bt_comm_acquire(parent)) {
         BT_WARN("ncclCommSplit: comm %p is being aborted", (void *)parent);
@@ -659,7 +659,7 @@ BT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int e
         BT_API_CHECK_READY(comm, fn); /* warns and fails */
     }
     if (bt_group_depth() > 0 || !parent->config.blocking)
-        return group_add_job(&job);
+        return (ncclResult_t)bt_api_group_job(&job);
     struct bt_comm *nc = NULL;
     bt_status_t st = bt_comm_shrink(parent, excl, excludeRanksCount, shrinkFlags,
                                     job.has_config ? &job.config : NULL, &nc);
@@ -725,7 +725,7 @@ BT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t s
                               .win_flags = winFlags,
                               .win_out = (void **)win};
     if (bt_group_depth() > 0 || !c->config.blocking)
-        return group_add_job(&job);
+        return (ncclResult_t)bt_api_group_job(&job);
     struct bt_window *w = NULL;
     bt_status_t st = bt_window_register(c, buff, size, winFlags, &w);
     *win = w ? (ncclWindow_t)w->handle : NULL;

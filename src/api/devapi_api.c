@@ -10,6 +10,8 @@
 #include "api/api.h"
 #include "api/check.h"
 #include "core/comm.h"
+#include "core/devcomm.h"
+#include "core/group.h"
 #include "nccl.h"
 #include "nccl_device/layout.h"
 #include "util/log.h"
@@ -77,6 +79,35 @@ BT_API int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t t, int rank)
     int base, size;
     bt_comm_lsa(c, &base, &size);
     return c->rank - base + (rank - t.rank) * t.stride;
+}
+
+/* ---- device communicators ------------------------------------------------------------------ */
+
+/* Collective, like NCCL's: in a group it runs at ncclGroupEnd with the group's other jobs (one
+ * thread may create the device communicators of several ranks). */
+BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
+                                      ncclDevComm_t *outDevComm)
+{
+    const char *fn = "ncclDevCommCreate";
+    BT_API_CHECK_READY(comm, fn);
+    BT_API_CHECK_PTR(reqs, fn, "reqs");
+    BT_API_CHECK_PTR(outDevComm, fn, "outDevComm");
+    struct bt_comm *c = (struct bt_comm *)comm;
+    if (bt_group_depth() > 0 || !c->config.blocking) {
+        struct bt_init_job job = {
+            .parent = c, .devcomm = 1, .dc_reqs = *reqs, .dc_out = outDevComm};
+        return (ncclResult_t)bt_api_group_job(&job);
+    }
+    return (ncclResult_t)bt_devcomm_create(c, reqs, outDevComm);
+}
+
+/* Local: the kernels using it must be done. */
+BT_API ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const *devComm)
+{
+    const char *fn = "ncclDevCommDestroy";
+    BT_API_CHECK_READY(comm, fn);
+    BT_API_CHECK_PTR(devComm, fn, "devComm");
+    return (ncclResult_t)bt_devcomm_destroy((struct bt_comm *)comm, devComm);
 }
 
 /* ---- requirement builders ------------------------------------------------------------------- */
@@ -177,6 +208,8 @@ BT_API ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots,
 }
 
 /* Profiling aliases (see api.h). */
+BT_PNCCL(ncclDevCommCreate);
+BT_PNCCL(ncclDevCommDestroy);
 BT_PNCCL(ncclTeamWorld);
 BT_PNCCL(ncclTeamLsa);
 BT_PNCCL(ncclTeamRail);

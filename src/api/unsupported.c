@@ -1,6 +1,6 @@
 /*
- * Entry points of the NCCL interface that Baton does not implement yet: device communicators
- * (ncclDevCommCreate), multicast, and the GIN outbox/inbox builders of 2.29-2.30.
+ * Entry points of the NCCL interface that Baton does not implement yet: multicast, and the
+ * GIN outbox/inbox builders of 2.29-2.30.
  *
  * They are exported anyway because clients link against every symbol of libnccl.so.2 (a
  * missing one makes `import torch` fail). Each one logs a WARN, which ncclGetLastError then
@@ -13,19 +13,6 @@
 #include "util/log.h"
 
 #define BT_UNSUPPORTED() BT_WARN("%s is not supported by Baton yet", __func__)
-
-BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
-                                      ncclDevComm_t *outDevComm)
-{
-    BT_UNSUPPORTED();
-    return ncclInvalidUsage;
-}
-
-BT_API ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const *devComm)
-{
-    BT_UNSUPPORTED();
-    return ncclInvalidUsage;
-}
 
 /* NVLink multicast: Baton never creates multicast objects (they can take shared GPUs out of
  * service), so there is no multicast address to give. */
@@ -60,8 +47,6 @@ BT_API ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBloc
 }
 
 /* Profiling aliases (see api.h). */
-BT_PNCCL(ncclDevCommCreate);
-BT_PNCCL(ncclDevCommDestroy);
 BT_PNCCL(ncclGetLsaMultimemDevicePointer);
 BT_PNCCL(ncclGetMultimemDevicePointer);
 BT_PNCCL(ncclGinOutboxCreateRequirement);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/arrival.h"
+#include "core/devcomm.h"
 #include "core/watch.h"
 #include "core/window.h"
 #include "transport/transport.h"
@@ -316,6 +317,7 @@ void bt_comm_free(struct bt_comm *comm)
         return;
     registry_remove(comm);
     execs_sync(comm);
+    bt_devcomm_free_all(comm); /* their resource windows among the windows */
     bt_window_free_all(comm);
     bt_arrival_free(comm);
     /* The proxy first: its threads use the connectors the executors free. */

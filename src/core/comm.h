@@ -139,6 +139,7 @@ struct bt_comm {
     uint64_t split_seq; /* splits done: distinct bootstrap tags for each */
     unsigned char unique_id[BT_UNIQUE_ID_BYTES]; /* the rendezvous it joined (bt_comm_init) */
     struct bt_window *windows;                   /* registered windows (core/window.h) */
+    struct bt_devcomm *devcomms;                 /* device communicators (core/devcomm.h) */
     struct bt_comm_stats stats;
 };
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/devcomm.h"
 #include "core/init.h"
 #include "core/split.h"
 #include "core/window.h"
@@ -121,6 +122,14 @@ void bt_group_drop_comm(struct bt_comm *comm)
 static void run_job(struct bt_init_job *job)
 {
     const struct bt_comm_config *cfg = job->has_config ? &job->config : NULL;
+    if (job->devcomm) {
+        job->status = BT_ERR_INVALID_USAGE;
+        if (bt_comm_acquire(job->parent)) {
+            job->status = bt_devcomm_create(job->parent, &job->dc_reqs, job->dc_out);
+            bt_comm_release(job->parent);
+        }
+        return;
+    }
     if (job->win) {
         struct bt_window *w = NULL;
         job->status = BT_ERR_INVALID_USAGE;

@@ -10,6 +10,7 @@
 
 #include "core/comm.h"
 #include "core/launch.h"
+#include "nccl_device/layout.h"
 
 /* A deferred init, run at GroupEnd concurrently with the group's others: either join a
  * rendezvous (comm allocated, id set), or split or shrink `parent` (then *newcomm_p is
@@ -26,6 +27,9 @@ struct bt_init_job {
     size_t win_size;
     int win_flags;
     void **win_out; /* the window's handle (ncclWindow_t) */
+    int devcomm;    /* a device communicator of `parent`: *dc_out is written */
+    struct ncclDevCommRequirements dc_reqs;
+    struct ncclDevComm *dc_out;
     struct bt_comm_config config;
     struct bt_comm **newcomm_p;
     bt_status_t status;

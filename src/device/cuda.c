@@ -212,6 +212,12 @@ bt_status_t bt_device_mem_free(void *ptr)
     return cuda_status(cudaFree(ptr), "ncclMemFree: cudaFree");
 }
 
+bt_status_t bt_device_zero(void *p, size_t bytes)
+{
+    BT_CHECK(cuda_status(cudaMemset(p, 0, bytes), "cudaMemset"));
+    return cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after cudaMemset)");
+}
+
 bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream),

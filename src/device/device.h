@@ -36,6 +36,9 @@ int bt_device_ptr_is_device(const void *p);
 bt_status_t bt_device_mem_alloc(void **ptr_p, size_t bytes);
 bt_status_t bt_device_mem_free(void *ptr);
 
+/* Zero `bytes` of device memory at `p` and wait until it is done. */
+bt_status_t bt_device_zero(void *p, size_t bytes);
+
 /* Queue a copy of `bytes` on `stream` (cudaStream_t); either side may be device memory. */
 bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream);
 

@@ -56,6 +56,13 @@ bt_status_t bt_device_mem_free(void *ptr)
     return BT_ERR_INTERNAL;
 }
 
+bt_status_t bt_device_zero(void *p, size_t bytes)
+{
+    (void)p;
+    (void)bytes;
+    return BT_ERR_INTERNAL;
+}
+
 bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     (void)dst;

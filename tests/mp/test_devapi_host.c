@@ -9,6 +9,7 @@
  *     ncclWindow_vidmem (this rank, its own part); a handle that is no window refused;
  *   - a layout the device API cannot number (hosts of 3 and 1 ranks, and a host whose ranks
  *     are not consecutive): every rank its own LSA team, the rail the world;
+ *   - ncclDevCommCreate on a host communicator refused (it needs GPU memory), bad arguments;
  *   - the requirement builders: the buffer each asks for (sizes the device code addresses),
  *     its out-handles wired to the handle, ncclLLA2ACalcSlots; NULL handles, NULL
  *     requirements and negative counts refused with ncclInvalidArgument; a dead comm's teams
@@ -180,6 +181,19 @@ static int gin_main(int rank, int n, void *argp)
                       q.outGinSignalStart == &gb.signal0 && q.outBufferHandle == &gb.bufHandle &&
                       q.ginCounterCount == 0 && q.next == NULL,
                   "GIN barrier requirement: %zu bytes, %d signals", q.bufferSize, q.ginSignalCount);
+    /* device communicators need GPU memory: a host comm's is refused, and so are bad calls */
+    ncclDevCommRequirements_t reqs;
+    memset(&reqs, 0, sizeof(reqs));
+    reqs.lsaBarrierCount = 1;
+    ncclDevComm_t dc;
+    BT_TEST_CHECK(ncclDevCommCreate(comm, &reqs, &dc) == ncclInvalidUsage,
+                  "a host communicator's device communicator was not refused");
+    BT_TEST_CHECK(ncclDevCommCreate(comm, NULL, &dc) == ncclInvalidArgument, "NULL reqs accepted");
+    BT_TEST_CHECK(ncclDevCommCreate(comm, &reqs, NULL) == ncclInvalidArgument,
+                  "NULL outDevComm accepted");
+    memset(&dc, 0, sizeof(dc));
+    BT_TEST_CHECK(ncclDevCommDestroy(comm, &dc) == ncclInvalidArgument,
+                  "a device communicator that was never made was destroyed");
     BT_TEST_OK(ncclCommDestroy(comm));
     bt_test_leaks_end(&leaks);
     return 0;

@@ -226,10 +226,10 @@ static void check_unsupported(void)
     CHECK_EQ(ncclCommShrink(NULL, NULL, 0, NULL, NULL, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
     CHECK_EQ(ncclCommWindowRegister(NULL, NULL, 0, NULL, NCCL_WIN_DEFAULT), ncclInvalidArgument);
     CHECK_EQ(ncclCommWindowDeregister(NULL, NULL), ncclInvalidArgument);
-    CHECK_EQ(ncclDevCommCreate(NULL, NULL, NULL), ncclInvalidUsage);
-    BT_TEST_CHECK(strstr(bt_log_last_error(), "ncclDevCommCreate is not supported by Baton yet"),
+    CHECK_EQ(ncclDevCommCreate(NULL, NULL, NULL), ncclInvalidArgument);
+    BT_TEST_CHECK(strstr(bt_log_last_error(), "ncclDevCommCreate: comm is NULL"),
                   "last error is \"%s\"", bt_log_last_error());
-    CHECK_EQ(ncclDevCommDestroy(NULL, NULL), ncclInvalidUsage);
+    CHECK_EQ(ncclDevCommDestroy(NULL, NULL), ncclInvalidArgument);
     /* the requirement builders work (mp/test_devapi_host): NULL outputs are bad arguments */
     CHECK_EQ(ncclLsaBarrierCreateRequirement(t, 1, NULL, NULL), ncclInvalidArgument);
     CHECK_EQ(ncclGinBarrierCreateRequirement(NULL, t, 1, NULL, NULL), ncclInvalidArgument);

@@ -5,6 +5,13 @@
  * window through ncclGetLsaPointer (lsaFlatBase + peer * stride4G * 4 GiB + offset) and
  * ncclGetLocalPointer, and the host checks every element. Two windows: a whole ncclMemAlloc
  * buffer, and a part of one that starts 4 KB in (the same offset on every rank).
+ * Then a device communicator (ncclDevCommCreate with an LSA barrier per block: in a group in
+ * one process, alone per process) and collectives written against the device API, with
+ * NVIDIA's ncclLsaBarrierSession around them: an AllReduce (each rank sums its share of the
+ * elements from every rank's send window and writes the sums into every rank's receive
+ * window) and an AllGather (each rank writes its send window into every rank's receive
+ * window at its place), alternating over DEVAPI_ROUNDS (default 1000) random sizes, every
+ * element checked on every rank.
  * N ranks (BATON_TEST_GPUS, default 2) on GPU 0: as ranks of one process (ncclCommInitAll),
  * or as processes under MPS (BATON_TEST_MPS=1).
  */
@@ -47,6 +54,94 @@ static int value(int rank, size_t i)
     return rank * 100000007 + (int)i;
 }
 
+static const int kBlocks = 4;           /* blocks of the collective kernels: a barrier each */
+static const size_t kMaxColl = 1 << 16; /* ints of a collective's send window */
+
+/* The device API's collectives over the LSA team (here every rank): the AllReduce reads share
+ * `rank` of the elements from every rank and writes the sums to every rank; the AllGather
+ * writes this rank's elements into every rank's receive window at its place. */
+__global__ void lsa_coll(int gather, ncclWindow_t send, ncclWindow_t recv, size_t count,
+                         struct ncclDevComm dc)
+{
+    ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier,
+                                           blockIdx.x};
+    bar.sync(ncclCoopCta(), cuda::memory_order_acquire); /* every rank's send is written */
+    const int n = dc.lsaSize, me = dc.lsaRank;
+    if (gather) {
+        const int *mine = (const int *)ncclGetLocalPointer(send, 0);
+        for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
+             i += (size_t)gridDim.x * blockDim.x)
+            for (int p = 0; p < n; p++)
+                ((int *)ncclGetLsaPointer(recv, 0, p))[me * count + i] = mine[i];
+    } else {
+        size_t first = (size_t)blockDim.x * (blockIdx.x + gridDim.x * me) + threadIdx.x;
+        for (size_t i = first; i < count; i += (size_t)blockDim.x * gridDim.x * n) {
+            int v = 0;
+            for (int p = 0; p < n; p++)
+                v += ((const int *)ncclGetLsaPointer(send, 0, p))[i];
+            for (int p = 0; p < n; p++)
+                ((int *)ncclGetLsaPointer(recv, 0, p))[i] = v;
+        }
+    }
+    bar.sync(ncclCoopCta(), cuda::memory_order_release); /* every write is done */
+}
+
+static int coll_value(int rank, int round, size_t i)
+{
+    return (rank + 1) * 7919 + round * 31 + (int)i;
+}
+
+/* The collectives' state of one rank: send/recv windows and the device communicator. */
+struct coll_state {
+    int *send, *recv;
+    ncclWindow_t sw, rw;
+    struct ncclDevComm dc;
+};
+
+/* On the rank's stream, before its kernel: a cudaMemcpy from pageable memory may return
+ * before its copy lands, and the kernel runs on another stream. */
+static void coll_fill(int rank, int round, size_t count, struct coll_state *c, cudaStream_t stream)
+{
+    std::vector<int> h(count);
+    for (size_t i = 0; i < count; i++)
+        h[i] = coll_value(rank, round, i);
+    CU(cudaMemcpyAsync(c->send, h.data(), count * sizeof(int), cudaMemcpyHostToDevice, stream));
+    CU(cudaStreamSynchronize(stream)); /* h is freed on return */
+}
+
+static size_t coll_verify(int n, int round, int gather, size_t count, struct coll_state *c)
+{
+    size_t len = gather ? n * count : count, bad = 0;
+    std::vector<int> h(len);
+    CU(cudaMemcpy(h.data(), c->recv, len * sizeof(int), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < len; i++) {
+        int want = 0;
+        if (gather)
+            want = coll_value((int)(i / count), round, i % count);
+        else
+            for (int p = 0; p < n; p++)
+                want += coll_value(p, round, i);
+        bad += h[i] != want;
+    }
+    return bad;
+}
+
+/* Round k's element count: a quarter of the rounds up to kMaxColl, the rest up to 1024. */
+static size_t coll_count(int round)
+{
+    unsigned x = (unsigned)round * 2654435761u + 12345u;
+    x ^= x >> 13;
+    x *= 2246822519u;
+    x ^= x >> 16;
+    return 1 + x % (round % 4 == 0 ? kMaxColl : 1024);
+}
+
+static int rounds(void)
+{
+    const char *r = getenv("DEVAPI_ROUNDS");
+    return r ? atoi(r) : 1000;
+}
+
 struct rank_state {
     ncclComm_t comm;
     int *buf, *out, *local;
@@ -60,7 +155,8 @@ static void fill(int rank, struct rank_state *s)
     std::vector<int> h(kCount);
     for (size_t i = 0; i < kCount; i++)
         h[i] = value(rank, i);
-    CU(cudaMemcpy(s->buf, h.data(), kCount * sizeof(int), cudaMemcpyHostToDevice));
+    CU(cudaMemcpyAsync(s->buf, h.data(), kCount * sizeof(int), cudaMemcpyHostToDevice, s->stream));
+    CU(cudaStreamSynchronize(s->stream));
 }
 
 static void launch(int n, struct rank_state *s, int w)
@@ -113,6 +209,42 @@ static void teardown(struct rank_state *s)
     CU(cudaStreamDestroy(s->stream));
 }
 
+static void coll_setup(ncclComm_t comm, int n, struct coll_state *c)
+{
+    BT_TEST_CHECK(ncclMemAlloc((void **)&c->send, kMaxColl * sizeof(int)) == ncclSuccess &&
+                      ncclMemAlloc((void **)&c->recv, n * kMaxColl * sizeof(int)) == ncclSuccess,
+                  "ncclMemAlloc (collectives)");
+    BT_TEST_CHECK(ncclCommWindowRegister(comm, c->send, kMaxColl * sizeof(int), &c->sw,
+                                         NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess &&
+                      ncclCommWindowRegister(comm, c->recv, n * kMaxColl * sizeof(int), &c->rw,
+                                             NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess,
+                  "ncclCommWindowRegister (collectives)");
+}
+
+static void coll_teardown(ncclComm_t comm, struct coll_state *c)
+{
+    BT_TEST_CHECK(ncclDevCommDestroy(comm, &c->dc) == ncclSuccess, "ncclDevCommDestroy");
+    BT_TEST_CHECK(ncclCommWindowDeregister(comm, c->sw) == ncclSuccess &&
+                      ncclCommWindowDeregister(comm, c->rw) == ncclSuccess,
+                  "deregister (collectives)");
+    BT_TEST_CHECK(ncclMemFree(c->send) == ncclSuccess && ncclMemFree(c->recv) == ncclSuccess,
+                  "ncclMemFree (collectives)");
+}
+
+static ncclDevCommRequirements coll_reqs(void)
+{
+    ncclDevCommRequirements reqs;
+    memset(&reqs, 0, sizeof(reqs));
+    reqs.lsaBarrierCount = kBlocks;
+    return reqs;
+}
+
+static void coll_launch(int round, size_t count, struct coll_state *c, cudaStream_t stream)
+{
+    lsa_coll<<<kBlocks, 256, 0, stream>>>(round % 2, c->sw, c->rw, count, c->dc);
+    CU(cudaGetLastError());
+}
+
 static void barrier(ncclComm_t comm, cudaStream_t stream, int *scratch)
 {
     BT_TEST_CHECK(ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, comm, stream) ==
@@ -147,6 +279,24 @@ static int rank_main(int rank, int n, void *arg)
     barrier(s.comm, s.stream, s.out); /* every rank done reading before any deregisters */
     for (int w = 0; w < 2; w++)
         BT_TEST_CHECK(ncclCommWindowDeregister(s.comm, s.win[w]) == ncclSuccess, "deregister");
+    struct coll_state c;
+    memset(&c, 0, sizeof(c));
+    coll_setup(s.comm, n, &c);
+    ncclDevCommRequirements reqs = coll_reqs();
+    BT_TEST_CHECK(ncclDevCommCreate(s.comm, &reqs, &c.dc) == ncclSuccess, "ncclDevCommCreate");
+    size_t cbad = 0;
+    for (int k = 0; k < rounds(); k++) {
+        size_t count = coll_count(k);
+        coll_fill(rank, k, count, &c, s.stream);
+        coll_launch(k, count, &c, s.stream);
+        CU(cudaStreamSynchronize(s.stream));
+        cbad += coll_verify(n, k, k % 2, count, &c);
+    }
+    coll_teardown(s.comm, &c);
+    BT_TEST_CHECK(cbad == 0, "rank %d: %zu elements of the device API's collectives wrong", rank,
+                  cbad);
+    printf("rank %d: %d device-API AllReduces and AllGathers with LSA barriers: exact\n", rank,
+           rounds());
     teardown(&s);
     BT_TEST_CHECK(ncclCommDestroy(s.comm) == ncclSuccess, "ncclCommDestroy");
     BT_TEST_CHECK(bad == 0, "rank %d: %zu elements wrong", rank, bad);
@@ -192,6 +342,36 @@ static void one_process(int n)
         for (int w = 0; w < 2; w++)
             BT_TEST_CHECK(ncclCommWindowDeregister(comms[r], s[r].win[w]) == ncclSuccess,
                           "deregister");
+    std::vector<struct coll_state> c(n);
+    BT_TEST_CHECK(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+    for (int r = 0; r < n; r++) { /* registrations: collective, so in a group */
+        memset(&c[r], 0, sizeof(c[r]));
+        coll_setup(comms[r], n, &c[r]);
+    }
+    BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd (collective windows)");
+    ncclDevCommRequirements reqs = coll_reqs();
+    BT_TEST_CHECK(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+    for (int r = 0; r < n; r++)
+        BT_TEST_CHECK(ncclDevCommCreate(comms[r], &reqs, &c[r].dc) == ncclSuccess,
+                      "ncclDevCommCreate");
+    BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd (device communicators)");
+    size_t cbad = 0;
+    for (int k = 0; k < rounds(); k++) {
+        size_t count = coll_count(k);
+        for (int r = 0; r < n; r++)
+            coll_fill(r, k, count, &c[r], s[r].stream);
+        for (int r = 0; r < n; r++)
+            coll_launch(k, count, &c[r], s[r].stream);
+        CU(cudaDeviceSynchronize());
+        for (int r = 0; r < n; r++)
+            cbad += coll_verify(n, k, k % 2, count, &c[r]);
+    }
+    for (int r = 0; r < n; r++)
+        coll_teardown(comms[r], &c[r]);
+    BT_TEST_CHECK(cbad == 0, "%zu elements of the device API's collectives wrong", cbad);
+    printf("one process, %d ranks: %d device-API AllReduces and AllGathers with LSA barriers: "
+           "exact\n",
+           n, rounds());
     for (int r = 0; r < n; r++) {
         teardown(&s[r]);
         BT_TEST_CHECK(ncclCommDestroy(comms[r]) == ncclSuccess, "ncclCommDestroy");

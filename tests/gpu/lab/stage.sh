@@ -11,11 +11,13 @@ cp -a "$src"/bin/. "$dst/bin/"
 rm -f "$dst/bin/baton-topo" # the kernels again (internal library), and not run there
 cp -a "$src"/lib/. "$dst/lib/"
 cp -a "$src"/tests/gpu_test_* "$dst/tests/"
-# nccl-tests built against a newer NCCL's headers (nccl_tests.sh), when there
-if [ -d "${NT_BUILD:-build-nt230}" ]; then
-    mkdir -p "$dst/nt230"
-    cp -a "${NT_BUILD:-build-nt230}"/*_perf "${NT_BUILD:-build-nt230}"/verifiable "$dst/nt230/"
-fi
+# nccl-tests built against NCCL headers (nccl_tests.sh: a newer release's, build-nt230; or
+# NVIDIA's 2.28.9 of the CUDA toolkit, build-nt228), when there
+for nt in "${NT_BUILD:-build-nt230}" build-nt228; do
+    [ -d "$nt" ] || continue
+    mkdir -p "$dst/${nt#build-}"
+    cp -a "$nt"/*_perf "$nt"/verifiable "$dst/${nt#build-}/"
+done
 # Debian's libfabric and what it links (the GPU machine may lack it: OFI then has no
 # devices); run.sh puts this folder last on the library path
 fab=$(ldconfig -p | awk '/libfabric\.so\.1 / {print $NF; exit}')
