@@ -101,10 +101,18 @@ BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t
     return (ncclResult_t)bt_devcomm_create(c, reqs, outDevComm);
 }
 
-/* Local: the kernels using it must be done. */
+/* Local: the kernels using it must be done. After its communicator's destroy (PyTorch's
+ * symmetric memory does that at exit) there is nothing left to free: said at INFO. */
 BT_API ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const *devComm)
 {
     const char *fn = "ncclDevCommDestroy";
+    if (comm && !bt_comm_is_live((const struct bt_comm *)comm)) {
+        BT_INFO(BT_LOG_INIT,
+                "%s: comm %p is destroyed already: its device communicators went "
+                "with it",
+                fn, (void *)comm);
+        return ncclInvalidArgument;
+    }
     BT_API_CHECK_READY(comm, fn);
     BT_API_CHECK_PTR(devComm, fn, "devComm");
     return (ncclResult_t)bt_devcomm_destroy((struct bt_comm *)comm, devComm);
@@ -149,7 +157,7 @@ BT_API ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t t, int nBarriers,
     return ncclSuccess;
 }
 
-/* A GIN barrier is an epoch word in the buffer and a signal, per barrier. */
+/* A GIN barrier is an epoch word per GIN context in the buffer and a signal, per barrier. */
 BT_API ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t t, int nBarriers,
                                                     ncclGinBarrierHandle_t *outHandle,
                                                     ncclDevResourceRequirements_t *outReq)
@@ -165,7 +173,7 @@ BT_API ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t 
     }
     memset(outHandle, 0, sizeof(*outHandle));
     memset(outReq, 0, sizeof(*outReq));
-    outReq->bufferSize = sizeof(uint32_t) * (size_t)nBarriers;
+    outReq->bufferSize = sizeof(uint32_t) * (size_t)nBarriers * NCCL_GIN_MAX_CONTEXTS;
     outReq->bufferAlign = sizeof(uint32_t);
     outReq->outBufferHandle = &outHandle->bufHandle;
     outReq->ginSignalCount = nBarriers;

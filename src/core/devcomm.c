@@ -11,11 +11,30 @@
 
 #define UNIT 128 /* a resource handle counts 128-byte units of the resource window */
 
+#define GIN_QUEUE 64 /* descriptors per peer queue of a GIN proxy context (a power of two) */
+
 struct bt_devcomm {
     struct bt_devcomm *next;
     void *buf;             /* the resource window's memory (ncclMemAlloc's) */
     struct bt_window *win; /* ... registered */
+    /* its GIN context (proxy type), when asked: signals, counters and signal shadows in
+     * device memory, the descriptor queues and their indices in host memory the device
+     * maps (what a proxy reads), the context itself in device memory */
+    void *signals, *counters, *shadows, *ctx;
+    void *queues_h, *pis_h, *cis_h;
 };
+
+/* The ids the communicator hands out: signals or counters, the user's first. */
+struct ids {
+    uint32_t next;
+};
+
+static uint32_t take(struct ids *a, int n)
+{
+    uint32_t first = a->next;
+    a->next += n > 0 ? (uint32_t)n : 0;
+    return first;
+}
 
 /* 2^32 / x as NCCL's device code divides with it (a power of two's rounds up to 2^32 / x). */
 static uint32_t rcp32(uint32_t x)
@@ -43,17 +62,75 @@ static bt_status_t refuse_unsupported(const struct bt_comm *comm,
         what = "a device communicator of a host-memory communicator (it needs GPU memory)";
     else if (mm)
         what = "multimem (NVLink multicast is never offered)";
-    else if (q->ginForceEnable || q->ginSignalCount > 0 || q->ginCounterCount > 0 ||
-             q->barrierCount > 0 || q->railGinBarrierCount > 0 || gin_res)
-        what = "GIN (signals, counters, world or rail barriers: not served yet)";
     else if (lsa_size != comm->nranks)
-        what = "a device communicator whose ranks are not all on one host (GIN is not served "
-               "yet)";
+        what = "a device communicator whose ranks are not all on one host (GIN across hosts is "
+               "not served yet)";
     if (!what)
         return BT_OK;
     BT_WARN("ncclDevCommCreate: rank %d: %s", comm->rank, what);
     return BT_ERR_INVALID_USAGE;
 }
+
+/* Whether the requirements ask for GIN (a context, signals, counters, GIN barriers). */
+static int wants_gin(const struct ncclDevCommRequirements *q)
+{
+    int gin = q->ginForceEnable || q->ginContextCount > 0 || q->ginSignalCount > 0 ||
+              q->ginCounterCount > 0 || q->barrierCount > 0 || q->railGinBarrierCount > 0;
+    for (const struct ncclDevResourceRequirements *r = q->resourceRequirementsList; r && !gin;
+         r = r->next)
+        gin = r->ginSignalCount > 0 || r->ginCounterCount > 0;
+    return gin;
+}
+
+/*
+ * The GIN context (proxy type: NCCL's ncclGinProxyGpuCtx_t) of a device communicator whose
+ * ranks are all on one host: its rail teams have one rank, so its GIN barriers signal no one
+ * and only read their own signal; signals and counters read and wait as the device API
+ * expects. The descriptor queues exist, in host memory the device maps, but no proxy serves
+ * them yet: a put or signal to another rank is not carried (docs/DEVICE_API.md).
+ */
+static bt_status_t gin_context(struct bt_comm *comm, struct bt_devcomm *d, uint32_t nsignals,
+                               uint32_t ncounters, struct ncclDevComm *out)
+{
+    ncclGinProxyGpuCtx_t c;
+    memset(&c, 0, sizeof(c));
+    c.nranks = comm->nranks;
+    c.queueSize = GIN_QUEUE;
+    void *q_d = NULL, *pi_d = NULL, *ci_d = NULL;
+    BT_CHECK(bt_device_alloc_zeroed(&d->signals, sizeof(uint64_t) * (nsignals ? nsignals : 1)));
+    BT_CHECK(bt_device_alloc_zeroed(&d->counters, sizeof(uint64_t) * (ncounters ? ncounters : 1)));
+    /* a shadow per signal id (the device code indexes them by id) */
+    BT_CHECK(bt_device_alloc_zeroed(&d->shadows, sizeof(uint64_t) * (nsignals ? nsignals : 1)));
+    BT_CHECK(bt_device_host_mapped(&d->queues_h, &q_d,
+                                   sizeof(ncclGinProxyGfd_t) * GIN_QUEUE * (size_t)comm->nranks));
+    BT_CHECK(bt_device_host_mapped(&d->pis_h, &pi_d, sizeof(uint32_t) * (size_t)comm->nranks));
+    BT_CHECK(bt_device_host_mapped(&d->cis_h, &ci_d, sizeof(uint32_t) * (size_t)comm->nranks));
+    c.queues = q_d;
+    c.pis = pi_d;
+    c.cis = ci_d;
+    c.signals = d->signals;
+    c.counters = d->counters;
+    BT_CHECK(bt_device_alloc_zeroed(&d->ctx, sizeof(c)));
+    BT_CHECK(bt_device_upload(d->ctx, &c, sizeof(c)));
+    out->ginContextCount = 1;
+    out->ginTypes[0] = 2; /* NCCL_NET_DEVICE_GIN_PROXY */
+    out->ginHandles[0] = d->ctx;
+    out->ginSignalShadows = d->shadows;
+    return BT_OK;
+}
+
+static void gin_free(struct bt_devcomm *d)
+{
+    bt_device_free(d->signals);
+    bt_device_free(d->counters);
+    bt_device_free(d->shadows);
+    bt_device_free(d->ctx);
+    bt_device_host_free(d->queues_h);
+    bt_device_host_free(d->pis_h);
+    bt_device_host_free(d->cis_h);
+}
+
+static void free_one(struct bt_comm *comm, struct bt_devcomm *d);
 
 bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequirements *q,
                               struct ncclDevComm *out)
@@ -61,18 +138,38 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
     int lsa_base, lsa_size;
     bt_comm_lsa(comm, &lsa_base, &lsa_size);
     BT_CHECK(refuse_unsupported(comm, q, lsa_size));
-    if (q->lsaBarrierCount < 0 || q->lsaLLA2ABlockCount < 0 || q->lsaLLA2ASlotCount < 0) {
-        BT_WARN("ncclDevCommCreate: negative counts (lsaBarrierCount %d, lsaLLA2ABlockCount "
-                "%d, lsaLLA2ASlotCount %d)",
-                q->lsaBarrierCount, q->lsaLLA2ABlockCount, q->lsaLLA2ASlotCount);
+    if (q->lsaBarrierCount < 0 || q->barrierCount < 0 || q->railGinBarrierCount < 0 ||
+        q->ginSignalCount < 0 || q->ginCounterCount < 0 || q->lsaLLA2ABlockCount < 0 ||
+        q->lsaLLA2ASlotCount < 0) {
+        BT_WARN("ncclDevCommCreate: a negative count (lsaBarrierCount %d, barrierCount %d, "
+                "railGinBarrierCount %d, ginSignalCount %d, ginCounterCount %d)",
+                q->lsaBarrierCount, q->barrierCount, q->railGinBarrierCount, q->ginSignalCount,
+                q->ginCounterCount);
         return BT_ERR_INVALID_ARG;
     }
-    /* the layout: the LSA barriers, then each requirement's buffer at its alignment */
-    size_t off = 0, nb = (size_t)q->lsaBarrierCount;
-    ncclDevResourceHandle_t bar_handle = 0;
-    if (nb > 0) {
-        bar_handle = 0;
-        off = round_up(sizeof(uint32_t) * nb * (3 + (size_t)lsa_size), UNIT);
+    /* a world barrier is an LSA barrier, then a GIN barrier across the rail, of one index */
+    size_t nb_lsa =
+        (size_t)(q->lsaBarrierCount > q->barrierCount ? q->lsaBarrierCount : q->barrierCount);
+    size_t nb_rail = (size_t)(q->railGinBarrierCount > q->barrierCount ? q->railGinBarrierCount
+                                                                       : q->barrierCount);
+    int gin = wants_gin(q);
+    struct ids sig = {0}, cnt = {0};
+    take(&sig, q->ginSignalCount); /* the user's: ids 0 .. ginSignalCount - 1 */
+    take(&cnt, q->ginCounterCount);
+
+    /* the layout: the LSA barriers, the rail GIN barriers, then each requirement's buffer at
+     * its alignment */
+    size_t off = 0;
+    ncclDevResourceHandle_t lsa_handle = 0, rail_handle = 0;
+    if (nb_lsa > 0) {
+        lsa_handle = (ncclDevResourceHandle_t)(off / UNIT);
+        off += round_up(sizeof(uint32_t) * nb_lsa * (3 + (size_t)lsa_size), UNIT);
+    }
+    uint32_t rail_signal0 = 0;
+    if (nb_rail > 0) {
+        rail_handle = (ncclDevResourceHandle_t)(off / UNIT);
+        off += round_up(sizeof(uint32_t) * nb_rail * NCCL_GIN_MAX_CONTEXTS, UNIT);
+        rail_signal0 = take(&sig, (int)nb_rail);
     }
     for (const struct ncclDevResourceRequirements *r = q->resourceRequirementsList; r;
          r = r->next) {
@@ -87,21 +184,30 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
         if (r->outBufferHandle)
             *r->outBufferHandle = (ncclDevResourceHandle_t)(off / UNIT);
         off += round_up(r->bufferSize, UNIT);
+        uint32_t s0 = take(&sig, r->ginSignalCount), c0 = take(&cnt, r->ginCounterCount);
+        if (r->outGinSignalStart)
+            *r->outGinSignalStart = s0;
+        if (r->outGinCounterStart)
+            *r->outGinCounterStart = c0;
     }
     size_t total = off > UNIT ? off : UNIT;
 
     struct bt_devcomm *d = calloc(1, sizeof(*d));
     if (!d)
         return BT_ERR_SYSTEM;
+    memset(out, 0, sizeof(*out));
     int prev = bt_device_get();
     bt_status_t st = bt_device_set(comm->cuda_dev);
     if (st == BT_OK)
         st = bt_device_mem_alloc(&d->buf, total);
     if (st == BT_OK)
         st = bt_device_zero(d->buf, total); /* barrier epochs and inboxes start at 0 */
+    if (st == BT_OK && gin)
+        st = gin_context(comm, d, sig.next, cnt.next, out);
     if (prev >= 0)
         (void)bt_device_set(prev);
     if (st != BT_OK) { /* (the other ranks wait in the registration until TIMEOUT) */
+        gin_free(d);
         if (d->buf)
             bt_device_mem_free(d->buf);
         free(d);
@@ -115,13 +221,15 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
         st = BT_ERR_INVALID_USAGE;
     }
     if (st != BT_OK) {
-        if (d->win)
-            bt_window_deregister(comm, d->win);
-        bt_device_mem_free(d->buf);
-        free(d);
+        if (d->win) {
+            free_one(comm, d);
+        } else {
+            gin_free(d);
+            bt_device_mem_free(d->buf);
+            free(d);
+        }
         return st;
     }
-    memset(out, 0, sizeof(*out));
     out->rank = comm->rank;
     out->nRanks = comm->nranks;
     out->nRanks_rcp32 = rcp32((uint32_t)comm->nranks);
@@ -130,12 +238,21 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
     out->lsaSize_rcp32 = rcp32((uint32_t)lsa_size);
     out->resourceWindow = d->win->handle;
     out->resourceWindow_inlined = d->win->vid;
-    out->lsaBarrier.bufHandle = bar_handle;
-    out->lsaBarrier.nBarriers = (int)nb;
+    out->lsaBarrier.bufHandle = lsa_handle;
+    out->lsaBarrier.nBarriers = (int)nb_lsa;
+    out->railGinBarrier.bufHandle = rail_handle;
+    out->railGinBarrier.signal0 = rail_signal0;
+    out->ginSignalBase = 0;
+    out->ginSignalCount = q->ginSignalCount;
+    out->ginCounterBase = 0;
+    out->ginCounterCount = q->ginCounterCount;
     d->next = comm->devcomms;
     comm->devcomms = d;
-    BT_INFO(BT_LOG_INIT, "rank %d: device communicator: %zu bytes of resources, %zu LSA barriers",
-            comm->rank, total, nb);
+    BT_INFO(BT_LOG_INIT,
+            "rank %d: device communicator: %zu bytes of resources, %zu LSA and %zu rail GIN "
+            "barriers, %s",
+            comm->rank, total, nb_lsa, nb_rail,
+            gin ? "a GIN context (proxy type; nothing to carry within one host)" : "no GIN");
     return BT_OK;
 }
 
@@ -143,6 +260,7 @@ static void free_one(struct bt_comm *comm, struct bt_devcomm *d)
 {
     bt_window_deregister(comm, d->win);
     bt_device_mem_free(d->buf);
+    gin_free(d);
     free(d);
 }
 

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "device/cuda_vmm.h"
 #include "util/log.h"
@@ -216,6 +217,51 @@ bt_status_t bt_device_zero(void *p, size_t bytes)
 {
     BT_CHECK(cuda_status(cudaMemset(p, 0, bytes), "cudaMemset"));
     return cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after cudaMemset)");
+}
+
+bt_status_t bt_device_alloc_zeroed(void **p, size_t bytes)
+{
+    *p = NULL;
+    BT_CHECK(cuda_status(cudaMalloc(p, bytes ? bytes : 1), "cudaMalloc"));
+    bt_status_t st = bt_device_zero(*p, bytes ? bytes : 1);
+    if (st != BT_OK) {
+        cudaFree(*p);
+        *p = NULL;
+    }
+    return st;
+}
+
+void bt_device_free(void *p)
+{
+    if (p && cudaFree(p) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+bt_status_t bt_device_host_mapped(void **host, void **dev, size_t bytes)
+{
+    *host = *dev = NULL;
+    BT_CHECK(cuda_status(
+        cudaHostAlloc(host, bytes ? bytes : 1, cudaHostAllocMapped | cudaHostAllocPortable),
+        "cudaHostAlloc (mapped)"));
+    memset(*host, 0, bytes ? bytes : 1);
+    bt_status_t st =
+        cuda_status(cudaHostGetDevicePointer(dev, *host, 0), "cudaHostGetDevicePointer");
+    if (st != BT_OK) {
+        cudaFreeHost(*host);
+        *host = NULL;
+    }
+    return st;
+}
+
+void bt_device_host_free(void *host)
+{
+    if (host && cudaFreeHost(host) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+bt_status_t bt_device_upload(void *dst, const void *src, size_t bytes)
+{
+    return cuda_status(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
 }
 
 bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream)

@@ -39,6 +39,18 @@ bt_status_t bt_device_mem_free(void *ptr);
 /* Zero `bytes` of device memory at `p` and wait until it is done. */
 bt_status_t bt_device_zero(void *p, size_t bytes);
 
+/* Device memory of the current device, zeroed (cudaMalloc), and its release. */
+bt_status_t bt_device_alloc_zeroed(void **p, size_t bytes);
+void bt_device_free(void *p);
+
+/* Pinned host memory the device reads and writes (*dev: its device address), zeroed; and
+ * its release. */
+bt_status_t bt_device_host_mapped(void **host, void **dev, size_t bytes);
+void bt_device_host_free(void *host);
+
+/* Copy `bytes` from host memory to device memory, done when it returns. */
+bt_status_t bt_device_upload(void *dst, const void *src, size_t bytes);
+
 /* Queue a copy of `bytes` on `stream` (cudaStream_t); either side may be device memory. */
 bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream);
 

@@ -63,6 +63,38 @@ bt_status_t bt_device_zero(void *p, size_t bytes)
     return BT_ERR_INTERNAL;
 }
 
+bt_status_t bt_device_alloc_zeroed(void **p, size_t bytes)
+{
+    (void)bytes;
+    *p = NULL;
+    return BT_ERR_INTERNAL;
+}
+
+void bt_device_free(void *p)
+{
+    (void)p;
+}
+
+bt_status_t bt_device_host_mapped(void **host, void **dev, size_t bytes)
+{
+    (void)bytes;
+    *host = *dev = NULL;
+    return BT_ERR_INTERNAL;
+}
+
+void bt_device_host_free(void *host)
+{
+    (void)host;
+}
+
+bt_status_t bt_device_upload(void *dst, const void *src, size_t bytes)
+{
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    return BT_ERR_INTERNAL;
+}
+
 bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     (void)dst;

@@ -60,12 +60,9 @@ static const size_t kMaxColl = 1 << 16; /* ints of a collective's send window */
 /* The device API's collectives over the LSA team (here every rank): the AllReduce reads share
  * `rank` of the elements from every rank and writes the sums to every rank; the AllGather
  * writes this rank's elements into every rank's receive window at its place. */
-__global__ void lsa_coll(int gather, ncclWindow_t send, ncclWindow_t recv, size_t count,
-                         struct ncclDevComm dc)
+static __device__ void coll_body(int gather, ncclWindow_t send, ncclWindow_t recv, size_t count,
+                                 const struct ncclDevComm &dc)
 {
-    ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier,
-                                           blockIdx.x};
-    bar.sync(ncclCoopCta(), cuda::memory_order_acquire); /* every rank's send is written */
     const int n = dc.lsaSize, me = dc.lsaRank;
     if (gather) {
         const int *mine = (const int *)ncclGetLocalPointer(send, 0);
@@ -83,7 +80,32 @@ __global__ void lsa_coll(int gather, ncclWindow_t send, ncclWindow_t recv, size_
                 ((int *)ncclGetLsaPointer(recv, 0, p))[i] = v;
         }
     }
+}
+
+__global__ void lsa_coll(int gather, ncclWindow_t send, ncclWindow_t recv, size_t count,
+                         struct ncclDevComm dc, unsigned long long *signal0)
+{
+    (void)signal0;
+    ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier,
+                                           blockIdx.x};
+    bar.sync(ncclCoopCta(), cuda::memory_order_acquire); /* every rank's send is written */
+    coll_body(gather, send, recv, count, dc);
     bar.sync(ncclCoopCta(), cuda::memory_order_release); /* every write is done */
+}
+
+/* The same between world barriers: an LSA barrier, then a GIN barrier across the rail (one
+ * rank here: it reads its own signal through the GIN context); the user's signal 0 read
+ * through the context too (nothing signals it: 0). */
+__global__ void world_coll(int gather, ncclWindow_t send, ncclWindow_t recv, size_t count,
+                           struct ncclDevComm dc, unsigned long long *signal0)
+{
+    ncclGin gin{dc, 0};
+    ncclBarrierSession<ncclCoopCta> bar{ncclCoopCta(), ncclTeamTagWorld(), gin, blockIdx.x};
+    bar.sync(ncclCoopCta(), cuda::memory_order_acquire, ncclGinFenceLevel::Relaxed);
+    coll_body(gather, send, recv, count, dc);
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *signal0 = gin.readSignal(0);
+    bar.sync(ncclCoopCta(), cuda::memory_order_release, ncclGinFenceLevel::Relaxed);
 }
 
 static int coll_value(int rank, int round, size_t i)
@@ -95,7 +117,8 @@ static int coll_value(int rank, int round, size_t i)
 struct coll_state {
     int *send, *recv;
     ncclWindow_t sw, rw;
-    struct ncclDevComm dc;
+    struct ncclDevComm dc, gdc;  /* LSA barriers only; world barriers with a GIN context */
+    unsigned long long *signal0; /* what world_coll read of signal 0 */
 };
 
 /* On the rank's stream, before its kernel: a cudaMemcpy from pageable memory may return
@@ -211,6 +234,8 @@ static void teardown(struct rank_state *s)
 
 static void coll_setup(ncclComm_t comm, int n, struct coll_state *c)
 {
+    CU(cudaMalloc((void **)&c->signal0, sizeof(*c->signal0)));
+    CU(cudaMemset(c->signal0, 0xff, sizeof(*c->signal0)));
     BT_TEST_CHECK(ncclMemAlloc((void **)&c->send, kMaxColl * sizeof(int)) == ncclSuccess &&
                       ncclMemAlloc((void **)&c->recv, n * kMaxColl * sizeof(int)) == ncclSuccess,
                   "ncclMemAlloc (collectives)");
@@ -223,7 +248,13 @@ static void coll_setup(ncclComm_t comm, int n, struct coll_state *c)
 
 static void coll_teardown(ncclComm_t comm, struct coll_state *c)
 {
-    BT_TEST_CHECK(ncclDevCommDestroy(comm, &c->dc) == ncclSuccess, "ncclDevCommDestroy");
+    BT_TEST_CHECK(ncclDevCommDestroy(comm, &c->dc) == ncclSuccess &&
+                      ncclDevCommDestroy(comm, &c->gdc) == ncclSuccess,
+                  "ncclDevCommDestroy");
+    unsigned long long sig = 1;
+    CU(cudaMemcpy(&sig, c->signal0, sizeof(sig), cudaMemcpyDeviceToHost));
+    BT_TEST_CHECK(sig == 0, "GIN signal 0 read %llu through the context, not 0", sig);
+    CU(cudaFree(c->signal0));
     BT_TEST_CHECK(ncclCommWindowDeregister(comm, c->sw) == ncclSuccess &&
                       ncclCommWindowDeregister(comm, c->rw) == ncclSuccess,
                   "deregister (collectives)");
@@ -231,17 +262,32 @@ static void coll_teardown(ncclComm_t comm, struct coll_state *c)
                   "ncclMemFree (collectives)");
 }
 
-static ncclDevCommRequirements coll_reqs(void)
+/* gin: world barriers, a GIN context with two signals and a counter (torch's symmetric
+ * memory asks for rail GIN barriers too) */
+static ncclDevCommRequirements coll_reqs(int gin)
 {
     ncclDevCommRequirements reqs;
     memset(&reqs, 0, sizeof(reqs));
     reqs.lsaBarrierCount = kBlocks;
+    if (gin) {
+        reqs.barrierCount = kBlocks;
+        reqs.railGinBarrierCount = kBlocks;
+        reqs.ginContextCount = 1;
+        reqs.ginSignalCount = 2;
+        reqs.ginCounterCount = 1;
+    }
     return reqs;
 }
 
+/* Rounds from kGinRound on use the world barriers of the GIN device communicator. */
+static const int kGinRound = 600;
+
 static void coll_launch(int round, size_t count, struct coll_state *c, cudaStream_t stream)
 {
-    lsa_coll<<<kBlocks, 256, 0, stream>>>(round % 2, c->sw, c->rw, count, c->dc);
+    if (round < kGinRound)
+        lsa_coll<<<kBlocks, 256, 0, stream>>>(round % 2, c->sw, c->rw, count, c->dc, c->signal0);
+    else
+        world_coll<<<kBlocks, 256, 0, stream>>>(round % 2, c->sw, c->rw, count, c->gdc, c->signal0);
     CU(cudaGetLastError());
 }
 
@@ -282,8 +328,13 @@ static int rank_main(int rank, int n, void *arg)
     struct coll_state c;
     memset(&c, 0, sizeof(c));
     coll_setup(s.comm, n, &c);
-    ncclDevCommRequirements reqs = coll_reqs();
+    ncclDevCommRequirements reqs = coll_reqs(0), greqs = coll_reqs(1);
     BT_TEST_CHECK(ncclDevCommCreate(s.comm, &reqs, &c.dc) == ncclSuccess, "ncclDevCommCreate");
+    BT_TEST_CHECK(ncclDevCommCreate(s.comm, &greqs, &c.gdc) == ncclSuccess,
+                  "ncclDevCommCreate (GIN)");
+    BT_TEST_CHECK(c.gdc.ginContextCount == 1 && c.gdc.ginSignalCount == 2,
+                  "the GIN device communicator has %d contexts, %d signals",
+                  (int)c.gdc.ginContextCount, c.gdc.ginSignalCount);
     size_t cbad = 0;
     for (int k = 0; k < rounds(); k++) {
         size_t count = coll_count(k);
@@ -295,8 +346,9 @@ static int rank_main(int rank, int n, void *arg)
     coll_teardown(s.comm, &c);
     BT_TEST_CHECK(cbad == 0, "rank %d: %zu elements of the device API's collectives wrong", rank,
                   cbad);
-    printf("rank %d: %d device-API AllReduces and AllGathers with LSA barriers: exact\n", rank,
-           rounds());
+    printf("rank %d: %d device-API AllReduces and AllGathers (LSA barriers, then world barriers "
+           "with a GIN context): exact\n",
+           rank, rounds());
     teardown(&s);
     BT_TEST_CHECK(ncclCommDestroy(s.comm) == ncclSuccess, "ncclCommDestroy");
     BT_TEST_CHECK(bad == 0, "rank %d: %zu elements wrong", rank, bad);
@@ -349,11 +401,14 @@ static void one_process(int n)
         coll_setup(comms[r], n, &c[r]);
     }
     BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd (collective windows)");
-    ncclDevCommRequirements reqs = coll_reqs();
+    ncclDevCommRequirements reqs = coll_reqs(0), greqs = coll_reqs(1);
     BT_TEST_CHECK(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < n; r++) {
         BT_TEST_CHECK(ncclDevCommCreate(comms[r], &reqs, &c[r].dc) == ncclSuccess,
                       "ncclDevCommCreate");
+        BT_TEST_CHECK(ncclDevCommCreate(comms[r], &greqs, &c[r].gdc) == ncclSuccess,
+                      "ncclDevCommCreate (GIN)");
+    }
     BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd (device communicators)");
     size_t cbad = 0;
     for (int k = 0; k < rounds(); k++) {
@@ -369,8 +424,8 @@ static void one_process(int n)
     for (int r = 0; r < n; r++)
         coll_teardown(comms[r], &c[r]);
     BT_TEST_CHECK(cbad == 0, "%zu elements of the device API's collectives wrong", cbad);
-    printf("one process, %d ranks: %d device-API AllReduces and AllGathers with LSA barriers: "
-           "exact\n",
+    printf("one process, %d ranks: %d device-API AllReduces and AllGathers (LSA barriers, then "
+           "world barriers with a GIN context): exact\n",
            n, rounds());
     for (int r = 0; r < n; r++) {
         teardown(&s[r]);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 6 on the GPU machine: PyTorch on Baton (LD_PRELOAD) and on NVIDIA's NCCL, side by side.
-#   BUILD=build-gpu OUT=/some/dir tests/gpu/lab/torch/run_torch.sh [collectives|ddp|fsdp2|abort|bench|same_gpu|all]
+#   BUILD=build-gpu OUT=/some/dir tests/gpu/lab/torch/run_torch.sh [collectives|ddp|fsdp2|abort|bench|same_gpu|symm|all]
 # (from the repository root). Prints a verdict line per check: "ok" or "FAIL".
 # Each script checks /proc/self/maps for the library it should run on (BATON_EXPECT). Writes
 # logs and the comparison to $OUT (tar them: the device tool returns few files).
@@ -130,6 +130,19 @@ if [ "$what" = abort ] || [ "$what" = all ]; then
         cp "$OUT/test_abort-$lib.log" "$OUT/test_abort-wait-$lib.log"
         grep -q "test_abort: ok" "$OUT/test_abort-$lib.log" && [ $took -le 45 ] && v=ok || v=FAIL
         echo "$v abort wait $lib: rc=$rc after $took s (rank 1 sleeps 25 s): $(grep -h '^test_abort' "$OUT/test_abort-$lib.log" | head -n 1)"
+    done
+fi
+
+if [ "$what" = symm ]; then
+    # symmetric memory on the NCCL backend (the device API): world 1 on both libraries, then
+    # every rank on cuda:0 (processes under CUDA MPS) at SYMM_WORLDS on Baton
+    for lib in baton nccl; do
+        NPROC=1 run $lib test_symm_mem.py
+        mv "$OUT/test_symm_mem-$lib.log" "$OUT/test_symm_mem-$lib-w1.log"
+    done
+    for w in ${SYMM_WORLDS:-2 4}; do
+        NPROC=$w SAME_GPU=1 run baton test_symm_mem.py
+        mv "$OUT/test_symm_mem-baton.log" "$OUT/test_symm_mem-baton-w$w.log"
     done
 fi
 
