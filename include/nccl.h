@@ -471,8 +471,8 @@ void ncclParamDumpAll(void);
  * NCCL 2.28's device API: device communicators, teams, and requirement builders for barriers
  * and low-latency all-to-all buffers. The structures the device code reads are defined, in
  * NCCL's layout, in nccl_device/layout.h; here they are opaque, except ncclTeam and
- * ncclMultimemHandle, which are passed by value. Teams and the requirement builders work;
- * ncclDevCommCreate does not yet (it fails with ncclInvalidUsage: src/api/unsupported.c).
+ * ncclMultimemHandle, which are passed by value. Kernels include nccl_device.h (NVIDIA's, or
+ * Baton's own) for the device side.
  */
 typedef struct ncclDevComm ncclDevComm_t;
 typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;

@@ -7,6 +7,7 @@
 #include "core/comm.h"
 #include "core/window.h"
 #include "device/device.h"
+#include "transport/gin_proxy.h"
 #include "util/log.h"
 
 #define UNIT 128 /* a resource handle counts 128-byte units of the resource window */
@@ -17,11 +18,10 @@ struct bt_devcomm {
     struct bt_devcomm *next;
     void *buf;             /* the resource window's memory (ncclMemAlloc's) */
     struct bt_window *win; /* ... registered */
-    /* its GIN context (proxy type), when asked: signals, counters and signal shadows in
-     * device memory, the descriptor queues and their indices in host memory the device
-     * maps (what a proxy reads), the context itself in device memory */
-    void *signals, *counters, *shadows, *ctx;
-    void *queues_h, *pis_h, *cis_h;
+    /* its GIN context (proxy type), when asked: served by a thread of its own
+     * (transport/gin_proxy.h); the signal shadows are the device's alone */
+    struct bt_gin_proxy *gin;
+    void *shadows;
 };
 
 /* The ids the communicator hands out: signals or counters, the user's first. */
@@ -49,7 +49,7 @@ static size_t round_up(size_t x, size_t unit)
 
 /* What this implementation cannot give yet, WARNed naming it; BT_OK if nothing. */
 static bt_status_t refuse_unsupported(const struct bt_comm *comm,
-                                      const struct ncclDevCommRequirements *q, int lsa_size)
+                                      const struct ncclDevCommRequirements *q)
 {
     const char *what = NULL;
     int gin_res = 0;
@@ -62,9 +62,6 @@ static bt_status_t refuse_unsupported(const struct bt_comm *comm,
         what = "a device communicator of a host-memory communicator (it needs GPU memory)";
     else if (mm)
         what = "multimem (NVLink multicast is never offered)";
-    else if (lsa_size != comm->nranks)
-        what = "a device communicator whose ranks are not all on one host (GIN across hosts is "
-               "not served yet)";
     if (!what)
         return BT_OK;
     BT_WARN("ncclDevCommCreate: rank %d: %s", comm->rank, what);
@@ -82,52 +79,43 @@ static int wants_gin(const struct ncclDevCommRequirements *q)
     return gin;
 }
 
+/* How the GIN proxy finds this rank's window of a GIN handle. */
+static int gin_window(void *arg, uint64_t handle, char **base, size_t *bytes)
+{
+    return bt_window_gin_find(arg, handle, base, bytes);
+}
+
 /*
- * The GIN context (proxy type: NCCL's ncclGinProxyGpuCtx_t) of a device communicator whose
- * ranks are all on one host: its rail teams have one rank, so its GIN barriers signal no one
- * and only read their own signal; signals and counters read and wait as the device API
- * expects. The descriptor queues exist, in host memory the device maps, but no proxy serves
- * them yet: a put or signal to another rank is not carried (docs/DEVICE_API.md).
+ * The GIN context (proxy type: NCCL's ncclGinProxyGpuCtx_t), served by the GIN proxy
+ * (transport/gin_proxy.h): puts, signals and counters to every rank, this one included, over
+ * the communicator's network. Collective (the proxy links every pair of ranks).
  */
 static bt_status_t gin_context(struct bt_comm *comm, struct bt_devcomm *d, uint32_t nsignals,
                                uint32_t ncounters, struct ncclDevComm *out)
 {
-    ncclGinProxyGpuCtx_t c;
-    memset(&c, 0, sizeof(c));
-    c.nranks = comm->nranks;
-    c.queueSize = GIN_QUEUE;
-    void *q_d = NULL, *pi_d = NULL, *ci_d = NULL;
-    BT_CHECK(bt_device_alloc_zeroed(&d->signals, sizeof(uint64_t) * (nsignals ? nsignals : 1)));
-    BT_CHECK(bt_device_alloc_zeroed(&d->counters, sizeof(uint64_t) * (ncounters ? ncounters : 1)));
     /* a shadow per signal id (the device code indexes them by id) */
     BT_CHECK(bt_device_alloc_zeroed(&d->shadows, sizeof(uint64_t) * (nsignals ? nsignals : 1)));
-    BT_CHECK(bt_device_host_mapped(&d->queues_h, &q_d,
-                                   sizeof(ncclGinProxyGfd_t) * GIN_QUEUE * (size_t)comm->nranks));
-    BT_CHECK(bt_device_host_mapped(&d->pis_h, &pi_d, sizeof(uint32_t) * (size_t)comm->nranks));
-    BT_CHECK(bt_device_host_mapped(&d->cis_h, &ci_d, sizeof(uint32_t) * (size_t)comm->nranks));
-    c.queues = q_d;
-    c.pis = pi_d;
-    c.cis = ci_d;
-    c.signals = d->signals;
-    c.counters = d->counters;
-    BT_CHECK(bt_device_alloc_zeroed(&d->ctx, sizeof(c)));
-    BT_CHECK(bt_device_upload(d->ctx, &c, sizeof(c)));
+    struct bt_gin_proxy_cfg cfg = {.dev = comm->cuda_dev,
+                                   .nsignals = nsignals,
+                                   .ncounters = ncounters,
+                                   .queue_size = GIN_QUEUE,
+                                   .window = gin_window,
+                                   .arg = comm};
+    void *ctx = NULL;
+    BT_CHECK(bt_gin_proxy_open(&comm->tctx, &cfg, &d->gin, &ctx));
     out->ginContextCount = 1;
     out->ginTypes[0] = 2; /* NCCL_NET_DEVICE_GIN_PROXY */
-    out->ginHandles[0] = d->ctx;
+    out->ginHandles[0] = ctx;
     out->ginSignalShadows = d->shadows;
     return BT_OK;
 }
 
 static void gin_free(struct bt_devcomm *d)
 {
-    bt_device_free(d->signals);
-    bt_device_free(d->counters);
+    bt_gin_proxy_close(d->gin);
+    d->gin = NULL;
     bt_device_free(d->shadows);
-    bt_device_free(d->ctx);
-    bt_device_host_free(d->queues_h);
-    bt_device_host_free(d->pis_h);
-    bt_device_host_free(d->cis_h);
+    d->shadows = NULL;
 }
 
 static void free_one(struct bt_comm *comm, struct bt_devcomm *d);
@@ -137,7 +125,7 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
 {
     int lsa_base, lsa_size;
     bt_comm_lsa(comm, &lsa_base, &lsa_size);
-    BT_CHECK(refuse_unsupported(comm, q, lsa_size));
+    BT_CHECK(refuse_unsupported(comm, q));
     if (q->lsaBarrierCount < 0 || q->barrierCount < 0 || q->railGinBarrierCount < 0 ||
         q->ginSignalCount < 0 || q->ginCounterCount < 0 || q->lsaLLA2ABlockCount < 0 ||
         q->lsaLLA2ASlotCount < 0) {
@@ -214,9 +202,10 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
         return st;
     }
     st = bt_window_register(comm, d->buf, total, BT_WIN_SYMMETRIC, &d->win);
-    if (st == BT_OK && comm->nranks > 1 && !(d->win->mapped && d->win->mine.flat)) {
+    if (st == BT_OK && lsa_size > 1 && !(d->win->lsa_mapped && d->win->mine.flat)) {
         BT_WARN("ncclDevCommCreate: rank %d: the resource window could not be mapped flat on "
-                "every rank (ncclMemAlloc's memory is not VMM here? CUMEM_ENABLE=0?)",
+                "every rank of its LSA team (ncclMemAlloc's memory is not VMM here? "
+                "CUMEM_ENABLE=0?)",
                 comm->rank);
         st = BT_ERR_INVALID_USAGE;
     }
@@ -252,7 +241,7 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
             "rank %d: device communicator: %zu bytes of resources, %zu LSA and %zu rail GIN "
             "barriers, %s",
             comm->rank, total, nb_lsa, nb_rail,
-            gin ? "a GIN context (proxy type; nothing to carry within one host)" : "no GIN");
+            gin ? "a GIN context (proxy type, served by the GIN proxy)" : "no GIN");
     return BT_OK;
 }
 

@@ -2,11 +2,10 @@
  * Device communicators (NCCL's ncclDevCommCreate): what kernels written against the device
  * API get by value (struct ncclDevComm, include/nccl_device/layout.h). Its resources live in
  * a resource window: one buffer every rank registers symmetrically, holding the LSA barriers
- * and every buffer the requirement list asks for, at 128-byte units (the handles). So far
- * the LSA team only: every rank on one host (their windows flat-mapped) or a world of one. A
- * GIN context is given where asked (proxy type: signals, counters and the GIN barriers of
- * one-rank rail teams work; puts and signals to other ranks are not carried yet); teams
- * across hosts and multimem are refused, naming what was asked.
+ * and every buffer the requirement list asks for, at 128-byte units (the handles); each LSA
+ * team (the ranks of a host) maps its members' flat (core/window.h). A GIN context is given
+ * where asked: proxy type, served by a GIN proxy of its own (transport/gin_proxy.h) over the
+ * communicator's network, to every rank. Multimem is refused, naming what was asked.
  */
 #ifndef BT_CORE_DEVCOMM_H
 #define BT_CORE_DEVCOMM_H

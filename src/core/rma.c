@@ -86,7 +86,8 @@ static bt_status_t board_linked(struct bt_comm *comm)
     for (int r = 0; r < comm->nranks && linked; r++)
         linked[r] = r != comm->rank;
     if (st == BT_OK)
-        st = bt_rma_net_open(&comm->tctx, linked, land, comm, &comm->rma_net);
+        st = bt_rma_net_open(&comm->tctx, linked, &(struct bt_rma_net_opts){0}, land, comm,
+                             &comm->rma_net);
     free(linked);
     return st;
 }

@@ -79,8 +79,11 @@ static bt_status_t publish(struct bt_window *w)
     w->vid.winHost = w;
     w->vid.lsaRank = comm->rank - base;
     w->vid.worldRank = comm->rank;
-    if (w->mapped && w->mine.flat) {
-        w->vid.lsaFlatBase = w->mine.flat;
+    /* the GIN handle: the registration's number + 1, the same on every rank (GIN's proxy
+     * resolves it, bt_window_gin_find) */
+    w->vid.ginWins[0] = (ncclGinWindow_t)(uintptr_t)(w->id + 1);
+    if (w->lsa_mapped && w->mine.flat) { /* the flat range holds every rank's place */
+        w->vid.lsaFlatBase = w->mine.flat + (uint64_t)base * w->mine.stride;
         w->vid.stride4G = (uint32_t)(w->mine.stride >> 32);
     } else {
         w->vid.lsaFlatBase = w->base;
@@ -124,17 +127,19 @@ static void unmap(struct bt_window *w)
         w->ex->win_unexport(&w->mine);
 }
 
-/* Map every peer's window; 1 when all are (every rank exported one of this executor's). */
-static int map_all(struct bt_window *w, const struct win_info *all, int on_device)
+/* Map the windows of ranks first .. first + n - 1 (every rank, or this rank's LSA team); 1
+ * when all are (each exported one of this executor's). */
+static int map_ranks(struct bt_window *w, const struct win_info *all, int on_device, int first,
+                     int n)
 {
     struct bt_comm *comm = w->comm;
     w->peers = calloc((size_t)comm->nranks, sizeof(*w->peers));
     if (!w->peers)
         return 0;
-    for (int r = 0; r < comm->nranks; r++)
+    for (int r = first; r < first + n; r++)
         if (!all[r].exported || all[r].on_device != on_device)
             return 0;
-    for (int r = 0; r < comm->nranks; r++) {
+    for (int r = first; r < first + n; r++) {
         if (r == comm->rank) {
             w->peers[r] = w->mine; /* its own: nothing opened */
             continue;
@@ -207,13 +212,21 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
      * buffer's memory decides whether it can export it (its own limits: ranks, SHM_DISABLE). */
     me->on_device = bt_device_ptr_is_device(buf);
     w->ex = bt_exec_of(me->on_device ? BT_EXEC_CUDA : BT_EXEC_HOST);
-    int want = (flags & BT_WIN_SYMMETRIC) && comm->nranks > 1 && comm->local_ranks == comm->nranks;
+    /* Every rank on this host: all map each other (the window AllReduce may read them). Ranks
+     * across hosts: device memory is mapped within each LSA team (the device API's
+     * ncclGetLsaPointer), host memory not at all. */
+    int lsa_base, lsa_size;
+    bt_comm_lsa(comm, &lsa_base, &lsa_size);
+    int all_local = comm->local_ranks == comm->nranks;
+    int want = (flags & BT_WIN_SYMMETRIC) && comm->nranks > 1 &&
+               (all_local || (me->on_device && lsa_size > 1));
     if (want && w->ex->win_export)
         me->exported = w->ex->win_export(&comm->ec, buf, size, &w->mine, me->blob);
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
     for (int r = 0; r < comm->nranks; r++)
         w->peer_size[r] = all[r].size;
-    int ok = me->exported && map_all(w, all, me->on_device);
+    int ok = me->exported && (all_local ? map_ranks(w, all, me->on_device, 0, comm->nranks)
+                                        : map_ranks(w, all, me->on_device, lsa_base, lsa_size));
     /* On the list before the last exchange: once any rank has returned, every rank has it
      * listed, so a put that follows at once finds it (core/rma.c's landing). */
     pthread_mutex_lock(&comm->win_lock);
@@ -221,14 +234,15 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
     w->next = comm->windows;
     comm->windows = w;
     pthread_mutex_unlock(&comm->win_lock);
-    st = all_agree(comm, ok, &w->mapped);
+    st = all_agree(comm, ok, &w->lsa_mapped);
+    w->mapped = w->lsa_mapped && all_local;
     if (st != BT_OK) {
         pthread_mutex_lock(&comm->win_lock);
         *list_slot(comm, w, "ncclCommWindowRegister") = w->next;
         pthread_mutex_unlock(&comm->win_lock);
         goto fail;
     }
-    if (!w->mapped)
+    if (!w->lsa_mapped)
         unmap(w);
     st = publish(w);
     if (st != BT_OK) {
@@ -238,9 +252,10 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
         goto fail;
     }
     BT_INFO(BT_LOG_INIT, "rank %d: window %p + %zu registered%s", comm->rank, buf, size,
-            w->mapped ? ": every rank's mapped, AllReduce reads the peers' inputs directly"
-            : want    ? ": not every rank's window could be mapped, collectives run as usual"
-                      : "");
+            w->mapped       ? ": every rank's mapped, AllReduce reads the peers' inputs directly"
+            : w->lsa_mapped ? ": the LSA team's mapped (the device API's peers)"
+            : want          ? ": not every rank's window could be mapped, collectives run as usual"
+                            : "");
     free(all);
     *win_p = w;
     return BT_OK;
@@ -265,6 +280,20 @@ bt_status_t bt_window_register(struct bt_comm *comm, void *buf, size_t size, int
     return st;
 }
 
+int bt_window_gin_find(struct bt_comm *comm, uint64_t handle, char **base, size_t *bytes)
+{
+    pthread_mutex_lock(&comm->win_lock);
+    struct bt_window *w = comm->windows;
+    while (w && (uint64_t)w->id + 1 != handle)
+        w = w->next;
+    if (w) {
+        *base = w->base;
+        *bytes = w->size;
+    }
+    pthread_mutex_unlock(&comm->win_lock);
+    return w != NULL;
+}
+
 bt_status_t bt_window_check(struct bt_comm *comm, const struct bt_window *win, const char *fn)
 {
     return list_slot(comm, win, fn) ? BT_OK : BT_ERR_INVALID_ARG;
@@ -282,7 +311,7 @@ bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win)
     /* Its kernels (and the peers' that wrote this rank's flags before they ended) are done
      * once this comm's are. */
     void *state = comm->exec[win->ex == &bt_exec_cuda ? BT_EXEC_CUDA : BT_EXEC_HOST];
-    if (win->mapped && win->ex->sync && state)
+    if (win->lsa_mapped && win->ex->sync && state)
         win->ex->sync(state);
     unpublish(win);
     unmap(win);

@@ -6,8 +6,10 @@
  * every rank mapped every peer's (an allgather of the outcomes: all or nothing), the window is
  * mapped, and an AllReduce whose input and output lie in mapped windows may read the peers'
  * inputs straight from their memory (the executor's window operation decides, by the tuner's
- * bt_tune_window). Anywhere else a window is registered and accepted, and collectives on it
- * run as on any buffer.
+ * bt_tune_window). Where the ranks span hosts, GPU windows are mapped the same way within each
+ * LSA team (the ranks of a host, core/comm.h's bt_comm_lsa), for the device API's peers.
+ * Anywhere else a window is registered and accepted, and collectives on it run as on any
+ * buffer.
  *
  * The handle the user gets (ncclWindow_t) is the window as NCCL's device API reads it: a
  * struct ncclWindow_vidmem (include/nccl_device/layout.h) in memory the window's executor's
@@ -18,6 +20,7 @@
 #define BT_CORE_WINDOW_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "exec/exec.h"
 #include "nccl_device/layout.h"
@@ -36,6 +39,7 @@ struct bt_window {
     int flags;                    /* NCCL_WIN_* */
     const struct bt_exec_ops *ex; /* the executor of its memory */
     int mapped;                   /* every rank's window is mapped here (peers) */
+    int lsa_mapped;               /* this rank's LSA team's are (all ranks': also mapped) */
     struct bt_win_map mine;       /* this rank's export (its flags), while mapped */
     struct bt_win_map *peers;     /* [nranks] when mapped (own: mine's) */
     uint64_t *peer_size;          /* [nranks]: each rank's registered size */
@@ -55,6 +59,10 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
  * frees this rank's flags. A window of another comm, or one deregistered already:
  * BT_ERR_INVALID_ARG. */
 bt_status_t bt_window_deregister(struct bt_comm *comm, struct bt_window *win);
+
+/* The window of GIN handle `handle` (its ncclWindow_vidmem.ginWins[0]: the registration's
+ * number + 1): its base and bytes; 0 if none. Any thread. */
+int bt_window_gin_find(struct bt_comm *comm, uint64_t handle, char **base, size_t *bytes);
 
 /* The registered window whose handle (ncclWindow_t) is `handle`, or NULL. Thread-safe. */
 struct bt_window *bt_window_of(const void *handle);

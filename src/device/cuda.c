@@ -276,6 +276,28 @@ bt_status_t bt_device_read_after(void *dst, const void *src, size_t bytes, void 
     return cuda_status(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
 }
 
+bt_status_t bt_device_stream_create(void **stream)
+{
+    cudaStream_t s = NULL;
+    *stream = NULL;
+    BT_CHECK(cuda_status(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                         "cudaStreamCreateWithFlags"));
+    *stream = s;
+    return BT_OK;
+}
+
+void bt_device_stream_destroy(void *stream)
+{
+    if (stream && cudaStreamDestroy((cudaStream_t)stream) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+bt_status_t bt_device_copy_wait(void *dst, const void *src, size_t bytes, void *stream)
+{
+    BT_CHECK(bt_device_copy_async(dst, src, bytes, stream));
+    return cuda_status(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
+}
+
 int bt_device_stream_capturing(void *stream)
 {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;

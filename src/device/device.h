@@ -58,6 +58,16 @@ bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void 
  * the stream's earlier kernels may write). */
 bt_status_t bt_device_read_after(void *dst, const void *src, size_t bytes, void *stream);
 
+/* A stream of the current device that does not wait for the legacy default stream
+ * (cudaStreamNonBlocking: a service thread's copies run beside the users' kernels), and its
+ * release. */
+bt_status_t bt_device_stream_create(void **stream);
+void bt_device_stream_destroy(void *stream);
+
+/* Copy `bytes` on `stream` and wait until it is done (either side device or host memory;
+ * pageable host memory too: the wait covers the staging). */
+bt_status_t bt_device_copy_wait(void *dst, const void *src, size_t bytes, void *stream);
+
 /* Whether `stream` is being captured into a CUDA graph. */
 int bt_device_stream_capturing(void *stream);
 

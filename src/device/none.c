@@ -95,6 +95,22 @@ bt_status_t bt_device_upload(void *dst, const void *src, size_t bytes)
     return BT_ERR_INTERNAL;
 }
 
+bt_status_t bt_device_stream_create(void **stream)
+{
+    *stream = NULL;
+    return BT_ERR_INTERNAL;
+}
+
+void bt_device_stream_destroy(void *stream)
+{
+    (void)stream;
+}
+
+bt_status_t bt_device_copy_wait(void *dst, const void *src, size_t bytes, void *stream)
+{
+    return bt_device_copy_async(dst, src, bytes, stream);
+}
+
 bt_status_t bt_device_copy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     (void)dst;

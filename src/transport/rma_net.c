@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "device/device.h"
 #include "net/net.h"
 #include "transport/transport.h"
 #include "util/log.h"
@@ -48,6 +49,7 @@ struct bt_rma_net {
     unsigned char *linked;
     bt_rma_land_fn land;
     void *arg;
+    struct bt_rma_net_opts opts;
     pthread_t thread;
     int running;
     pthread_mutex_t drive; /* one thread lands at a time: the link's, or a waiting owner */
@@ -58,6 +60,23 @@ struct bt_rma_net {
 int bt_rma_net_linked(const struct bt_rma_net *rn, int peer)
 {
     return rn && peer >= 0 && peer < rn->nranks && rn->linked[peer];
+}
+
+/* A message buffer (MSG_BYTES), pinned where the options ask; NULL when out of memory. */
+static char *buf_alloc(const struct bt_rma_net *rn)
+{
+    if (!rn->opts.pinned)
+        return malloc(MSG_BYTES);
+    void *h = NULL, *d = NULL;
+    return bt_device_host_mapped(&h, &d, MSG_BYTES) == BT_OK ? h : NULL;
+}
+
+static void buf_free(const struct bt_rma_net *rn, char *buf)
+{
+    if (rn->opts.pinned)
+        bt_device_host_free(buf);
+    else
+        free(buf);
 }
 
 static bt_status_t reg(struct bt_rma_net *rn, void *comm, void *buf, void **mh)
@@ -130,12 +149,12 @@ static bt_status_t link_all(struct bt_rma_net *rn)
             continue;
         rn->t->closeListen(p->listen_comm);
         p->listen_comm = NULL;
-        p->sbuf = malloc(MSG_BYTES);
+        p->sbuf = buf_alloc(rn);
         if (!p->sbuf)
             return BT_ERR_SYSTEM;
         BT_CHECK(reg(rn, p->send_comm, p->sbuf, &p->smh));
         for (unsigned k = 0; k < RECVS; k++) {
-            p->rbuf[k] = malloc(MSG_BYTES);
+            p->rbuf[k] = buf_alloc(rn);
             if (!p->rbuf[k])
                 return BT_ERR_SYSTEM;
             BT_CHECK(reg(rn, p->recv_comm, p->rbuf[k], &p->rmh[k]));
@@ -198,6 +217,11 @@ static int land_arrived(struct bt_rma_net *rn)
  * nobody waits for yet lands that late). */
 static void idle_wait(struct bt_rma_net *rn, unsigned idle_rounds, uint64_t idle_since)
 {
+    uint64_t idle_ns = bt_time_ns() - idle_since;
+    if (idle_rounds < 64 || idle_ns < rn->opts.spin_ns) {
+        sched_yield();
+        return;
+    }
     struct pollfd fds[MAX_POLL];
     int n = 0, can = rn->net->be->ext.pollfds != NULL;
     fds[n++] = (struct pollfd){.fd = rn->wake[0], .events = POLLIN};
@@ -209,15 +233,10 @@ static void idle_wait(struct bt_rma_net *rn, unsigned idle_rounds, uint64_t idle
             can = 0;
         n += k;
     }
-    if (idle_rounds < 64) {
-        sched_yield();
-        return;
-    }
     if (can) {
         poll(fds, (nfds_t)n, 100);
         return;
     }
-    uint64_t idle_ns = bt_time_ns() - idle_since;
     struct timespec ts = {0, idle_ns < 5000000ull     ? 50000
                              : idle_ns < 200000000ull ? 1000000
                                                       : 20000000};
@@ -253,7 +272,8 @@ int bt_rma_net_drive(struct bt_rma_net *rn)
 }
 
 bt_status_t bt_rma_net_open(struct bt_transport_ctx *ctx, const unsigned char *linked,
-                            bt_rma_land_fn land, void *arg, struct bt_rma_net **rn_p)
+                            const struct bt_rma_net_opts *opts, bt_rma_land_fn land, void *arg,
+                            struct bt_rma_net **rn_p)
 {
     *rn_p = NULL;
     struct bt_rma_net *rn = calloc(1, sizeof(*rn));
@@ -263,6 +283,7 @@ bt_status_t bt_rma_net_open(struct bt_transport_ctx *ctx, const unsigned char *l
     rn->nranks = ctx->nranks;
     rn->land = land;
     rn->arg = arg;
+    rn->opts = *opts;
     rn->wake[0] = rn->wake[1] = -1;
     pthread_mutex_init(&rn->drive, NULL);
     rn->peer = calloc((size_t)ctx->nranks, sizeof(*rn->peer));
@@ -384,9 +405,9 @@ void bt_rma_net_close(struct bt_rma_net *rn)
         for (unsigned k = 0; k < RECVS; k++) {
             if (p->rmh[k])
                 rn->t->deregMr(p->recv_comm, p->rmh[k]);
-            free(p->rbuf[k]);
+            buf_free(rn, p->rbuf[k]);
         }
-        free(p->sbuf);
+        buf_free(rn, p->sbuf);
         if (p->send_comm)
             rn->t->closeSend(p->send_comm);
         if (p->recv_comm)

@@ -25,10 +25,13 @@ struct bt_rma_net;
 
 /* What each message carries before its bytes. */
 struct bt_rma_msg {
-    uint32_t win;   /* the target's window, by registration number */
+    uint32_t win;   /* the target's window, by registration number (GIN: its handle) */
     uint32_t flags; /* BT_RMA_MSG_SIGNAL: the put's last message */
     uint64_t offset;
-    uint64_t bytes; /* payload after this header */
+    uint64_t bytes;      /* payload after this header */
+    uint64_t signal_add; /* GIN: what the signal gains (the host calls: 1, their own board) */
+    uint32_t signal;     /* GIN: which signal */
+    uint32_t reserved;
 };
 #define BT_RMA_MSG_SIGNAL 0x1
 #define BT_RMA_MSG_DATA 0x2  /* the put has bytes (a signal alone has none) */
@@ -37,13 +40,25 @@ struct bt_rma_msg {
 /* Called on the link's thread for each message from rank `src`, in arrival order. */
 typedef void (*bt_rma_land_fn)(void *arg, int src, const struct bt_rma_msg *m, const void *payload);
 
+/* How a link behaves. */
+struct bt_rma_net_opts {
+    /* how long its thread keeps polling after the last message before it blocks or naps (0:
+     * a few yields; a link whose waiter is a spinning kernel wants more) */
+    uint64_t spin_ns;
+    /* its message buffers in pinned host memory (device/device.h): a landing that copies
+     * into GPU memory then never goes through CUDA's pageable staging, which can wait behind
+     * the application's own pageable copies (and they behind a kernel waiting for this) */
+    int pinned;
+};
+
 /*
  * Link this rank with every rank r for which linked[r] is 1 (collective among them: each
  * linked pair links both ways; handles travel over the bootstrap), then start the thread.
  * On failure nothing is left. caller: the communicator's owner.
  */
 bt_status_t bt_rma_net_open(struct bt_transport_ctx *ctx, const unsigned char *linked,
-                            bt_rma_land_fn land, void *arg, struct bt_rma_net **rn_p);
+                            const struct bt_rma_net_opts *opts, bt_rma_land_fn land, void *arg,
+                            struct bt_rma_net **rn_p);
 
 /* One put to linked rank `peer`: its messages sent (the source may be reused on return).
  * caller: the owner (one put at a time). */

@@ -25,6 +25,13 @@
         BT_TEST_CHECK(rc_ == 0, "%s returned %d", #call, rc_);                                     \
     } while (0)
 
+/* A CUDA runtime call that must succeed (the including file includes cuda_runtime_api.h). */
+#define BT_TEST_CUDA(call)                                                                         \
+    do {                                                                                           \
+        int e_ = (int)(call);                                                                      \
+        BT_TEST_CHECK(e_ == 0, "%s: %s", #call, cudaGetErrorString((cudaError_t)e_));              \
+    } while (0)
+
 /* Seconds on the monotonic clock, for tests that time what they wait for. */
 double bt_test_now_s(void);
 
