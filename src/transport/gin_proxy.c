@@ -138,18 +138,9 @@ static int take(struct bt_gin_proxy *gp, int pe, ncclGinProxyGfd_t *gfd)
     return 1;
 }
 
-/* The fields of a descriptor (the qwords' bit layout, NCCL's ncclGinProxyQword_t). */
-struct gfd_fields {
-    unsigned op;
-    uint64_t size, src_off, src_handle, dst_off, dst_handle, inline_val, signal_val;
-    uint32_t counter, signal;
-};
-
-static void decode(const ncclGinProxyGfd_t *g, struct gfd_fields *f)
+void bt_gin_gfd_decode(const uint64_t g[8], struct bt_gin_gfd *f)
 {
-    uint64_t q[ncclGinProxyGfdQwords];
-    for (int k = 0; k < ncclGinProxyGfdQwords; k++)
-        q[k] = g->qword[k];
+    const uint64_t *q = g;
     f->op = (unsigned)(q[ncclGinProxyGfdHeader] >> 1) & 0x3f;
     f->size = q[ncclGinProxyGfdHeader] >> 7;
     f->src_off = q[ncclGinProxyGfdSrcOff] >> 1;
@@ -168,7 +159,7 @@ static void decode(const ncclGinProxyGfd_t *g, struct gfd_fields *f)
 }
 
 /* Carry one descriptor to rank pe; its bytes have left the source when it returns. */
-static bt_status_t serve(struct bt_gin_proxy *gp, int pe, const struct gfd_fields *f)
+static bt_status_t serve(struct bt_gin_proxy *gp, int pe, const struct bt_gin_gfd *f)
 {
     int has_signal = (f->op & (ncclGinProxyOpWithSignalInc | ncclGinProxyOpWithSignalAdd)) != 0;
     uint64_t add = (f->op & ncclGinProxyOpWithSignalInc) ? 1 : f->signal_val;
@@ -177,7 +168,7 @@ static bt_status_t serve(struct bt_gin_proxy *gp, int pe, const struct gfd_field
     if (f->size && (f->op & ncclGinProxyOpWithInline)) {
         if (f->size > sizeof(inline_val))
             return BT_ERR_INVALID_USAGE;
-        src = (const char *)&inline_val;    /* little-endian: the value's low bytes first */
+        src = (const char *)&inline_val; /* little-endian: the value's low bytes first */
     } else if (f->size) {
         src = window_at(gp, f->src_handle, f->src_off, f->size, gp->rank);
         if (!src)
@@ -228,8 +219,8 @@ static void *gin_main(void *arg)
         for (int pe = 0; pe < gp->nranks; pe++) {
             ncclGinProxyGfd_t g;
             while (take(gp, pe, &g)) {
-                struct gfd_fields f;
-                decode(&g, &f);
+                struct bt_gin_gfd f;
+                bt_gin_gfd_decode(g.qword, &f);
                 BT_TRACE(
                     BT_LOG_NET,
                     "rank %d: GIN descriptor %u to rank %d: op %#x, %llu bytes, src %llu+%llu, "

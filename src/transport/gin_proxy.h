@@ -51,6 +51,15 @@ struct bt_gin_proxy_cfg {
 bt_status_t bt_gin_proxy_open(struct bt_transport_ctx *ctx, const struct bt_gin_proxy_cfg *cfg,
                               struct bt_gin_proxy **gp_p, void **dev_ctx);
 
+/* A descriptor's fields (NCCL's proxy format: ncclGinProxyOp_t bits in op; the inline value
+ * when op has ncclGinProxyOpWithInline, else the source's window handle and offset). */
+struct bt_gin_gfd {
+    unsigned op;
+    uint64_t size, src_off, src_handle, dst_off, dst_handle, inline_val, signal_val;
+    uint32_t counter, signal;
+};
+void bt_gin_gfd_decode(const uint64_t q[8], struct bt_gin_gfd *f);
+
 /* The first failure the thread met (a put it could not carry), or BT_OK. */
 bt_status_t bt_gin_proxy_error(const struct bt_gin_proxy *gp);
 

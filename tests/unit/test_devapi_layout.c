@@ -11,6 +11,7 @@
 
 #include "harness.h"
 #include "nccl_device/layout.h"
+#include "transport/gin_proxy.h"
 
 #include "devapi/fields.h"
 
@@ -83,7 +84,31 @@ int main(void)
             }
         }
     }
-    printf("GIN proxy descriptors (put, inline put) as NVIDIA's bitfields write them: checked\n");
+    for (int inl = 0; inl <= 1; inl++) { /* what Baton's GIN proxy reads of NVIDIA's */
+        uint64_t theirs[8];
+        struct bt_gin_gfd f;
+        bt_devapi_nvidia_gfd(inl, theirs);
+        bt_gin_gfd_decode(theirs, &f);
+        unsigned op = ncclGinProxyOpPut | ncclGinProxyOpWithCounter | ncclGinProxyOpWithSignalAdd |
+                      (inl ? ncclGinProxyOpWithInline : 0);
+        int ok =
+            f.op == op && f.size == BT_DEVAPI_GFD_SIZE && f.dst_off == BT_DEVAPI_GFD_DST_OFF &&
+            f.dst_handle == BT_DEVAPI_GFD_DST_HANDLE && f.counter == BT_DEVAPI_GFD_COUNTER &&
+            f.signal == BT_DEVAPI_GFD_SIGNAL && f.signal_val == BT_DEVAPI_GFD_SIGNAL_VALUE &&
+            (inl ? f.inline_val == BT_DEVAPI_GFD_INLINE
+                 : f.src_off == BT_DEVAPI_GFD_SRC_OFF && f.src_handle == BT_DEVAPI_GFD_SRC_HANDLE);
+        if (!ok) {
+            fprintf(stderr,
+                    "GIN descriptor (%s) as the proxy decodes it: op %#x, size %#llx, dst "
+                    "%#llx+%#llx, counter %#x, signal %#x (+%#llx), inline %#llx\n",
+                    inl ? "inline" : "put", f.op, (unsigned long long)f.size,
+                    (unsigned long long)f.dst_handle, (unsigned long long)f.dst_off, f.counter,
+                    f.signal, (unsigned long long)f.signal_val, (unsigned long long)f.inline_val);
+            bad++;
+        }
+    }
+    printf("GIN proxy descriptors (put, inline put) as NVIDIA's bitfields write them, and as "
+           "Baton's GIN proxy decodes them: checked\n");
 #else
     printf("NVIDIA's nccl_device.h was not found at configure time: Baton's C against its C++ "
            "only\n");
