@@ -85,6 +85,13 @@ static int gin_window(void *arg, uint64_t handle, char **base, size_t *bytes)
     return bt_window_gin_find(arg, handle, base, bytes);
 }
 
+/* A put the GIN proxy could not carry: the communicator's asynchronous error (the kernel
+ * waiting for its signal would wait forever). */
+static void gin_failed(void *arg, bt_status_t st)
+{
+    bt_comm_set_async_error(arg, st);
+}
+
 /*
  * The GIN context (proxy type: NCCL's ncclGinProxyGpuCtx_t), served by the GIN proxy
  * (transport/gin_proxy.h): puts, signals and counters to every rank, this one included, over
@@ -100,6 +107,7 @@ static bt_status_t gin_context(struct bt_comm *comm, struct bt_devcomm *d, uint3
                                    .ncounters = ncounters,
                                    .queue_size = GIN_QUEUE,
                                    .window = gin_window,
+                                   .failed = gin_failed,
                                    .arg = comm};
     void *ctx = NULL;
     BT_CHECK(bt_gin_proxy_open(&comm->tctx, &cfg, &d->gin, &ctx));

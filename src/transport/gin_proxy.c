@@ -53,12 +53,8 @@ static __thread int land_dev = -1; /* the device the landing thread has set */
 static void fail(struct bt_gin_proxy *gp, bt_status_t st)
 {
     int none = BT_OK;
-    atomic_compare_exchange_strong(&gp->error, &none, (int)st);
-}
-
-bt_status_t bt_gin_proxy_error(const struct bt_gin_proxy *gp)
-{
-    return (bt_status_t)atomic_load(&((struct bt_gin_proxy *)gp)->error);
+    if (atomic_compare_exchange_strong(&gp->error, &none, (int)st) && gp->cfg.failed)
+        gp->cfg.failed(gp->cfg.arg, st);
 }
 
 /* The window of `handle` holding [off, off + bytes), as a device address; NULL (WARNed) if
@@ -236,8 +232,13 @@ static void *gin_main(void *arg)
                             gp->rank, pe, (unsigned long long)f.size, (int)st);
                     fail(gp, st);
                 }
-                if ((f.op & ncclGinProxyOpWithCounter) && f.counter < gp->cfg.ncounters)
+                if ((f.op & ncclGinProxyOpWithCounter) && f.counter < gp->cfg.ncounters) {
                     __atomic_fetch_add(&gp->counters_h[f.counter], 1, __ATOMIC_RELEASE);
+                } else if (f.op & ncclGinProxyOpWithCounter) {
+                    BT_WARN("rank %d: a GIN put names counter %u of %u: not counted", gp->rank,
+                            f.counter, gp->cfg.ncounters);
+                    fail(gp, BT_ERR_INVALID_USAGE);
+                }
                 /* consumed: the device's credit and flush (done, or failed: never a hang) */
                 __atomic_store_n(&gp->cis_h[pe], gp->taken[pe], __ATOMIC_RELEASE);
                 n++;

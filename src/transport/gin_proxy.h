@@ -41,6 +41,8 @@ struct bt_gin_proxy_cfg {
     /* This rank's window of GIN handle `handle`: its device address and bytes; 0 if there is
      * none (deregistered). Any thread. */
     int (*window)(void *arg, uint64_t handle, char **base, size_t *bytes);
+    /* The first put the proxy could not carry (its error), once; any thread. NULL: none. */
+    void (*failed)(void *arg, bt_status_t st);
     void *arg;
 };
 
@@ -59,9 +61,6 @@ struct bt_gin_gfd {
     uint32_t counter, signal;
 };
 void bt_gin_gfd_decode(const uint64_t q[8], struct bt_gin_gfd *f);
-
-/* The first failure the thread met (a put it could not carry), or BT_OK. */
-bt_status_t bt_gin_proxy_error(const struct bt_gin_proxy *gp);
 
 /* Stop the thread, close the link, free everything (the kernels using it must be done). NULL
  * ok. */
