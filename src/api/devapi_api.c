@@ -133,14 +133,12 @@ static ncclResult_t check_builder(const char *fn, const void *out_handle, const 
     return ncclSuccess;
 }
 
-/* An LSA barrier is a word of epochs, a multicast inbox word and an inbox word per team rank;
- * the device code finds them at [0, 3 nBarriers) and from 3 nBarriers on, nRanks per
- * barrier. */
-BT_API ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t t, int nBarriers,
-                                                    ncclLsaBarrierHandle_t *outHandle,
-                                                    ncclDevResourceRequirements_t *outReq)
+/* A barrier builder's arguments (check_builder's, and a team of at least one rank); on
+ * success *outHandle and *outReq are zeroed for the builder to fill. */
+static ncclResult_t check_barrier_builder(const char *fn, ncclTeam_t t, int nBarriers,
+                                          void *outHandle, size_t handle_bytes,
+                                          ncclDevResourceRequirements_t *outReq)
 {
-    const char *fn = "ncclLsaBarrierCreateRequirement";
     ncclResult_t r = check_builder(fn, outHandle, outReq, "nBarriers", nBarriers);
     if (r != ncclSuccess)
         return r;
@@ -148,8 +146,22 @@ BT_API ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t t, int nBarriers,
         BT_WARN("%s: the team has %d ranks", fn, t.nRanks);
         return ncclInvalidArgument;
     }
-    memset(outHandle, 0, sizeof(*outHandle));
+    memset(outHandle, 0, handle_bytes);
     memset(outReq, 0, sizeof(*outReq));
+    return ncclSuccess;
+}
+
+/* An LSA barrier is a word of epochs, a multicast inbox word and an inbox word per team rank;
+ * the device code finds them at [0, 3 nBarriers) and from 3 nBarriers on, nRanks per
+ * barrier. */
+BT_API ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t t, int nBarriers,
+                                                    ncclLsaBarrierHandle_t *outHandle,
+                                                    ncclDevResourceRequirements_t *outReq)
+{
+    ncclResult_t r = check_barrier_builder("ncclLsaBarrierCreateRequirement", t, nBarriers,
+                                           outHandle, sizeof(*outHandle), outReq);
+    if (r != ncclSuccess)
+        return r;
     outHandle->nBarriers = nBarriers;
     outReq->bufferSize = sizeof(uint32_t) * (size_t)nBarriers * (3 + (size_t)t.nRanks);
     outReq->bufferAlign = sizeof(uint32_t);
@@ -164,15 +176,9 @@ BT_API ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t 
 {
     const char *fn = "ncclGinBarrierCreateRequirement";
     BT_API_CHECK_COMM(comm, fn);
-    ncclResult_t r = check_builder(fn, outHandle, outReq, "nBarriers", nBarriers);
+    ncclResult_t r = check_barrier_builder(fn, t, nBarriers, outHandle, sizeof(*outHandle), outReq);
     if (r != ncclSuccess)
         return r;
-    if (t.nRanks < 1) {
-        BT_WARN("%s: the team has %d ranks", fn, t.nRanks);
-        return ncclInvalidArgument;
-    }
-    memset(outHandle, 0, sizeof(*outHandle));
-    memset(outReq, 0, sizeof(*outReq));
     outReq->bufferSize = sizeof(uint32_t) * (size_t)nBarriers * NCCL_GIN_MAX_CONTEXTS;
     outReq->bufferAlign = sizeof(uint32_t);
     outReq->outBufferHandle = &outHandle->bufHandle;

@@ -14,46 +14,27 @@
 #include "core/watch.h"
 #include "core/window.h"
 #include "transport/transport.h"
+#include "util/array.h"
 
 /* ---- registry of live communicators ------------------------------------------------ */
 
 /* Entry points check a handle against this set before touching it, so a call on a
  * destroyed communicator gets an error instead of reading freed memory. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct bt_comm **registry;
-static int registry_n, registry_cap;
+static struct bt_ptrs registry; /* every live communicator */
 
 static int registry_add(struct bt_comm *c)
 {
     pthread_mutex_lock(&registry_lock);
-    if (registry_n == registry_cap) {
-        int cap = registry_cap ? registry_cap * 2 : 16;
-        struct bt_comm **r = realloc(registry, sizeof(*r) * (size_t)cap);
-        if (!r) {
-            pthread_mutex_unlock(&registry_lock);
-            return -1;
-        }
-        registry = r;
-        registry_cap = cap;
-    }
-    registry[registry_n++] = c;
+    int rc = bt_ptrs_add(&registry, c);
     pthread_mutex_unlock(&registry_lock);
-    return 0;
+    return rc;
 }
 
 static void registry_remove(struct bt_comm *c)
 {
     pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < registry_n; i++)
-        if (registry[i] == c) {
-            registry[i] = registry[--registry_n];
-            break;
-        }
-    if (registry_n == 0) {
-        free(registry);
-        registry = NULL;
-        registry_cap = 0;
-    }
+    bt_ptrs_remove(&registry, c);
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -61,8 +42,8 @@ int bt_comm_is_live(const struct bt_comm *c)
 {
     int found = 0;
     pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < registry_n && !found; i++)
-        found = registry[i] == c && c->magic == BT_COMM_MAGIC;
+    for (int i = 0; i < registry.n && !found; i++)
+        found = registry.p[i] == c && c->magic == BT_COMM_MAGIC;
     pthread_mutex_unlock(&registry_lock);
     return found;
 }
@@ -93,8 +74,8 @@ int bt_comm_nonblocking(const struct bt_comm *c)
 {
     int nb = -1;
     pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < registry_n && nb < 0; i++)
-        if (registry[i] == c && c->magic == BT_COMM_MAGIC)
+    for (int i = 0; i < registry.n && nb < 0; i++)
+        if (registry.p[i] == c && c->magic == BT_COMM_MAGIC)
             nb = !c->config.blocking;
     pthread_mutex_unlock(&registry_lock);
     return nb;
@@ -104,8 +85,8 @@ int bt_comm_acquire(struct bt_comm *c)
 {
     int ok = 0;
     pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < registry_n && !ok; i++)
-        ok = registry[i] == c;
+    for (int i = 0; i < registry.n && !ok; i++)
+        ok = registry.p[i] == c;
     ok = ok && c->magic == BT_COMM_MAGIC && !c->abort_flag;
     if (ok)
         atomic_fetch_add_explicit(&c->active_launches, 1, memory_order_acq_rel);

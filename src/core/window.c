@@ -7,6 +7,7 @@
 #include "core/comm.h"
 #include "core/rma.h"
 #include "device/device.h"
+#include "util/array.h"
 #include "util/log.h"
 
 /* What each rank tells the others at registration. */
@@ -19,40 +20,20 @@ struct win_info {
 
 /* Every registered window of every communicator, for bt_window_of (handles carry no comm). */
 static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct bt_window **handles;
-static int nhandles, handles_cap;
+static struct bt_ptrs handles;
 
 static bt_status_t handle_add(struct bt_window *w)
 {
     pthread_mutex_lock(&handles_lock);
-    if (nhandles == handles_cap) {
-        int cap = handles_cap ? 2 * handles_cap : 16;
-        struct bt_window **h = realloc(handles, sizeof(*h) * (size_t)cap);
-        if (!h) {
-            pthread_mutex_unlock(&handles_lock);
-            return BT_ERR_SYSTEM;
-        }
-        handles = h;
-        handles_cap = cap;
-    }
-    handles[nhandles++] = w;
+    int rc = bt_ptrs_add(&handles, w);
     pthread_mutex_unlock(&handles_lock);
-    return BT_OK;
+    return rc == 0 ? BT_OK : BT_ERR_SYSTEM;
 }
 
 static void handle_remove(struct bt_window *w)
 {
     pthread_mutex_lock(&handles_lock);
-    for (int i = 0; i < nhandles; i++)
-        if (handles[i] == w) {
-            handles[i] = handles[--nhandles];
-            break;
-        }
-    if (nhandles == 0) {
-        free(handles);
-        handles = NULL;
-        handles_cap = 0;
-    }
+    bt_ptrs_remove(&handles, w);
     pthread_mutex_unlock(&handles_lock);
 }
 
@@ -60,9 +41,9 @@ struct bt_window *bt_window_of(const void *handle)
 {
     struct bt_window *w = NULL;
     pthread_mutex_lock(&handles_lock);
-    for (int i = 0; i < nhandles && !w; i++)
-        if (handles[i]->handle == handle)
-            w = handles[i];
+    for (int i = 0; i < handles.n && !w; i++)
+        if (((struct bt_window *)handles.p[i])->handle == handle)
+            w = handles.p[i];
     pthread_mutex_unlock(&handles_lock);
     return w;
 }
@@ -225,8 +206,8 @@ bt_status_t bt_window_register_plain(struct bt_comm *comm, void *buf, size_t siz
     BT_CHECK_GOTO(bt_bootstrap_allgather(comm->bs, all, sizeof(*all)), st, fail);
     for (int r = 0; r < comm->nranks; r++)
         w->peer_size[r] = all[r].size;
-    int ok = me->exported && (all_local ? map_ranks(w, all, me->on_device, 0, comm->nranks)
-                                        : map_ranks(w, all, me->on_device, lsa_base, lsa_size));
+    /* (every rank on this host: the LSA team is every rank) */
+    int ok = me->exported && map_ranks(w, all, me->on_device, lsa_base, lsa_size);
     /* On the list before the last exchange: once any rank has returned, every rank has it
      * listed, so a put that follows at once finds it (core/rma.c's landing). */
     pthread_mutex_lock(&comm->win_lock);

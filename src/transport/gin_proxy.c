@@ -134,9 +134,8 @@ static int take(struct bt_gin_proxy *gp, int pe, ncclGinProxyGfd_t *gfd)
     return 1;
 }
 
-void bt_gin_gfd_decode(const uint64_t g[8], struct bt_gin_gfd *f)
+void bt_gin_gfd_decode(const uint64_t q[8], struct bt_gin_gfd *f)
 {
-    const uint64_t *q = g;
     f->op = (unsigned)(q[ncclGinProxyGfdHeader] >> 1) & 0x3f;
     f->size = q[ncclGinProxyGfdHeader] >> 7;
     f->src_off = q[ncclGinProxyGfdSrcOff] >> 1;
