@@ -35,8 +35,9 @@
 struct bt_net_ext {
     /* The descriptors (and events) whose readiness would move `comm`'s requests in flight,
      * for a driver that wants to block instead of polling test(); how many it wrote (at
-     * most max), 0 when the backend's own threads do the I/O or nothing is in flight.
-     * NULL: the backend cannot say (external plugins). */
+     * most max), 0 when the backend's own threads do the I/O or it has no descriptor, -1
+     * when test() would find work now or soon (do not block: poll). NULL: the backend
+     * cannot say (external plugins). */
     int (*pollfds)(void *comm, struct pollfd *fds, int max);
     /* Give up the connect in progress on `handle` (its resources close): for a caller that
      * stops calling connect() (deadline, abort, the peer gone). NULL or no-op when none. */

@@ -14,8 +14,9 @@
 #include "util/param.h"
 #include "util/time.h"
 
-/* How long an idle thread sleeps before it looks at stop, abort and dump requests again. */
-#define BT_PROXY_IDLE_WAIT_NS 100000000ll
+/* How long an idle thread sleeps before it looks at abort and dump requests again (a post
+ * and a stop wake it at once). Each wake-up costs CPU (~0.1 ms under a hypervisor). */
+#define BT_PROXY_IDLE_WAIT_NS 500000000ll
 
 static int proxy_aborted(const struct bt_proxy *p)
 {
@@ -154,13 +155,15 @@ static int proxy_driven(struct bt_proxy *p)
 }
 
 /* Nothing active, or a launching thread runs the rounds: sleep until an op is posted or the
- * driver leaves (timed, so stop, abort and dumps are seen). caller: progress, without
- * run_lock. */
-static void proxy_wait_for_ops(struct bt_proxy *p)
+ * driver leaves (timed, so stop, abort and dumps are seen). `linger`: the thread worked since
+ * its last sleep. caller: progress, without run_lock. */
+static void proxy_wait_for_ops(struct bt_proxy *p, int linger)
 {
-    /* Collectives often come back to back: look for the next op a little while (yielding
-     * the core) before sleeping, so it does not pay a condition-variable wake-up. */
-    uint64_t linger_ns = (uint64_t)bt_param_proxy_linger_us() * 1000u;
+    /* Collectives often come back to back: after work, look for the next op a little while
+     * (yielding the core) before sleeping, so it does not pay a condition-variable wake-up.
+     * Not after a timed wake that found nothing: an idle communicator would spin a linger
+     * every BT_PROXY_IDLE_WAIT_NS. */
+    uint64_t linger_ns = linger ? (uint64_t)bt_param_proxy_linger_us() * 1000u : 0;
     if (linger_ns && !proxy_driven(p)) {
         uint64_t end = bt_time_ns() + linger_ns;
         for (;;) {
@@ -241,6 +244,7 @@ static int proxy_round(struct bt_proxy *p)
 static void *proxy_progress_main(void *arg)
 {
     struct bt_proxy *p = arg;
+    int worked = 1;
     for (;;) {
         pthread_mutex_lock(&p->run_lock);
         if (proxy_aborted(p)) {
@@ -264,9 +268,13 @@ static void *proxy_progress_main(void *arg)
         if (!idle)
             moved = proxy_round(p);
         pthread_mutex_unlock(&p->run_lock);
-        if (idle)
-            proxy_wait_for_ops(p);
-        else if (!moved)
+        if (idle) {
+            proxy_wait_for_ops(p, worked);
+            worked = 0;
+            continue;
+        }
+        worked = 1;
+        if (!moved)
             sched_yield();
     }
     return NULL;
@@ -313,7 +321,12 @@ int bt_proxy_drive_pollfds(struct bt_proxy *p, struct pollfd *fds, int max)
             n = -1;
             break;
         }
-        n += op->pollfds(op, fds + n, max - n);
+        int k = op->pollfds(op, fds + n, max - n);
+        if (k < 0) { /* work now */
+            n = -1;
+            break;
+        }
+        n += k;
         if (n >= max)
             n = -1; /* some may not fit */
     }
@@ -375,8 +388,9 @@ bt_status_t bt_proxy_post(struct bt_proxy *p, struct bt_proxy_args *args)
     atomic_store_explicit(&args->cancel, 0, memory_order_relaxed);
 
     pthread_mutex_lock(&p->pool_lock);
-    if (p->stopped) {
-        bt_status_t st = p->stop_status;
+    /* aborted: refused at once, even before the idle progress thread wakes to see it */
+    if (p->stopped || proxy_aborted(p)) {
+        bt_status_t st = p->stopped ? p->stop_status : BT_ERR_REMOTE;
         pthread_mutex_unlock(&p->pool_lock);
         proxy_op_complete(args, st);
         return BT_ERR_REMOTE;

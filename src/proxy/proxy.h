@@ -75,7 +75,8 @@ struct bt_proxy_args;
 /* caller: progress thread. *done_p = 1 when every sub is finished. */
 typedef bt_status_t (*bt_proxy_progress_fn)(struct bt_proxy_args *args, int *done_p);
 
-/* The descriptors whose readiness would move the op now (see net.h's pollfds); 0: none. */
+/* The descriptors whose readiness would move the op now (see net.h's pollfds); 0: none,
+ * -1: the op can move now. */
 typedef int (*bt_proxy_pollfds_fn)(struct bt_proxy_args *args, struct pollfd *fds, int max);
 
 struct bt_proxy_args {

@@ -243,6 +243,10 @@ static void *gin_main(void *arg)
                 n++;
             }
         }
+        /* Land what peers put here too: the link's own thread naps long when idle (its
+         * wake-ups cost CPU), and no host thread waits on a GIN signal, the device does. */
+        if (gp->link)
+            n += bt_rma_net_drive(gp->link);
         uint64_t now = bt_time_ns();
         if (n) {
             last = now;

@@ -213,8 +213,9 @@ static int land_arrived(struct bt_rma_net *rn)
 
 /* Nothing arrived: block on the comms' descriptors (and the wake pipe) where the backend
  * names them; else sleep, longer the longer the link idles (1 ms after 5 ms idle, 20 ms after
- * 200 ms: an owner waiting for a signal lands for itself, bt_rma_net_drive, so only a put
- * nobody waits for yet lands that late). */
+ * 200 ms, 100 ms after 2 s: every wake-up of an idle thread costs its process CPU, ~0.1 ms
+ * under a hypervisor). An owner waiting for a signal lands for itself (bt_rma_net_drive, as
+ * the GIN proxy's thread does each round), so only a put nobody waits for yet lands late. */
 static void idle_wait(struct bt_rma_net *rn, unsigned idle_rounds, uint64_t idle_since)
 {
     uint64_t idle_ns = bt_time_ns() - idle_since;
@@ -229,18 +230,19 @@ static void idle_wait(struct bt_rma_net *rn, unsigned idle_rounds, uint64_t idle
         if (!rn->linked[r] || atomic_load_explicit(&rn->peer[r].closed, memory_order_relaxed))
             continue;
         int k = rn->net->be->ext.pollfds(rn->peer[r].recv_comm, fds + n, MAX_POLL - n);
-        if (k <= 0) /* the backend's own threads do the I/O: nothing to block on */
+        if (k <= 0) /* the backend's threads do the I/O, it has no descriptor, or: poll me */
             can = 0;
         n += k;
     }
     if (can) {
-        poll(fds, (nfds_t)n, 100);
+        poll(fds, (nfds_t)n, 500); /* timed: a guard, stop writes the wake pipe */
         return;
     }
-    struct timespec ts = {0, idle_ns < 5000000ull     ? 50000
-                             : idle_ns < 200000000ull ? 1000000
-                                                      : 20000000};
-    nanosleep(&ts, NULL);
+    long nap_ns = idle_ns < 5000000ull      ? 50000
+                  : idle_ns < 200000000ull  ? 1000000
+                  : idle_ns < 2000000000ull ? 20000000
+                                            : 100000000;
+    nanosleep(&(struct timespec){0, nap_ns}, NULL);
 }
 
 static void *rma_main(void *arg)

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,7 +227,6 @@ static void test_props(void)
     BT_TEST_CHECK(net->getProperties(ndev, &pr) != ncclSuccess, "properties of device %d", ndev);
     BT_TEST_CHECK(bt_net_ofi.ext.zero_copy_safe && bt_net_ofi.ext.zero_copy_safe(0) == 1,
                   "tcp;ofi_rxm registrations pin nothing: zero-copy must be safe");
-    BT_TEST_CHECK(bt_net_ofi.ext.pollfds(NULL, NULL, 0) == 0, "pollfds");
     ncclNetVDeviceProps_v11_t vp = {.ndevs = 1, .devs = {0}};
     int vd = -1;
     BT_TEST_OK(net->makeVDevice(&vd, &vp));
@@ -346,6 +346,52 @@ static void test_in_flight_limit(void)
     printf("in-flight limit and flush: ok\n");
 }
 
+/* An idle receiver can sleep in poll() on what pollfds gives: nothing comes, the poll times
+ * out; a message sent, the descriptor wakes it (the receive itself untested meanwhile). */
+static void test_pollfds(void)
+{
+    struct pair p;
+    pair_open(1, &p);
+    static char sbuf[100], rbuf[100];
+    memset(sbuf, 0x5a, sizeof(sbuf));
+    void *sr = NULL, *rr = NULL, *data[1] = {rbuf};
+    size_t sizes[1] = {sizeof(rbuf)};
+    int tags[1] = {0}, d = 0;
+    BT_TEST_OK(net->irecv(p.recv, 1, data, sizes, tags, NULL, NULL, &rr));
+    struct pollfd fds[4];
+    int k = -1;
+    double t0 = now_s();
+    while ((k = bt_net_ofi.ext.pollfds(p.recv, fds, 4)) < 0) { /* the hello, the post */
+        BT_TEST_OK(net->test(rr, &d, NULL));
+        BT_TEST_CHECK(now_s() - t0 < 2, "pollfds still says 'work now' after 2 s");
+    }
+    BT_TEST_CHECK(k == 1 && fds[0].fd >= 0 && fds[0].events == POLLIN,
+                  "tcp;ofi_rxm's CQ has a wait descriptor: pollfds gave %d", k);
+    double tp = now_s();
+    BT_TEST_CHECK(poll(fds, 1, 100) == 0 && now_s() - tp > 0.09,
+                  "an idle comm's descriptor is ready (poll returned early)");
+    BT_TEST_OK(net->isend(p.send, sbuf, sizeof(sbuf), 0, NULL, NULL, &sr));
+    int woke = 0, sd = 0;
+    t0 = now_s();
+    while (!woke && now_s() - t0 < 2) {
+        if (!sd)
+            BT_TEST_OK(net->test(sr, &sd, NULL));
+        woke = poll(fds, 1, 10) > 0;
+    }
+    double t_wake = now_s() - t0;
+    BT_TEST_CHECK(woke, "the descriptor did not wake in 2 s for a message sent");
+    for (t0 = now_s(); !d || !sd;) {
+        BT_TEST_CHECK(now_s() - t0 < 5, "message not done in 5 s");
+        if (!sd)
+            BT_TEST_OK(net->test(sr, &sd, NULL));
+        if (!d)
+            BT_TEST_OK(net->test(rr, &d, NULL));
+    }
+    BT_TEST_CHECK(memcmp(rbuf, sbuf, sizeof(rbuf)) == 0, "the message's bytes");
+    pair_close(&p);
+    printf("pollfds: an idle comm blocks, a message wakes it (%.1f ms): ok\n", t_wake * 1e3);
+}
+
 /* Wait up to `s` seconds for a request: "done", "error N" or "pending". */
 static const char *wait_req(void *r, double s, char *buf, size_t len)
 {
@@ -429,6 +475,7 @@ int main(void)
     test_props();
     test_registrations();
     test_in_flight_limit();
+    test_pollfds();
     for (int neps = 1; neps <= 4; neps += 3) {
         test_neps(neps, 1);
         test_neps(neps, 0);

@@ -390,8 +390,8 @@ static void test_abort(void)
                   (int)late.args.status);
     bt_proxy_destroy(proxy);
 
-    /* An idle proxy sees the abort by itself within its 100 ms wait: 250 ms later a post
-     * fails at once. */
+    /* An idle proxy refuses a post after an abort, though its thread sleeps (up to 500 ms
+     * between looks at the flag). */
     volatile int abort2 = 0;
     BT_TEST_OK(bt_proxy_create("abort-idle", &abort2, NULL, &proxy));
     usleep(20000);

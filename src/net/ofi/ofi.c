@@ -726,11 +726,9 @@ static int ofi_zero_copy_safe(int dev)
     return d != NULL && !d->hardware;
 }
 
-/* No descriptor to block on: the CQs are opened without a wait object. */
 static int ofi_pollfds(void *comm, struct pollfd *fds, int max)
 {
-    (void)comm, (void)fds, (void)max;
-    return 0;
+    return bt_ofi_comm_pollfds(comm, fds, max);
 }
 
 static const ncclNet_v11_t ofi_v11 = {

@@ -38,6 +38,7 @@
 
 #ifdef BATON_HAVE_OFI
 
+#include <poll.h>
 #include <pthread.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -141,6 +142,8 @@ struct bt_ofi_eps {
     int n;
     struct fid_ep *ep[BT_OFI_MAX_EPS];
     struct fid_cq *cq;
+    int wait_fd;      /* the CQ's wait object (FI_WAIT_FD), -1 when the provider has none */
+    uint64_t busy_ns; /* when the CQ last gave completions */
     struct fid_av *av;
     unsigned char name[BT_OFI_MAX_EPS][BT_OFI_NAME_MAX];
     size_t namelen[BT_OFI_MAX_EPS];
@@ -198,6 +201,11 @@ void bt_ofi_eps_close(struct bt_ofi_eps *eps);
 bt_status_t bt_ofi_mr_register(struct bt_ofi_eps *eps, void *buf, size_t len, int cuda,
                                struct bt_ofi_mr **mr_p);
 void bt_ofi_mr_close(struct bt_ofi_mr *mr);
+
+/* net.h's pollfds for a comm: its CQ's descriptor once libfabric says blocking is safe
+ * (fi_trywait); -1 when completions or posts wait now, or the comm was busy within the last
+ * millisecond (poll it); 0 when the CQ has no descriptor. */
+int bt_ofi_comm_pollfds(struct bt_ofi_comm *comm, struct pollfd *fds, int max);
 
 /* Read the comm's CQ until it is empty, posting what waits; a hello that failed or is
  * wrong becomes the endpoints' error. */

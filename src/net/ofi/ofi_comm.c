@@ -169,11 +169,21 @@ static void eps_close_locked(struct bt_ofi_eps *eps)
 
 static bt_status_t eps_open_locked(struct bt_ofi_dev *d, int n, struct bt_ofi_eps *e)
 {
-    /* Room for every operation of every request of the comm, and the hello. */
+    /* Room for every operation of every request of the comm, and the hello. A descriptor
+     * to block on where the provider has one (a thread idle on the comm then sleeps in
+     * poll() rather than waking to read an empty CQ); else none. Completions cost no more
+     * for it: libfabric signals the descriptor only when it is not signalled already. */
     struct fi_cq_attr cq_attr = {.size = (size_t)BT_OFI_MAX_REQS * (2 + n) + 16,
                                  .format = FI_CQ_FORMAT_TAGGED,
-                                 .wait_obj = FI_WAIT_NONE};
+                                 .wait_obj = FI_WAIT_FD};
+    e->wait_fd = -1;
     int rc = fi_cq_open(d->domain, &cq_attr, &e->cq, NULL);
+    if (rc != 0) {
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        rc = fi_cq_open(d->domain, &cq_attr, &e->cq, NULL);
+    } else if (fi_control(&e->cq->fid, FI_GETWAIT, &e->wait_fd) != 0) {
+        e->wait_fd = -1;
+    }
     if (rc != 0) {
         e->cq = NULL;
         return bt_ofi_fail("fi_cq_open", rc, d->name);
@@ -499,6 +509,7 @@ bt_status_t bt_ofi_comm_progress(struct bt_ofi_comm *comm)
         }
         for (ssize_t i = 0; i < n; i++)
             op_complete(comm, ent[i].op_context, ent[i].len, ent[i].tag);
+        comm->eps->busy_ns = bt_time_ns();
         if (n < CQ_BATCH)
             break;
     }
@@ -508,6 +519,25 @@ bt_status_t bt_ofi_comm_progress(struct bt_ofi_comm *comm)
             st = r;
     }
     return st;
+}
+
+#define BUSY_NS 1000000ull /* 1 ms */
+
+int bt_ofi_comm_pollfds(struct bt_ofi_comm *comm, struct pollfd *fds, int max)
+{
+    struct bt_ofi_eps *e = comm->eps;
+    if (e == NULL || e->wait_fd < 0 || max < 1)
+        return 0;
+    /* Busy within the last BUSY_NS: the next completion is likely near, and a wake-up from
+     * poll() (after fi_trywait's own system calls) costs a small message more than the
+     * caller's short naps do (2 ranks, 8 B AllReduce over tcp;ofi_rxm: ~37 us against ~30). */
+    if (e->ntopost > 0 || bt_time_ns() - e->busy_ns < BUSY_NS)
+        return -1;
+    struct fid *cq = &e->cq->fid;
+    if (fi_trywait(e->dev->fabric, &cq, 1) != FI_SUCCESS)
+        return -1;
+    fds[0] = (struct pollfd){.fd = e->wait_fd, .events = POLLIN};
+    return 1;
 }
 
 /* ---- requests ---- */
