@@ -46,6 +46,7 @@ typedef struct {
     unsigned long long twoshot;    /* ... two-shot AllReduce through FIFOs */
     unsigned long long window;     /* ... AllReduce read straight from the peers' windows */
     unsigned long long ring_split; /* ring AllReduces whose blocks follow the links' speeds */
+    unsigned long long pat;        /* AllGather / ReduceScatter in log2 rounds (PAT) */
 } batonCommStats_t;
 ncclResult_t batonCommGetStats(ncclComm_t comm, batonCommStats_t *stats, size_t size);
 

@@ -377,6 +377,7 @@ BT_API ncclResult_t batonCommGetStats(ncclComm_t comm, batonCommStats_t *stats, 
         .twoshot = s->by_algo[BT_ALGO_TWOSHOT],
         .window = s->window,
         .ring_split = s->ring_split,
+        .pat = s->by_algo[BT_ALGO_PAT],
     };
     memcpy(stats, &all, size < sizeof(all) ? size : sizeof(all));
     return ncclSuccess;

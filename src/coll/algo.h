@@ -8,6 +8,7 @@
 
 #include "coll/direct.h"
 #include "coll/p2p.h"
+#include "coll/pat.h"
 #include "coll/ring.h"
 #include "coll/tree.h"
 #include "coll/twoshot.h"
@@ -22,9 +23,9 @@ static inline BT_HD uint64_t bt_algo_nsteps(const struct bt_work *w)
                : w->algo == BT_ALGO_TWOSHOT ? bt_twoshot_allreduce_nsteps(w)
                                             : bt_tree_allreduce_nsteps(w);
     case BT_COLL_ALLGATHER:
-        return bt_ring_allgather_nsteps(w);
+        return w->algo == BT_ALGO_PAT ? bt_pat_nsteps(w) : bt_ring_allgather_nsteps(w);
     case BT_COLL_REDUCESCATTER:
-        return bt_ring_reducescatter_nsteps(w);
+        return w->algo == BT_ALGO_PAT ? bt_pat_nsteps(w) : bt_ring_reducescatter_nsteps(w);
     case BT_COLL_BROADCAST:
         return bt_ring_broadcast_nsteps(w);
     case BT_COLL_REDUCE:
@@ -66,10 +67,16 @@ static inline BT_HD void bt_algo_prim(const struct bt_work *w, uint64_t k, struc
             bt_tree_allreduce_prim(w, w->algo == BT_ALGO_TREE_DOWN, k, p);
         return;
     case BT_COLL_ALLGATHER:
-        bt_ring_allgather_prim(w, k, p);
+        if (w->algo == BT_ALGO_PAT)
+            bt_pat_allgather_prim(w, k, p);
+        else
+            bt_ring_allgather_prim(w, k, p);
         return;
     case BT_COLL_REDUCESCATTER:
-        bt_ring_reducescatter_prim(w, k, p);
+        if (w->algo == BT_ALGO_PAT)
+            bt_pat_reducescatter_prim(w, k, p);
+        else
+            bt_ring_reducescatter_prim(w, k, p);
         return;
     case BT_COLL_BROADCAST:
         bt_ring_broadcast_prim(w, k, p);

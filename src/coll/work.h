@@ -58,6 +58,7 @@ enum bt_algo {
     BT_ALGO_TREE = 1,    /* a tree work's up half (the whole work at the root) */
     BT_ALGO_DIRECT = 2,  /* one-shot: every rank sends to every rank (coll/direct.h) */
     BT_ALGO_TWOSHOT = 3, /* reduce-scatter, all-gather by direct sends (coll/twoshot.h) */
+    BT_ALGO_PAT = 4,     /* AllGather, ReduceScatter in log2 rounds (coll/pat.h) */
     BT_NUM_ALGOS,
     BT_ALGO_TREE_DOWN = BT_NUM_ALGOS, /* a tree work's down half: internal to the launch */
     /* an AllReduce through windows on host memory (exec/host/win_allreduce.h): no connectors, its
@@ -65,10 +66,11 @@ enum bt_algo {
     BT_ALGO_WINDOW,
 };
 
-/* The algorithms that run over a connector pair with every peer (the one-shot's). */
+/* The algorithms that run over the connector pairs with peers (the one-shot's: with every
+ * peer; PAT uses 2 log2(n) of them). */
 static inline BT_HD int bt_algo_all_peers(int algo)
 {
-    return algo == BT_ALGO_DIRECT || algo == BT_ALGO_TWOSHOT;
+    return algo == BT_ALGO_DIRECT || algo == BT_ALGO_TWOSHOT || algo == BT_ALGO_PAT;
 }
 
 #define BT_PRIM_MAX_PEERS 2
@@ -122,10 +124,10 @@ struct bt_work {
      * channel i's work. A launch then carries one work whatever its channel count (the
      * kernel's parameters are copied at every launch). 0 or 1: one channel. */
     uint32_t nchans;
-    size_t scratch_stride;                   /* Direct: scratch bytes per channel */
+    size_t scratch_stride;                   /* Direct, PAT: scratch bytes per channel */
     struct bt_conn *p2p_conn;                /* Send/Recv */
     struct bt_conn **peer_send, **peer_recv; /* Direct: connector to/from each rank */
-    char *scratch;                           /* Direct: chunk-sized partial results */
+    char *scratch;                           /* Direct, PAT: chunk-sized partial results */
     int rank;                                /* my rank (Direct) */
     uint64_t step, nsteps;                   /* progress */
     uint64_t seq;                            /* the communicator's operation number (logs) */

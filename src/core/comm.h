@@ -92,6 +92,7 @@ struct bt_comm {
     void *exec[BT_EXEC_KINDS];
 
     int local_ranks;    /* ranks of this communicator on this host */
+    int one_per_host;   /* every rank on a host of its own (from the host hashes: global) */
     int shm_all;        /* every peer reachable through shared memory (else some use NET) */
     int oversubscribed; /* more local ranks than CPUs this process may run on */
 

@@ -75,6 +75,7 @@ struct bt_exec_comm {
     struct bt_link_figures net_link; /* the network between hosts (zeros: one host) */
     int shm_all;                     /* every peer through shared memory (no NET) */
     int local_ranks;                 /* ranks on this host */
+    int one_per_host;                /* every rank on a host of its own (the same everywhere) */
     int oversubscribed;              /* more local ranks than CPUs: waits yield at once */
     int nchannels;
     struct bt_channel *channels;   /* rings and trees, their host connectors */

@@ -120,6 +120,8 @@ static struct bt_tune_in tune_in(const struct bt_plan_target *tg, const struct b
         .direct_ok = tg->direct_ok,
         .direct_max_channels = tg->direct_max_channels,
         .tree_ok = tg->tree_ok,
+        .pat_ok = tg->pat_ok,
+        .one_per_host = tg->one_per_host,
         .shm_all = tg->shm_all,
         .shared_gpu = tg->shared_gpu,
         .net_gbps = tg->net_gbps,
@@ -153,6 +155,11 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
     }
     if (!hit) {
         bt_tune_coll(&in, t);
+        /* a PAT ReduceScatter keeps partial sums of bt_pat_scratch_blocks chunks (coll/pat.h):
+         * chunks small enough that they fit BT_PAT_SCRATCH_MAX */
+        size_t most = BT_PAT_SCRATCH_MAX / ((size_t)bt_pat_scratch_blocks(tg->nranks) * es);
+        if (t->algo == BT_ALGO_PAT && op->coll == BT_COLL_REDUCESCATTER && t->chunk > most)
+            t->chunk = most > 0 ? most : 1;
         if (m) {
             m->e[m->next] = (struct bt_tune_memo_entry){op->coll, in.bytes, es, *t};
             m->next = (m->next + 1) % BT_TUNE_MEMO;
@@ -176,8 +183,11 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
     if (tg->host_chan && tg->host_chan[0].ring.split)
         w->split_max = tg->host_chan[0].ring.split_max;
     /* Not for trees: their halves share the output between two lanes. */
-    w->zero_copy = tg->zero_copy && t->algo != BT_ALGO_TREE && bt_param_net_zero_copy() &&
-                   bufs_disjoint(op, tg->nranks);
+    /* Nor for a PAT ReduceScatter: it sends partial sums from scratch, which the next loop
+     * rewrites. */
+    w->zero_copy = tg->zero_copy && t->algo != BT_ALGO_TREE &&
+                   !(t->algo == BT_ALGO_PAT && op->coll == BT_COLL_REDUCESCATTER) &&
+                   bt_param_net_zero_copy() && bufs_disjoint(op, tg->nranks);
     if (bt_algo_all_peers(t->algo)) {
         w->peer_send = tg->peer_send;
         w->peer_recv = tg->peer_recv;

@@ -51,6 +51,7 @@ struct bt_plan_target {
     size_t ll128_payload;           /* 0: no LL128 */
     size_t direct_slot;             /* bytes a one-shot Simple step carries */
     int direct_ok, direct_max_channels, tree_ok, shm_all;
+    int pat_ok, one_per_host;                /* bt_tune_in's */
     int shared_gpu;                          /* ranks share a GPU (bt_tune_in's) */
     float net_gbps, net_latency_us;          /* the network's reported figures (bt_tune_in's) */
     size_t align;                            /* bytes: channel shares and send/recv parts start at
@@ -60,7 +61,8 @@ struct bt_plan_target {
     const struct bt_channel *host_chan;      /* the same when it is host memory (ring splits are
                                                 read from it), else NULL: equal blocks */
     struct bt_conn **peer_send, **peer_recv; /* one-shot: [nranks] per channel, to each rank */
-    char *scratch;                           /* one-shot partial results, per channel */
+    char *scratch;                           /* one-shot partial results, per channel (a PAT
+                                                ReduceScatter's: the executor's, after planning) */
     size_t scratch_stride;
     /* send/recv: a message is cut into at most p2p_parts parts of at least p2p_min_part bytes
      * (both ends cut alike, by size alone); LL lines up to p2p_ll_max bytes (0: never) */

@@ -62,3 +62,10 @@ double bt_tune_ring_pass_us(const struct bt_tune_costs *t, int proto, int nranks
     double n = nranks;
     return path_us(&t->c[BT_ALGO_RING][proto], nranks, n - 1, (n - 1) / n * (double)bytes);
 }
+
+double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes)
+{
+    double n = nranks;
+    return path_us(&t->c[BT_ALGO_PAT][proto], nranks, ceil_log2(nranks),
+                   (n - 1) / n * (double)bytes);
+}

@@ -14,7 +14,8 @@
  *     twoshot  2 hops                   2(n - 1)/n x S (reduce-scatter, all-gather, direct)
  *
  * The other collectives' rings (one pass: n - 1 hops, (n - 1)/n x S) use the ring's figures to
- * choose between LL128 and Simple (bt_tune_ring_pass_us).
+ * choose between LL128 and Simple (bt_tune_ring_pass_us). AllGather and ReduceScatter by PAT
+ * (coll/pat.h): ceil(log2 n) hops, (n - 1)/n x S, with PAT's own figures (bt_tune_pat_us).
  *
  * The figures are fitted per executor and path to the AllReduce sweeps in bench/results
  * (docs/TUNING.md gives the fits and the crossovers they imply); the crossovers follow for
@@ -53,5 +54,9 @@ double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, 
  * rank sends (n - 1)/n x bytes) by `proto`, from the ring AllReduce's figures in `t`: the
  * same links, half the hops and bytes; a very large number where `proto` has no figures. */
 double bt_tune_ring_pass_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes);
+
+/* Microseconds one PAT AllGather or ReduceScatter takes (ceil(log2 n) hops, (n - 1)/n x bytes
+ * sent per rank) by `proto`; a very large number where PAT has no figures for it. */
+double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes);
 
 #endif

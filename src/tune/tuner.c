@@ -32,6 +32,7 @@ static int list_allows(const char *list, const char *name)
 #define T BT_ALGO_TREE
 #define D BT_ALGO_DIRECT
 #define W BT_ALGO_TWOSHOT
+#define P BT_ALGO_PAT
 #define LL BT_PROTO_LL
 #define SI BT_PROTO_SIMPLE
 #define L128 BT_PROTO_LL128
@@ -67,6 +68,8 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
             [R][SI] = {2.0f, 6.25f, 2.8f},
             [T][SI] = {2.0f, 6.25f, 2.8f},
             [D][SI] = {2.0f, 0.0f, 2.4f},
+            /* the ring's links, log2 n hops (coll/pat.h) */
+            [P][SI] = {2.0f, 6.25f, 2.8f},
         },
     .bytes_per_channel = 512 * 1024,
     .ll_bytes_per_channel = 0,
@@ -145,6 +148,7 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
 #undef T
 #undef D
 #undef W
+#undef P
 #undef LL
 #undef SI
 #undef L128
@@ -181,9 +185,10 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
     set->tree_ok = (uint8_t)list_allows(algos, "Tree");
     set->direct_ok = (uint8_t)list_allows(algos, "Direct");
     set->twoshot_ok = (uint8_t)list_allows(algos, "TwoShot");
-    if (!set->ring_ok && !set->tree_ok && !set->direct_ok && !set->twoshot_ok) {
-        BT_WARN("ALGO=%s allows no algorithm Baton implements (Ring, Tree, Direct, TwoShot); "
-                "using Ring",
+    set->pat_ok = (uint8_t)list_allows(algos, "PAT");
+    if (!set->ring_ok && !set->tree_ok && !set->direct_ok && !set->twoshot_ok && !set->pat_ok) {
+        BT_WARN("ALGO=%s allows no algorithm Baton implements (Ring, Tree, Direct, TwoShot, "
+                "PAT); using Ring",
                 algos);
         set->ring_ok = 1;
     }
@@ -269,6 +274,25 @@ static int choose_ring_proto(const struct bt_tune_in *in, const struct bt_tune_c
     return BT_PROTO_SIMPLE;
 }
 
+/* AllGather or ReduceScatter by PAT (Simple): where the executor runs it and ALGO allows
+ * it, when ALGO rules the ring out, or, with one rank per host, when the model says PAT is
+ * cheaper than the ring the collective would otherwise take. */
+static int choose_pat(const struct bt_tune_in *in, const struct bt_tune_costs *costs, int ll_ok,
+                      int simple_ok, int ll128_ok)
+{
+    const struct bt_tune_settings *env = in->set;
+    if ((in->coll != BT_COLL_ALLGATHER && in->coll != BT_COLL_REDUCESCATTER) || in->nranks < 2 ||
+        !in->pat_ok || !env->pat_ok)
+        return 0;
+    if (!env->ring_ok)
+        return 1;
+    if (!in->one_per_host)
+        return 0;
+    int proto = choose_ring_proto(in, costs, ll_ok, simple_ok, ll128_ok);
+    return bt_tune_pat_us(costs, BT_PROTO_SIMPLE, in->nranks, in->bytes) <
+           bt_tune_ring_pass_us(costs, proto, in->nranks, in->bytes);
+}
+
 /* AllReduce over 2+ ranks: the cheapest candidate by the cost model among those the executor
  * runs and PROTO / ALGO allow, narrowed first by whichever *_THRESHOLD is set. */
 static void choose_allreduce(const struct bt_tune_in *in, const struct bt_tune_costs *costs,
@@ -348,6 +372,10 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
         choose_allreduce(in, costs, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
         out->us = bt_tune_allreduce_us(costs, out->algo, out->proto, in->nranks, in->bytes);
+    } else if (choose_pat(in, costs, ll_ok, simple_ok, ll128_ok)) {
+        out->algo = BT_ALGO_PAT;
+        out->proto = BT_PROTO_SIMPLE;
+        out->us = bt_tune_pat_us(costs, BT_PROTO_SIMPLE, in->nranks, in->bytes);
     } else {
         out->algo = BT_ALGO_RING;
         out->proto = choose_ring_proto(in, costs, ll_ok, simple_ok, ll128_ok);

@@ -19,8 +19,7 @@ struct bt_tune_settings {
     int64_t ll128_threshold;
     int64_t win_min, win_max; /* bytes: the window AllReduce between these (-1: default) */
     int32_t min_nchannels;
-    uint8_t ll_ok, simple_ok, ll128_ok, ring_ok, tree_ok, direct_ok, twoshot_ok;
-    uint8_t pad[1];
+    uint8_t ll_ok, simple_ok, ll128_ok, ring_ok, tree_ok, direct_ok, twoshot_ok, pat_ok;
 };
 
 void bt_tune_settings_from_env(struct bt_tune_settings *set);
@@ -38,7 +37,8 @@ int bt_tune_window(const struct bt_tune_settings *set, const struct bt_tune_defa
  * executor (bt_tune_host_defaults), on the GPU machine for CUDA mode (bt_tune_gpu_defaults);
  * the measurements are in docs/TUNING.md. Byte counts are the collective's size as nccl-tests
  * counts it. AllReduce picks its algorithm and protocol by the cost model (tune/cost.h); the
- * other collectives run rings, LL up to ll_threshold. */
+ * other collectives run rings, LL up to ll_threshold; AllGather and ReduceScatter with one
+ * rank per host run PAT where the model says it is cheaper than the ring. */
 struct bt_tune_defaults {
     int64_t ll_threshold;            /* rings of the other collectives: LL up to this */
     int64_t ll_cap_off_nvlink;       /* AllReduce without LL128 (GPUs not all joined by
@@ -73,6 +73,9 @@ struct bt_tune_in {
     int direct_ok;                  /* every rank on this host and reachable through shm */
     int direct_max_channels;        /* channels one-shot may use (its connectors per peer) */
     int tree_ok;                    /* the executor runs trees */
+    int pat_ok;                     /* the executor runs PAT (AllGather, ReduceScatter) */
+    int one_per_host;               /* every rank on a host of its own: PAT by default where
+                                       the model prefers it (else only when ALGO forces it) */
     int shm_all;                    /* 0: some peer is behind the network (Simple only) */
     int shared_gpu;                 /* ranks share a GPU (TEST_SAME_GPU): def->shared_gpu */
     /* The network between hosts as its devices report it (every rank's slowest device: the

@@ -81,6 +81,14 @@ static const struct ct_big_case big_windows[] = {
     {CT_BROADCAST, CT_UINT8, 0},           {CT_ALLTOALL, CT_INT32, 0},
 };
 
+/* AllGather and ReduceScatter alone (PAT) */
+static const struct ct_big_case big_pat[] = {
+    {CT_REDUCESCATTER, CT_FLOAT, CT_SUM},  {CT_REDUCESCATTER, CT_BF16, CT_AVG},
+    {CT_REDUCESCATTER, CT_UINT8, CT_PROD}, {CT_REDUCESCATTER, CT_E4M3, CT_PREMUL_DEV},
+    {CT_REDUCESCATTER, CT_INT64, CT_MAX},  {CT_ALLGATHER, CT_UINT8, 0},
+    {CT_ALLGATHER, CT_DOUBLE, 0},
+};
+
 static const struct ct_big_case big_planned[] = {
     {CT_ALLREDUCE, CT_FLOAT, CT_SUM},       {CT_ALLREDUCE, CT_HALF, CT_AVG},
     {CT_ALLREDUCE, CT_BF16, CT_PREMUL_IMM}, {CT_ALLREDUCE, CT_INT64, CT_PROD},
@@ -247,6 +255,44 @@ static const struct colls_suite suites[] = {
         .simple_slot = SIMPLE_SLOT,
         .timeout_s = 120,
         .path = CT_PATH_RING_SPLIT,
+    },
+    {
+        /* AllGather and ReduceScatter in log2 rounds (coll/pat.h), forced, on shared memory:
+         * 3, 5, 7 ranks make partial last rounds; 7 elements, fewer than some rank counts'
+         * blocks; one Simple slot + 1 elements, several loops */
+        .name = "colls_pat",
+        .what = "AllGather and ReduceScatter forced onto PAT, 2-8 ranks",
+        .env = {"BATON_ALGO=PAT"},
+        .ranks = {2, 3, 4, 5, 7, 8},
+        .colls = (1u << CT_ALLGATHER) | (1u << CT_REDUCESCATTER),
+        .dtypes = CT_ALL_DTYPES,
+        .ops = CT_ALL_OPS,
+        .sizes = RING_SIZES,
+        .big = big_pat,
+        .nbig = CT_LEN(big_pat),
+        .big_sizes = 1u << CT_SZ_LARGE,
+        .simple_slot = SIMPLE_SLOT,
+        .timeout_s = 100,
+        .path = CT_PATH_PAT,
+    },
+    {
+        /* one rank per host (TEST_HOSTS at least the rank count): the tuner's own choice is
+         * PAT for AllGather and ReduceScatter from 4 ranks (at 2 and 3 its rounds are as many
+         * as the ring's hops), over the network; 5: a partial last round */
+        .name = "colls_pat_hosts",
+        .what = "AllGather and ReduceScatter, one rank per host: PAT by default, over NET",
+        .env = {"BATON_TEST_HOSTS=8"},
+        .ranks = {4, 5},
+        .colls = (1u << CT_ALLGATHER) | (1u << CT_REDUCESCATTER),
+        .dtypes = NET_DTYPES,
+        .ops = CT_ALL_OPS,
+        .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1),
+        .big = big_pat,
+        .nbig = CT_LEN(big_pat),
+        .big_sizes = 1u << CT_SZ_LARGE,
+        .simple_slot = SIMPLE_SLOT,
+        .timeout_s = 100,
+        .path = CT_PATH_PAT,
     },
     {
         .name = "colls_net",

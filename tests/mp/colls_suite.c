@@ -639,6 +639,17 @@ static int ct_check_path(struct ct_rank *x, const struct ct_case *c, const baton
                 split < want_split ? ": a ring AllReduce over unequal links cut equal blocks" : "");
         bad = 1;
     }
+    int ag_rs =
+        (c->coll == CT_ALLGATHER || c->coll == CT_REDUCESCATTER) && c->count > 0 && x->n > 1;
+    unsigned long long pat = after->pat - before->pat;
+    unsigned long long want_pat = x->s->path == CT_PATH_PAT && ag_rs ? 1 : 0;
+    if (pat != want_pat) {
+        ct_fail_head(x, c, nrep);
+        if (x->nfailed < CT_MAX_REPORTS)
+            ct_say(x, "  ran as PAT %llu time(s) (batonCommStats_t.pat), want %llu\n", pat,
+                   want_pat);
+        bad = 1;
+    }
     return bad;
 }
 

@@ -77,6 +77,9 @@ enum ct_path {
     CT_PATH_WINDOW,
     /* every AllReduce of count > 0 on more than one rank grows `ring_split` by exactly 1 */
     CT_PATH_RING_SPLIT,
+    /* every AllGather and ReduceScatter of count > 0 on more than one rank grows `pat` by
+     * exactly 1, every other case leaves it */
+    CT_PATH_PAT,
 };
 
 #define CT_MAX_ENV 8

@@ -19,7 +19,9 @@ one_if() { echo ${tag}v$1; }
 two_ifs() { echo ${tag}v$1,${tag}w$1; }
 
 # run_ranks N COLL LOG IFS_FN [VAR=VALUE...]: baton-perf COLL on N "hosts", SOCKET_IFNAME from
-# IFS_FN RANK, logs in $out/LOG.RANK; 0 when every rank exited 0
+# IFS_FN RANK, logs in $out/LOG.RANK; 0 when every rank exited 0. Each namespace is a host of
+# its own to Baton too (NCCL_HOSTID): one rank per host, so AllGather and ReduceScatter on 4
+# take PAT (coll/pat.h), as the tuner picks it there.
 run_ranks() {
     local n=$1 coll=$2 log=$3 ifs_fn=$4 pids=() r p rc=0
     shift 4
@@ -27,6 +29,7 @@ run_ranks() {
     for r in $(seq 0 $((n - 1))); do
         ip netns exec ${tag}h$r unshare --ipc env BATON_RANK=$r BATON_NRANKS=$n \
             BATON_COMM_ID=$net.1:$port BATON_SOCKET_IFNAME=$($ifs_fn $r) BATON_TIMEOUT=60 \
+            NCCL_HOSTID=${tag}h$r \
             BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET "$@" \
             "$perf" $coll -b 8 -e 4M -f 32 -c 1 -n 2 -w 1 >"$out/$log.$r" 2>&1 &
         pids+=($!)

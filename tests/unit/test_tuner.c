@@ -19,6 +19,7 @@ static struct bt_tune_settings env_defaults(void)
     s.ll_threshold = s.tree_threshold = s.direct_threshold = s.ll128_threshold = -1;
     s.min_nchannels = 1;
     s.ll_ok = s.simple_ok = s.ll128_ok = s.ring_ok = s.tree_ok = s.direct_ok = s.twoshot_ok = 1;
+    s.pat_ok = 1;
     return s;
 }
 
@@ -26,6 +27,7 @@ static int no_nvlink;  /* the GPUs are not all joined by NVLink: no LL128 */
 static int shared_gpu; /* every rank on one GPU (TEST_SAME_GPU) */
 static int gpu_max_channels = 64, gpu_direct_channels = 32;
 static float net_gbps, net_latency_us; /* the network's reported figures (0: none) */
+static int one_per_host;               /* every rank on a host of its own */
 
 struct want {
     int algo, proto, nch;
@@ -50,6 +52,8 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .direct_ok = 1,
         .direct_max_channels = gpu ? gpu_direct_channels : 1,
         .tree_ok = !gpu,
+        .pat_ok = !gpu,
+        .one_per_host = one_per_host,
         .shm_all = shm_all,
         .shared_gpu = shared_gpu,
         .net_gbps = net_gbps,
@@ -59,10 +63,10 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
     bt_tune_coll(&in, &out);
     BT_TEST_CHECK(out.nchannels >= 1 && out.nchannels <= in.max_channels,
                   "channels %d outside 1..%d", out.nchannels, in.max_channels);
-    size_t slot = out.proto == BT_PROTO_LL                                    ? in.ll_payload
-                  : out.proto == BT_PROTO_LL128                               ? in.ll128_payload
-                  : out.algo == BT_ALGO_DIRECT || out.algo == BT_ALGO_TWOSHOT ? in.direct_slot
-                                                                              : in.simple_slot;
+    size_t slot = out.proto == BT_PROTO_LL      ? in.ll_payload
+                  : out.proto == BT_PROTO_LL128 ? in.ll128_payload
+                  : bt_algo_all_peers(out.algo) ? in.direct_slot
+                                                : in.simple_slot;
     BT_TEST_CHECK(out.chunk == slot / in.esize, "chunk %zu, expected %zu", out.chunk,
                   slot / in.esize);
     return out;
@@ -79,7 +83,8 @@ enum {
     RING = BT_ALGO_RING,
     TREE = BT_ALGO_TREE,
     DIRECT = BT_ALGO_DIRECT,
-    TWOSHOT = BT_ALGO_TWOSHOT
+    TWOSHOT = BT_ALGO_TWOSHOT,
+    PAT = BT_ALGO_PAT
 };
 enum { LL = BT_PROTO_LL, SIMPLE = BT_PROTO_SIMPLE, LL128 = BT_PROTO_LL128 };
 
@@ -400,6 +405,48 @@ static void shared_gpu_picks(void)
     gpu_direct_channels = 32;
 }
 
+/* AllGather and ReduceScatter with one rank per host: PAT where its ceil(log2 n) rounds are
+ * fewer than the ring's n - 1 hops (both the ring's links and bytes), at every size; the ring
+ * at 2 and 3 ranks, with several ranks on a host, on the GPU (no PAT there), or under
+ * ALGO=Ring; PAT anywhere under ALGO=PAT. */
+static void pat_picks(void)
+{
+    struct bt_tune_settings s = env_defaults(), ring = env_defaults(), pat = env_defaults();
+    ring.pat_ok = 0;
+    pat.ring_ok = pat.tree_ok = pat.direct_ok = pat.twoshot_ok = 0;
+    const struct bt_tune_defaults *d = &bt_tune_host_defaults;
+    const int AG = BT_COLL_ALLGATHER, RS = BT_COLL_REDUCESCATTER, AR = BT_COLL_ALLREDUCE;
+    one_per_host = 1;
+    static const int ns[] = {4, 5, 8, 16, 64, 256, 4096};
+    static const size_t sizes[] = {8, 4 * KB, 1 * MB, 64 * MB};
+    for (int c = AG; c <= RS; c++)
+        for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+            for (size_t j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++) {
+                char what[80];
+                snprintf(what, sizeof(what), "one per host %s %dr %zu B", bt_coll_name(c), ns[i],
+                         sizes[j]);
+                expect(what, tune(&s, d, c, ns[i], sizes[j], 0, 0), (struct want){PAT, SIMPLE, 1});
+            }
+    expect("one per host AG 2r", tune(&s, d, AG, 2, 4 * KB, 0, 0), (struct want){RING, SIMPLE, 1});
+    expect("one per host AG 3r", tune(&s, d, AG, 3, 4 * KB, 0, 0), (struct want){RING, SIMPLE, 1});
+    expect("one per host AG 8r ALGO=Ring", tune(&ring, d, AG, 8, 4 * KB, 0, 0),
+           (struct want){RING, SIMPLE, 1});
+    expect("one per host AR 8r ALGO=PAT: AllReduce has no PAT", tune(&pat, d, AR, 8, 4 * KB, 0, 0),
+           (struct want){RING, SIMPLE, 1});
+    expect("one per host AG 8r GPU", tune(&s, &bt_tune_gpu_defaults, AG, 8, 4 * KB, 1, 0),
+           (struct want){RING, SIMPLE, 1});
+    one_per_host = 0;
+    expect("2 per host AG 8r", tune(&s, d, AG, 8, 4 * KB, 0, 0), (struct want){RING, SIMPLE, 1});
+    expect("one host AG 8r ALGO=PAT", tune(&pat, d, AG, 8, 4 * KB, 0, 1),
+           (struct want){PAT, SIMPLE, 1});
+    expect("one host RS 3r ALGO=PAT", tune(&pat, d, RS, 3, 4 * MB, 0, 1),
+           (struct want){PAT, SIMPLE, 1});
+    double p = bt_tune_pat_us(&d->net, BT_PROTO_SIMPLE, 1024, 4 * KB),
+           r = bt_tune_ring_pass_us(&d->net, BT_PROTO_SIMPLE, 1024, 4 * KB);
+    BT_TEST_CHECK(p < r / 50, "1024 hosts, 4 KB: PAT %.1f us, ring %.1f us", p, r);
+    printf("PAT picks: ok (1024 hosts, 4 KB AllGather: PAT %.0f us, ring %.0f us)\n", p, r);
+}
+
 int main(void)
 {
     calibration();
@@ -409,6 +456,7 @@ int main(void)
     gpu_defaults();
     overrides();
     ll128();
+    pat_picks();
     printf("test_tuner: ok\n");
     return 0;
 }

@@ -47,7 +47,7 @@ static void print_tree(const struct bt_topo *t, int node, int depth)
 
 static const char *algo_name(int a)
 {
-    static const char *const names[] = {"Ring", "Tree", "Direct", "TwoShot"};
+    static const char *const names[] = {"Ring", "Tree", "Direct", "TwoShot", "PAT"};
     return a >= 0 && a < BT_NUM_ALGOS ? names[a] : "?";
 }
 

@@ -105,6 +105,8 @@ static void host_target(struct host_comm *hc)
         .direct_ok = (ec->local_ranks == ec->nranks && ec->shm_all) || ec->nranks == 2,
         .direct_max_channels = 1, /* one connector pair per peer */
         .tree_ok = 1,
+        .pat_ok = 1,
+        .one_per_host = ec->one_per_host,
         .shm_all = ec->shm_all,
         .net_gbps = ec->net_link.gbps,
         .net_latency_us = ec->net_link.latency_us,
@@ -312,6 +314,17 @@ static bt_status_t coll_conns(struct host_comm *hc, int algo, int c)
         BT_CHECK(need_conn(ec, &ch->ring_send, ch->ring.next, 1, BT_LINK_RING, c));
         return need_conn(ec, &ch->ring_recv, ch->ring.prev, 0, BT_LINK_RING, c);
     }
+    if (algo == BT_ALGO_PAT) { /* the peers at distance 2^k both ways */
+        for (int d = 1; d < ec->nranks; d *= 2) {
+            int up = (ec->rank + d) % ec->nranks, down = (ec->rank - d + ec->nranks) % ec->nranks;
+            for (int k = 0; k < 2; k++) {
+                int r = k ? down : up;
+                BT_CHECK(need_conn(ec, hc->direct_send[r], r, 1, BT_LINK_DIRECT, 0));
+                BT_CHECK(need_conn(ec, hc->direct_recv[r], r, 0, BT_LINK_DIRECT, 0));
+            }
+        }
+        return BT_OK;
+    }
     if (bt_algo_all_peers(algo)) {
         for (int r = 0; r < ec->nranks; r++) {
             if (r == ec->rank)
@@ -371,6 +384,10 @@ static bt_status_t host_coll(void *state, const struct bt_op *op, struct bt_exec
     if (!w0)
         return BT_ERR_SYSTEM;
     bt_plan_coll(tg, op, &t, w0);
+    if (t.algo == BT_ALGO_PAT && op->coll == BT_COLL_REDUCESCATTER &&
+        !(w0->scratch = bt_arena_take(&ls.arena, (size_t)bt_pat_scratch_blocks(hc->ec->nranks) *
+                                                     w0->chunk * w0->esize)))
+        return BT_ERR_SYSTEM;
     struct bt_fence *fence = new_fence(hc, w0, 0);
     if (!fence)
         return BT_ERR_SYSTEM;
