@@ -69,3 +69,33 @@ double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size
     return path_us(&t->c[BT_ALGO_PAT][proto], nranks, ceil_log2(nranks),
                    (n - 1) / n * (double)bytes);
 }
+
+double bt_tune_hosts_us(const struct bt_tune_hosts *h, int coll, int algo, size_t bytes)
+{
+    const struct bt_tune_cost *loc = &h->local->c[BT_ALGO_RING][h->proto];
+    double n = (double)h->hosts * h->per_host, H = h->hosts, s = (double)bytes;
+    double gbps = h->per_host > 1 && loc->gbps < h->nic_gbps ? loc->gbps : h->nic_gbps;
+    if (gbps <= 0 || n < 2)
+        return 1e30;
+    double hops_net, hops_local, moved;
+    if (algo == BT_ALGO_PAT) {
+        if (h->per_host != 1 || coll == BT_COLL_ALLREDUCE)
+            return 1e30;
+        hops_net = ceil_log2(h->hosts);
+        hops_local = 0;
+        moved = (n - 1) / n * s;
+    } else if (algo == BT_ALGO_TREE) {
+        if (coll != BT_COLL_ALLREDUCE)
+            return 1e30;
+        hops_net = 2.0 * ceil_log2(h->hosts);
+        hops_local = 2.0 * (h->per_host - 1);
+        moved = 2 * s;
+    } else {
+        int twice = coll == BT_COLL_ALLREDUCE ? 2 : 1;
+        hops_net = twice * (H - 1);
+        hops_local = twice * (n - H);
+        moved = twice * (n - 1) / n * s;
+    }
+    return loc->base_us + hops_net * h->net_hop_us + hops_local * loc->hop_us +
+           moved / (gbps * 1e3);
+}

@@ -59,4 +59,31 @@ double bt_tune_ring_pass_us(const struct bt_tune_costs *t, int proto, int nranks
  * sent per rank) by `proto`; a very large number where PAT has no figures for it. */
 double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes);
 
+/*
+ * Many hosts (baton-topo --nodes; the tuner itself still sees one kind of path): `hosts`
+ * hosts of `per_host` ranks, hops within a host at `local`'s figures, across hosts at
+ * `net_hop_us`, and every byte that crosses hosts through the host's NICs together
+ * (`nic_gbps`, GB/s: the rings and trees of a collective spread over every rail). With
+ * n = hosts x per_host ranks and S bytes:
+ *
+ *   ring pass (AllGather, ReduceScatter)  (hosts - 1) network hops + (n - hosts) local hops,
+ *                                         (n - 1)/n x S at min(local, NIC) bandwidth
+ *   ring AllReduce                        twice the pass's hops and bytes
+ *   tree AllReduce                        2 [(per_host - 1) local + ceil(log2 hosts) network
+ *                                         hops] (chains in a host, binary trees across: NCCL's
+ *                                         shape), 2 S
+ *   PAT (one rank per host)               ceil(log2 hosts) network hops, (n - 1)/n x S
+ *
+ * base is the local ring's. Returns a very large number where the pair does not apply (PAT
+ * with several ranks per host, trees for other collectives).
+ */
+struct bt_tune_hosts {
+    int hosts, per_host;
+    const struct bt_tune_costs *local; /* figures of hops within a host */
+    int proto;                         /* whose figures */
+    float net_hop_us, nic_gbps;
+};
+
+double bt_tune_hosts_us(const struct bt_tune_hosts *h, int coll, int algo, size_t bytes);
+
 #endif

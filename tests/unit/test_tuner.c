@@ -4,6 +4,7 @@
  * MIN_NCHANNELS overrides; the network forcing Simple; the clamps. Every rank must decide
  * alike from the same inputs, so these are the schedules' contract.
  */
+#include <math.h>
 #include <string.h>
 
 #include "harness.h"
@@ -447,6 +448,33 @@ static void pat_picks(void)
     printf("PAT picks: ok (1024 hosts, 4 KB AllGather: PAT %.0f us, ring %.0f us)\n", p, r);
 }
 
+/* The model across hosts (bt_tune_hosts_us): hops and bytes as cost.h states them. */
+static void hosts_model(void)
+{
+    struct bt_tune_costs c;
+    memset(&c, 0, sizeof(c));
+    c.c[RING][SIMPLE] = (struct bt_tune_cost){10.0f, 1.0f, 100.0f};
+    /* 64 hosts x 8: ring pass 63 network hops + 448 local; AllReduce twice; tree 2 (7 + 6) */
+    struct bt_tune_hosts h = {64, 8, &c, SIMPLE, 20.0f, 400.0f};
+    const int AG = BT_COLL_ALLGATHER, AR = BT_COLL_ALLREDUCE;
+    double n = 512, pass = 10 + 63 * 20.0 + 448 * 1.0 + (n - 1) / n * 1e6 / 1e5;
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&h, AG, RING, 1000000) - pass) < 1e-6, "ring pass %.3f",
+                  bt_tune_hosts_us(&h, AG, RING, 1000000));
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&h, AR, RING, 0) - (10 + 2 * (63 * 20.0 + 448))) < 1e-6,
+                  "ring AllReduce hops");
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&h, AR, TREE, 0) - (10 + 2 * 7 + 2 * 6 * 20.0)) < 1e-6,
+                  "tree hops");
+    BT_TEST_CHECK(bt_tune_hosts_us(&h, AG, PAT, 8) > 1e29 &&
+                      bt_tune_hosts_us(&h, AG, TREE, 8) > 1e29,
+                  "PAT with 8 per host, or a tree AllGather, has no figure");
+    /* one per host: the NIC's bandwidth alone, log2 hosts network hops */
+    struct bt_tune_hosts one = {64, 1, &c, SIMPLE, 20.0f, 50.0f};
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&one, AG, PAT, 64000000) -
+                       (10 + 6 * 20.0 + 63.0 / 64 * 64e6 / 5e4)) < 1e-6,
+                  "PAT one per host %.3f", bt_tune_hosts_us(&one, AG, PAT, 64000000));
+    printf("hosts model: ok\n");
+}
+
 int main(void)
 {
     calibration();
@@ -457,6 +485,7 @@ int main(void)
     overrides();
     ll128();
     pat_picks();
+    hosts_model();
     printf("test_tuner: ok\n");
     return 0;
 }

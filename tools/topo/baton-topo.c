@@ -4,10 +4,14 @@
  * the rings chosen per channel, each GPU's NIC (rail binding: the nearest, then the least
  * used), what the tuner picks per size for a job of one rank per GPU, and warnings.
  *
- *   baton-topo [--file F] [--dump] [--channels N]
+ *   baton-topo [--file F] [--dump] [--channels N] [--nodes [N]] [--net-hop US]
  *     --file F      read topology file F (else TOPO_FILE, else discover this machine)
  *     --dump        print the topology in the file format (what TOPO_DUMP_FILE writes)
  *     --channels N  rings to show (default 2)
+ *     --nodes [N]   the model's time for ring, tree and PAT at N hosts of this machine
+ *                   (default 2, 4, ..., 4096), instead of the rest
+ *     --net-hop US  a network hop's latency for --nodes (default: the GPU tuner's network
+ *                   ring figure, measured over loopback sockets)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -87,10 +91,55 @@ static void print_picks(const struct bt_topo *t)
     }
 }
 
+/* The cost model across hosts (tune/cost.h, bt_tune_hosts_us) for jobs of every GPU of
+ * this machine on each of `hosts` hosts, and of one rank per host (PAT's case). */
+static void print_nodes(const struct bt_topo *t, int only, float net_hop)
+{
+    int g = t->ngpus > 0 ? t->ngpus : 1, nnic = 0;
+    double nic_total = 0, nic_one = 0;
+    for (int i = 0; i < t->nnodes; i++)
+        if (t->nodes[i].kind == BT_TOPO_NIC && t->nodes[i].speed_gbps > 0) {
+            nic_total += t->nodes[i].speed_gbps / 8; /* Gb/s -> GB/s */
+            nic_one = nic_one > 0 ? nic_one : t->nodes[i].speed_gbps / 8;
+            nnic++;
+        }
+    const struct bt_tune_costs *local = &bt_tune_gpu_defaults.local;
+    if (net_hop <= 0)
+        net_hop = bt_tune_gpu_defaults.net.c[BT_ALGO_RING][BT_PROTO_SIMPLE].hop_us;
+    const struct bt_tune_cost *lr = &local->c[BT_ALGO_RING][BT_PROTO_SIMPLE];
+    printf("# the model across hosts (tune/cost.h bt_tune_hosts_us), Simple, microseconds\n");
+    printf(
+        "# constants: base %.1f us, hop within a host %.1f us at %.0f GB/s (the GPU tuner's "
+        "ring), network hop %.1f us, NICs %d x %.0f GB/s per host (one rank per host: one NIC)\n",
+        lr->base_us, lr->hop_us, lr->gbps, net_hop, nnic, nic_one);
+    printf("# AG/RS: AllGather and ReduceScatter (the same hops and bytes); PAT only with one "
+           "rank per host; bytes as nccl-tests counts them\n");
+    printf("%6s %12s | %d GPUs per host: %10s %10s %10s | 1 per host: %10s %10s %10s %10s\n",
+           "hosts", "bytes", g, "AR ring", "AR tree", "AG/RS ring", "AR ring", "AR tree",
+           "AG/RS ring", "AG/RS PAT");
+    static const size_t sizes[] = {8, 64 << 10, 1 << 20, 16 << 20, 256 << 20};
+    for (int h = only > 0 ? only : 2; h <= (only > 0 ? only : 4096); h *= 2) {
+        struct bt_tune_hosts full = {h, g, local, BT_PROTO_SIMPLE, net_hop, (float)nic_total};
+        struct bt_tune_hosts one = {h, 1, local, BT_PROTO_SIMPLE, net_hop, (float)nic_one};
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+            size_t b = sizes[k];
+            printf("%6d %12zu | %16s %10.0f %10.0f %10.0f | %11s %10.0f %10.0f %10.0f %10.0f\n", h,
+                   b, "", bt_tune_hosts_us(&full, BT_COLL_ALLREDUCE, BT_ALGO_RING, b),
+                   bt_tune_hosts_us(&full, BT_COLL_ALLREDUCE, BT_ALGO_TREE, b),
+                   bt_tune_hosts_us(&full, BT_COLL_ALLGATHER, BT_ALGO_RING, b), "",
+                   bt_tune_hosts_us(&one, BT_COLL_ALLREDUCE, BT_ALGO_RING, b),
+                   bt_tune_hosts_us(&one, BT_COLL_ALLREDUCE, BT_ALGO_TREE, b),
+                   bt_tune_hosts_us(&one, BT_COLL_ALLGATHER, BT_ALGO_RING, b),
+                   bt_tune_hosts_us(&one, BT_COLL_ALLGATHER, BT_ALGO_PAT, b));
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *file = NULL;
-    int dump = 0, nch = 2;
+    int dump = 0, nch = 2, nodes = 0, only = 0;
+    float net_hop = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) {
             file = argv[++i];
@@ -98,8 +147,15 @@ int main(int argc, char **argv)
             dump = 1;
         } else if (strcmp(argv[i], "--channels") == 0 && i + 1 < argc) {
             nch = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--nodes") == 0) {
+            nodes = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-' && (only = atoi(argv[i + 1])) > 0)
+                i++;
+        } else if (strcmp(argv[i], "--net-hop") == 0 && i + 1 < argc) {
+            net_hop = (float)atof(argv[++i]);
         } else {
-            fprintf(stderr, "usage: baton-topo [--file F] [--dump] [--channels N]\n");
+            fprintf(stderr, "usage: baton-topo [--file F] [--dump] [--channels N] [--nodes [N]] "
+                            "[--net-hop US]\n");
             return 2;
         }
     }
@@ -111,6 +167,14 @@ int main(int argc, char **argv)
     }
     if (dump) {
         bt_topo_save(&t, stdout);
+        return 0;
+    }
+    if (nodes) {
+        if (only > 0 && (only < 2 || only > 1 << 20)) {
+            fprintf(stderr, "baton-topo: --nodes %d: want 2..1048576 hosts\n", only);
+            return 2;
+        }
+        print_nodes(&t, only, net_hop);
         return 0;
     }
     printf("# devices\n");
