@@ -295,6 +295,24 @@ static const struct colls_suite suites[] = {
         .path = CT_PATH_PAT,
     },
     {
+        /* the tree across hosts: one rank per host over NET; 3, 5 and 6 ranks make unbalanced
+         * trees (the tuner's own choice there from 4 ranks at small sizes: unit/test_tuner) */
+        .name = "colls_tree_hosts",
+        .what = "AllReduce forced onto the tree, one rank per host, over NET, 2-6 ranks",
+        .env = {"BATON_TEST_HOSTS=8", "BATON_ALGO=Tree"},
+        .ranks = {2, 3, 5, 6},
+        .colls = 1u << CT_ALLREDUCE,
+        .dtypes = NET_DTYPES,
+        .ops = CT_ALL_OPS,
+        .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1),
+        .big = big_allreduce,
+        .nbig = CT_LEN(big_allreduce),
+        .big_sizes = 1u << CT_SZ_LARGE,
+        .simple_slot = SIMPLE_SLOT,
+        .timeout_s = 100,
+        .path = CT_PATH_TREE,
+    },
+    {
         .name = "colls_net",
         .what = "every collective over NET, default sockets (0x1: the proxy thread drives one)",
         .env = {NET_ONLY},

@@ -80,6 +80,8 @@ enum ct_path {
     /* every AllGather and ReduceScatter of count > 0 on more than one rank grows `pat` by
      * exactly 1, every other case leaves it */
     CT_PATH_PAT,
+    /* every AllReduce of count > 0 on more than one rank grows `tree` by exactly 1 */
+    CT_PATH_TREE,
 };
 
 #define CT_MAX_ENV 8

@@ -29,6 +29,7 @@ static int shared_gpu; /* every rank on one GPU (TEST_SAME_GPU) */
 static int gpu_max_channels = 64, gpu_direct_channels = 32;
 static float net_gbps, net_latency_us; /* the network's reported figures (0: none) */
 static int one_per_host;               /* every rank on a host of its own */
+static int no_direct; /* ranks on several hosts, more than 2: no one-shot (host executor) */
 
 struct want {
     int algo, proto, nch;
@@ -50,7 +51,7 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .ll_payload = gpu ? 32 * KB : 8 * KB,
         .direct_slot = gpu ? 512 * KB : 64 * KB,
         .ll128_payload = gpu && !no_nvlink ? 60 * KB : 0,
-        .direct_ok = 1,
+        .direct_ok = !no_direct,
         .direct_max_channels = gpu ? gpu_direct_channels : 1,
         .tree_ok = !gpu,
         .pat_ok = !gpu,
@@ -116,6 +117,16 @@ static void host_defaults(void)
            (struct want){RING, SIMPLE, 1});
     expect("host net AG 4r 8 B", tune(&s, d, BT_COLL_ALLGATHER, 4, 8, 0, 0),
            (struct want){RING, SIMPLE, 1});
+    /* across hosts (more than 2 ranks: no one-shot) the tree's 2 log2(n) hops win small
+     * sizes from 4 ranks, the ring's (n - 1)/n bytes large ones */
+    no_direct = 1;
+    expect("host net AR 3r 4 KB", tune(&s, d, AR, 3, 4 * KB, 0, 0), (struct want){RING, SIMPLE, 1});
+    expect("host net AR 4r 4 KB", tune(&s, d, AR, 4, 4 * KB, 0, 0), (struct want){TREE, SIMPLE, 1});
+    expect("host net AR 8r 64 KB", tune(&s, d, AR, 8, 64 * KB, 0, 0),
+           (struct want){TREE, SIMPLE, 1});
+    expect("host net AR 8r 64 MB", tune(&s, d, AR, 8, 64 * MB, 0, 0),
+           (struct want){RING, SIMPLE, 1});
+    no_direct = 0;
     expect("host send", tune(&s, d, BT_COLL_SEND, 2, 8, 0, 1), (struct want){RING, SIMPLE, 1});
 }
 
