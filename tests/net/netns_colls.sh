@@ -54,11 +54,11 @@ check() {
     fi
 }
 
-# all_colls LABEL NETWORK [VAR=VALUE...]: every collective on 2, 3 and 4 "hosts"
+# all_colls LABEL NETWORK NS [VAR=VALUE...]: every collective on each count of "hosts" in NS
 all_colls() {
-    local label=$1 network=$2 n coll
-    shift 2
-    for n in 2 3 4; do
+    local label=$1 network=$2 ns=$3 n coll
+    shift 3
+    for n in $ns; do
         for coll in allreduce allgather reducescatter broadcast reduce alltoall sendrecv; do
             check $n $coll $label.$n.$coll $network "$label: $n ranks $coll" "$@"
         done
@@ -75,15 +75,15 @@ all_dtypes() {
     done
 }
 
-all_colls socket Socket
+all_colls socket Socket "2 3 4"
 # the libfabric backend on its tcp provider, over the same interfaces
-all_colls ofi OFI BATON_NET=OFI "FI_PROVIDER=tcp;ofi_rxm"
+all_colls ofi OFI "2 3 4" BATON_NET=OFI "FI_PROVIDER=tcp;ofi_rxm"
 all_dtypes ofi OFI BATON_NET=OFI "FI_PROVIDER=tcp;ofi_rxm"
-# the socket backend as a separately built plugin, through the loader
+# the socket backend as a separately built plugin, through the loader: that the loaded table
+# carries every collective across the interfaces (its dtypes and rank counts: the socket
+# backend's above, byte for byte, and mp/colls_plugin)
 if [ -n "$plugin_dir" ]; then
-    all_colls plugin BatonSocket NCCL_NET_PLUGIN="$plugin_dir/libnccl-net-baton.so" \
-        NCCL_NET=BatonSocket
-    all_dtypes plugin BatonSocket NCCL_NET_PLUGIN="$plugin_dir/libnccl-net-baton.so" \
+    all_colls plugin BatonSocket 3 NCCL_NET_PLUGIN="$plugin_dir/libnccl-net-baton.so" \
         NCCL_NET=BatonSocket
 fi
 
