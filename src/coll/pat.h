@@ -7,10 +7,16 @@
  *
  * AllGather (Bruck's order). Before the round of distance d a rank holds blocks [0, d); it
  * sends them to me - d, which lacks exactly those, and receives [d, d + c) from me + d, where
- * c = min(d, n - d) (the last round takes only what is missing). Sends and receives
- * alternate one block at a time, so a FIFO of any depth suffices (every rank sends one block,
- * then takes one, like a ring's shift). The first send also copies the rank's own input into
- * its block of the output.
+ * c = min(d, n - d) (the last round takes only what is missing). The first send also copies
+ * the rank's own input into its block of the output.
+ *
+ * A round's sends read only blocks of earlier rounds, so they go out back to back, and the
+ * round costs one hop however many blocks it has, in windows of BT_NSTEPS blocks: send a
+ * window, then receive one. A window fits the FIFO, so a send waits for credit only while its
+ * peer is behind (an earlier window, round or loop); every wait is on a rank further behind,
+ * so none is circular. (One block at a time, send then receive, would be deadlock-free too,
+ * but every block would wait for the one before it: n - 1 hops, the ring's.) A loop's
+ * latency: bt_pat_hops(n) hops, ceil(log2 n) up to 16 ranks.
  *
  * ReduceScatter: the AllGather run backwards, copies turned into folds. Rounds go d = 2^(K-1)
  * down to 1. Before the round of distance d a rank holds partial sums for blocks [0, 2d)
@@ -60,20 +66,32 @@ static inline BT_HD uint64_t bt_pat_nsteps(const struct bt_work *w)
     return bt_work_nloops(w) * (uint64_t)(2 * (w->nranks - 1));
 }
 
-/* Step j of a loop: its round's distance d (in the schedule's order), the block pair i within
- * it and whether it is the send (else the receive). */
+/* Hops in sequence of one loop: a hop per window of each round. */
+static inline BT_HD int bt_pat_hops(int n)
+{
+    int h = 0;
+    for (int d = 1; d < n; d *= 2)
+        h += (bt_pat_count(n, d) + BT_NSTEPS - 1) / BT_NSTEPS;
+    return h;
+}
+
+/* Step j of a loop: its round's distance d (in the schedule's order), the block i within the
+ * round and whether the step sends it (else receives it). A round of c blocks is windows of
+ * BT_NSTEPS sends, each followed by as many receives. */
 static inline BT_HD void bt_pat_locate(int n, int reverse, int j, int *d_p, int *i_p, int *send_p)
 {
     int k = reverse ? bt_pat_rounds(n) - 1 : 0;
     for (;;) {
-        int d = 1 << k, steps = 2 * bt_pat_count(n, d);
-        if (j < steps) {
+        int d = 1 << k, c = bt_pat_count(n, d);
+        if (j < 2 * c) {
+            int w = j / (2 * BT_NSTEPS), first = w * BT_NSTEPS, at = j - 2 * first;
+            int size = c - first < BT_NSTEPS ? c - first : BT_NSTEPS;
             *d_p = d;
-            *i_p = j / 2;
-            *send_p = (j & 1) == 0;
+            *send_p = at < size;
+            *i_p = first + (at < size ? at : at - size);
             return;
         }
-        j -= steps;
+        j -= 2 * c;
         k += reverse ? -1 : 1;
     }
 }

@@ -23,7 +23,9 @@ struct bt_conn_steps {
     struct bt_zc_step *zc;
 };
 
-#define BT_WORK_MAX_CONNS (2 * BT_PRIM_MAX_PEERS + 8) /* distinct connectors a work walks */
+/* Distinct connectors a work walks: a ring's or tree's few, PAT's two per round (coll/pat.h:
+ * 62 at 2^31 ranks). */
+#define BT_WORK_MAX_CONNS (2 * BT_PRIM_MAX_PEERS + 64)
 
 /*
  * Walk work w's steps and count, for each distinct connector want(c) selects, how many steps

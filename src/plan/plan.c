@@ -157,9 +157,11 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
         bt_tune_coll(&in, t);
         /* a PAT ReduceScatter keeps partial sums of bt_pat_scratch_blocks chunks (coll/pat.h):
          * chunks small enough that they fit BT_PAT_SCRATCH_MAX */
-        size_t most = BT_PAT_SCRATCH_MAX / ((size_t)bt_pat_scratch_blocks(tg->nranks) * es);
-        if (t->algo == BT_ALGO_PAT && op->coll == BT_COLL_REDUCESCATTER && t->chunk > most)
-            t->chunk = most > 0 ? most : 1;
+        if (t->algo == BT_ALGO_PAT && op->coll == BT_COLL_REDUCESCATTER) {
+            size_t most = BT_PAT_SCRATCH_MAX / ((size_t)bt_pat_scratch_blocks(tg->nranks) * es);
+            if (t->chunk > most)
+                t->chunk = most > 0 ? most : 1;
+        }
         if (m) {
             m->e[m->next] = (struct bt_tune_memo_entry){op->coll, in.bytes, es, *t};
             m->next = (m->next + 1) % BT_TUNE_MEMO;

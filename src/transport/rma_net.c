@@ -224,7 +224,10 @@ static void idle_wait(struct bt_rma_net *rn, unsigned idle_rounds, uint64_t idle
         return;
     }
     struct pollfd fds[MAX_POLL];
-    int n = 0, can = rn->net->be->ext.pollfds != NULL;
+    /* The comms are the driver's while it lands (pollfds reads their state): asked only when
+     * nobody drives; a driver at work means a nap. */
+    int n = 0, can = rn->net->be->ext.pollfds != NULL && pthread_mutex_trylock(&rn->drive) == 0;
+    int locked = can;
     fds[n++] = (struct pollfd){.fd = rn->wake[0], .events = POLLIN};
     for (int r = 0; r < rn->nranks && can; r++) {
         if (!rn->linked[r] || atomic_load_explicit(&rn->peer[r].closed, memory_order_relaxed))
@@ -234,6 +237,8 @@ static void idle_wait(struct bt_rma_net *rn, unsigned idle_rounds, uint64_t idle
             can = 0;
         n += k;
     }
+    if (locked)
+        pthread_mutex_unlock(&rn->drive);
     if (can) {
         poll(fds, (nfds_t)n, 500); /* timed: a guard, stop writes the wake pipe */
         return;

@@ -1,5 +1,7 @@
 #include "tune/cost.h"
 
+#include "coll/pat.h"
+
 static int ceil_log2(int n)
 {
     int k = 0;
@@ -66,7 +68,7 @@ double bt_tune_ring_pass_us(const struct bt_tune_costs *t, int proto, int nranks
 double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes)
 {
     double n = nranks;
-    return path_us(&t->c[BT_ALGO_PAT][proto], nranks, ceil_log2(nranks),
+    return path_us(&t->c[BT_ALGO_PAT][proto], nranks, bt_pat_hops(nranks),
                    (n - 1) / n * (double)bytes);
 }
 
@@ -75,13 +77,13 @@ double bt_tune_hosts_us(const struct bt_tune_hosts *h, int coll, int algo, size_
     const struct bt_tune_cost *loc = &h->local->c[BT_ALGO_RING][h->proto];
     double n = (double)h->hosts * h->per_host, H = h->hosts, s = (double)bytes;
     double gbps = h->per_host > 1 && loc->gbps < h->nic_gbps ? loc->gbps : h->nic_gbps;
-    if (gbps <= 0 || n < 2)
+    if (loc->gbps <= 0 || gbps <= 0 || n < 2) /* no figures for the protocol, or no NIC */
         return 1e30;
     double hops_net, hops_local, moved;
     if (algo == BT_ALGO_PAT) {
         if (h->per_host != 1 || coll == BT_COLL_ALLREDUCE)
             return 1e30;
-        hops_net = ceil_log2(h->hosts);
+        hops_net = bt_pat_hops(h->hosts);
         hops_local = 0;
         moved = (n - 1) / n * s;
     } else if (algo == BT_ALGO_TREE) {

@@ -15,7 +15,8 @@
  *
  * The other collectives' rings (one pass: n - 1 hops, (n - 1)/n x S) use the ring's figures to
  * choose between LL128 and Simple (bt_tune_ring_pass_us). AllGather and ReduceScatter by PAT
- * (coll/pat.h): ceil(log2 n) hops, (n - 1)/n x S, with PAT's own figures (bt_tune_pat_us).
+ * (coll/pat.h): bt_pat_hops(n) hops (ceil(log2 n) up to 16 ranks, a hop per window of
+ * BT_NSTEPS blocks beyond), (n - 1)/n x S, with PAT's own figures (bt_tune_pat_us).
  *
  * The figures are fitted per executor and path to the AllReduce sweeps in bench/results
  * (docs/TUNING.md gives the fits and the crossovers they imply); the crossovers follow for
@@ -55,8 +56,8 @@ double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, 
  * same links, half the hops and bytes; a very large number where `proto` has no figures. */
 double bt_tune_ring_pass_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes);
 
-/* Microseconds one PAT AllGather or ReduceScatter takes (ceil(log2 n) hops, (n - 1)/n x bytes
- * sent per rank) by `proto`; a very large number where PAT has no figures for it. */
+/* Microseconds one PAT AllGather or ReduceScatter takes (bt_pat_hops(n) hops, (n - 1)/n x
+ * bytes sent per rank) by `proto`; a very large number where PAT has no figures for it. */
 double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size_t bytes);
 
 /*
@@ -72,7 +73,7 @@ double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size
  *   tree AllReduce                        2 [(per_host - 1) local + ceil(log2 hosts) network
  *                                         hops] (chains in a host, binary trees across: NCCL's
  *                                         shape), 2 S
- *   PAT (one rank per host)               ceil(log2 hosts) network hops, (n - 1)/n x S
+ *   PAT (one rank per host)               bt_pat_hops(hosts) network hops, (n - 1)/n x S
  *
  * base is the local ring's. Returns a very large number where the pair does not apply (PAT
  * with several ranks per host, trees for other collectives).

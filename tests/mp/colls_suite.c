@@ -639,6 +639,15 @@ static int ct_check_path(struct ct_rank *x, const struct ct_case *c, const baton
                 split < want_split ? ": a ring AllReduce over unequal links cut equal blocks" : "");
         bad = 1;
     }
+    unsigned long long tree = after->tree - before->tree;
+    unsigned long long want_tree = x->s->path == CT_PATH_TREE && ar ? 1 : 0;
+    if (x->s->path == CT_PATH_TREE && tree != want_tree) { /* other suites: the tuner's choice */
+        ct_fail_head(x, c, nrep);
+        if (x->nfailed < CT_MAX_REPORTS)
+            ct_say(x, "  ran on the tree %llu time(s) (batonCommStats_t.tree), want %llu\n", tree,
+                   want_tree);
+        bad = 1;
+    }
     int ag_rs =
         (c->coll == CT_ALLGATHER || c->coll == CT_REDUCESCATTER) && c->count > 0 && x->n > 1;
     unsigned long long pat = after->pat - before->pat;

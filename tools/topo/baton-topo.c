@@ -4,7 +4,7 @@
  * the rings chosen per channel, each GPU's NIC (rail binding: the nearest, then the least
  * used), what the tuner picks per size for a job of one rank per GPU, and warnings.
  *
- *   baton-topo [--file F] [--dump] [--channels N] [--nodes [N]] [--net-hop US]
+ *   baton-topo [--file F] [--dump] [--channels N] [--nodes [N]] [--net-hop US] [--nic-gbps G]
  *     --file F      read topology file F (else TOPO_FILE, else discover this machine)
  *     --dump        print the topology in the file format (what TOPO_DUMP_FILE writes)
  *     --channels N  rings to show (default 2)
@@ -12,6 +12,7 @@
  *                   (default 2, 4, ..., 4096), instead of the rest
  *     --net-hop US  a network hop's latency for --nodes (default: the GPU tuner's network
  *                   ring figure, measured over loopback sockets)
+ *     --nic-gbps G  each NIC's GB/s for --nodes (default: the topology's line rates)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -93,16 +94,22 @@ static void print_picks(const struct bt_topo *t)
 
 /* The cost model across hosts (tune/cost.h, bt_tune_hosts_us) for jobs of every GPU of
  * this machine on each of `hosts` hosts, and of one rank per host (PAT's case). */
-static void print_nodes(const struct bt_topo *t, int only, float net_hop)
+static int print_nodes(const struct bt_topo *t, int only, float net_hop, float nic_gbps)
 {
     int g = t->ngpus > 0 ? t->ngpus : 1, nnic = 0;
     double nic_total = 0, nic_one = 0;
     for (int i = 0; i < t->nnodes; i++)
-        if (t->nodes[i].kind == BT_TOPO_NIC && t->nodes[i].speed_gbps > 0) {
-            nic_total += t->nodes[i].speed_gbps / 8; /* Gb/s -> GB/s */
-            nic_one = nic_one > 0 ? nic_one : t->nodes[i].speed_gbps / 8;
+        if (t->nodes[i].kind == BT_TOPO_NIC && (t->nodes[i].speed_gbps > 0 || nic_gbps > 0)) {
+            double gbs = nic_gbps > 0 ? nic_gbps : t->nodes[i].speed_gbps / 8; /* Gb/s -> GB/s */
+            nic_total += gbs;
+            nic_one = nic_one > 0 ? nic_one : gbs;
             nnic++;
         }
+    if (nnic == 0) {
+        fprintf(stderr, "baton-topo: --nodes: the topology has no NIC%s\n",
+                nic_gbps > 0 ? "" : " of known speed (--nic-gbps gives each NIC's GB/s)");
+        return 1;
+    }
     const struct bt_tune_costs *local = &bt_tune_gpu_defaults.local;
     if (net_hop <= 0)
         net_hop = bt_tune_gpu_defaults.net.c[BT_ALGO_RING][BT_PROTO_SIMPLE].hop_us;
@@ -133,13 +140,14 @@ static void print_nodes(const struct bt_topo *t, int only, float net_hop)
                    bt_tune_hosts_us(&one, BT_COLL_ALLGATHER, BT_ALGO_PAT, b));
         }
     }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     const char *file = NULL;
     int dump = 0, nch = 2, nodes = 0, only = 0;
-    float net_hop = 0;
+    float net_hop = 0, nic_gbps = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) {
             file = argv[++i];
@@ -153,9 +161,11 @@ int main(int argc, char **argv)
                 i++;
         } else if (strcmp(argv[i], "--net-hop") == 0 && i + 1 < argc) {
             net_hop = (float)atof(argv[++i]);
+        } else if (strcmp(argv[i], "--nic-gbps") == 0 && i + 1 < argc) {
+            nic_gbps = (float)atof(argv[++i]);
         } else {
             fprintf(stderr, "usage: baton-topo [--file F] [--dump] [--channels N] [--nodes [N]] "
-                            "[--net-hop US]\n");
+                            "[--net-hop US] [--nic-gbps G]\n");
             return 2;
         }
     }
@@ -174,8 +184,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "baton-topo: --nodes %d: want 2..1048576 hosts\n", only);
             return 2;
         }
-        print_nodes(&t, only, net_hop);
-        return 0;
+        return print_nodes(&t, only, net_hop, nic_gbps);
     }
     printf("# devices\n");
     for (int i = 0; i < t.nnodes; i++)
