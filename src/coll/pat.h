@@ -101,16 +101,25 @@ static inline BT_HD size_t bt_pat_block(const struct bt_work *w, int rel)
     return (size_t)((w->rank + rel) % w->nranks);
 }
 
+/* Step k of the work (`reverse`: ReduceScatter's order): its round's distance, block and
+ * direction (bt_pat_locate), p cleared and sized for the step's loop; returns the loop's
+ * offset in each block. */
+static inline BT_HD size_t bt_pat_step(const struct bt_work *w, uint64_t k, int reverse,
+                                       struct bt_prim *p, int *d_p, int *i_p, int *send_p)
+{
+    uint64_t per = 2 * (uint64_t)(w->nranks - 1);
+    bt_pat_locate(w->nranks, reverse, (int)(k % per), d_p, i_p, send_p);
+    size_t off = w->chan_off + (size_t)(k / per) * w->chunk;
+    bt_prim_clear(p);
+    p->nelem = bt_min_sz(w->chunk, w->chan_off + w->chan_count - off);
+    return off;
+}
+
 static inline BT_HD void bt_pat_allgather_prim(const struct bt_work *w, uint64_t k,
                                                struct bt_prim *p)
 {
-    int n = w->nranks, me = w->rank, per = 2 * (n - 1);
-    size_t l = (size_t)(k / (uint64_t)per);
-    int d, i, send;
-    bt_pat_locate(n, 0, (int)(k % (uint64_t)per), &d, &i, &send);
-    size_t off = w->chan_off + l * w->chunk;
-    bt_prim_clear(p);
-    p->nelem = bt_min_sz(w->chunk, w->chan_off + w->chan_count - off);
+    int n = w->nranks, me = w->rank, d, i, send;
+    size_t off = bt_pat_step(w, k, 0, p, &d, &i, &send);
     if (send) {
         char *blk = w->recvbuf + (bt_pat_block(w, i) * w->count + off) * w->esize;
         p->nsend = 1;
@@ -141,13 +150,8 @@ static inline BT_HD int bt_pat_folded(int n, int d, int rel)
 static inline BT_HD void bt_pat_reducescatter_prim(const struct bt_work *w, uint64_t k,
                                                    struct bt_prim *p)
 {
-    int n = w->nranks, me = w->rank, per = 2 * (n - 1);
-    size_t l = (size_t)(k / (uint64_t)per);
-    int d, i, send;
-    bt_pat_locate(n, 1, (int)(k % (uint64_t)per), &d, &i, &send);
-    size_t off = w->chan_off + l * w->chunk;
-    bt_prim_clear(p);
-    p->nelem = bt_min_sz(w->chunk, w->chan_off + w->chan_count - off);
+    int n = w->nranks, me = w->rank, d, i, send;
+    size_t off = bt_pat_step(w, k, 1, p, &d, &i, &send);
     int rel = send ? d + i : i;
     const char *input = w->sendbuf + (bt_pat_block(w, rel) * w->count + off) * w->esize;
     char *partial = w->scratch + (size_t)rel * w->chunk * w->esize;
