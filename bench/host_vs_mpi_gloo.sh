@@ -18,6 +18,7 @@
 #   ROUNDS=2             rounds; each cell is the lowest median over the rounds
 #   TIMEOUT=300          seconds one program may run
 #   SKIP_INSTALL=1       do not call apt-get     SKIP_BATON_BUILD=1   do not run make build
+#   SKIP_ANCHORS_BUILD=1 run the anchors already in $BUILD/anchors (a machine without mpicc)
 #   ONLY="mpi gloo"      run only these columns (baton mpi gloo); the results file is written
 #                        only when all three ran and passed their checks
 set -euo pipefail
@@ -56,11 +57,11 @@ mkdir -p "$anchors_out"
 build_mpi="mpicc -O2 -o $anchors_out/mpi_allreduce bench/anchors/mpi_allreduce.c"
 build_gloo="g++ -std=c++17 -O2 -o $anchors_out/gloo_allreduce bench/anchors/gloo_allreduce.cc -lgloo -pthread"
 build_baton="make build BUILD=$BUILD"
-if want mpi; then
+if want mpi && [ "${SKIP_ANCHORS_BUILD:-0}" != 1 ]; then
     log "$build_mpi"
     $build_mpi
 fi
-if want gloo; then
+if want gloo && [ "${SKIP_ANCHORS_BUILD:-0}" != 1 ]; then
     log "$build_gloo"
     $build_gloo
 fi

@@ -116,6 +116,7 @@ static struct bt_tune_in tune_in(const struct bt_plan_target *tg, const struct b
         .simple_slot = tg->simple_slot,
         .ll_payload = tg->ll_payload,
         .ll128_payload = tg->ll128_payload,
+        .direct_ll128_payload = tg->direct_ll128_payload,
         .direct_slot = tg->direct_slot,
         .direct_ok = tg->direct_ok,
         .direct_max_channels = tg->direct_max_channels,

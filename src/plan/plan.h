@@ -49,6 +49,7 @@ struct bt_plan_target {
     int max_channels;
     size_t simple_slot, ll_payload; /* bytes a Simple step, an LL step carries */
     size_t ll128_payload;           /* 0: no LL128 */
+    size_t direct_ll128_payload;    /* bytes a one-shot LL128 step carries */
     size_t direct_slot;             /* bytes a one-shot Simple step carries */
     int direct_ok, direct_max_channels, tree_ok, shm_all;
     int pat_ok, one_per_host;                /* bt_tune_in's */

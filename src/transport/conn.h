@@ -59,7 +59,8 @@ union bt_ll_line {
 #define BT_LL_PAYLOAD 8 /* bytes of payload per 16-byte line */
 
 /* An LL128 line: 128 bytes written by 8 threads of a warp in one store instruction (16 bytes
- * each), 120 of payload and an 8-byte flag (step + 1) in the last thread's second half. It
+ * each), 120 of payload and an 8-byte flag (step + 1) in one thread's second half (the last
+ * thread's, or the first's: exec/cuda/device/ll128.cuh lays out which bytes go where). It
  * relies on what NVLink gives a warp's aligned 128-byte store and load: the line arrives and
  * is read whole, so a reader that sees the flag sees the line's data. PCIe and host memory
  * give no such promise: LL128 runs only where every GPU pair is NVLink. */

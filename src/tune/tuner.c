@@ -401,7 +401,9 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
         nch = env->min_nchannels < max ? env->min_nchannels : max;
     out->nchannels = nch;
 
-    size_t slot = out->proto == BT_PROTO_LL      ? in->ll_payload
+    size_t slot = out->proto == BT_PROTO_LL ? in->ll_payload
+                  : out->proto == BT_PROTO_LL128 && bt_algo_all_peers(out->algo)
+                      ? in->direct_ll128_payload
                   : out->proto == BT_PROTO_LL128 ? in->ll128_payload
                   : bt_algo_all_peers(out->algo) ? in->direct_slot
                                                  : in->simple_slot;

@@ -70,6 +70,7 @@ struct bt_tune_in {
     size_t direct_slot;             /* Simple bytes per step of the one-shot connectors */
     size_t ll128_payload;           /* LL128 bytes per step (every connector); 0: no LL128
                                        (not every GPU pair is NVLink, or the host) */
+    size_t direct_ll128_payload;    /* LL128 bytes per step of the one-shot (<= ll128_payload) */
     int direct_ok;                  /* every rank on this host and reachable through shm */
     int direct_max_channels;        /* channels one-shot may use (its connectors per peer) */
     int tree_ok;                    /* the executor runs trees */

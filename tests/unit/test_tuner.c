@@ -51,7 +51,8 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .simple_slot = gpu ? 512 * KB : 128 * KB,
         .ll_payload = gpu ? 32 * KB : 8 * KB,
         .direct_slot = gpu ? 512 * KB : 64 * KB,
-        .ll128_payload = gpu && !no_nvlink ? 60 * KB : 0,
+        .ll128_payload = gpu && !no_nvlink ? 480 * KB : 0,
+        .direct_ll128_payload = gpu && !no_nvlink ? 60 * KB : 0,
         .direct_ok = !no_direct,
         .direct_max_channels = gpu ? gpu_direct_channels : 1,
         .tree_ok = !gpu,
@@ -66,7 +67,9 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
     bt_tune_coll(&in, &out);
     BT_TEST_CHECK(out.nchannels >= 1 && out.nchannels <= in.max_channels,
                   "channels %d outside 1..%d", out.nchannels, in.max_channels);
-    size_t slot = out.proto == BT_PROTO_LL      ? in.ll_payload
+    size_t slot = out.proto == BT_PROTO_LL ? in.ll_payload
+                  : out.proto == BT_PROTO_LL128 && bt_algo_all_peers(out.algo)
+                      ? in.direct_ll128_payload
                   : out.proto == BT_PROTO_LL128 ? in.ll128_payload
                   : bt_algo_all_peers(out.algo) ? in.direct_slot
                                                 : in.simple_slot;

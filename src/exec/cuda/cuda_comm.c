@@ -41,6 +41,13 @@ bt_status_t bt_cuda_comm_create(const struct bt_exec_comm *ec, struct bt_cuda_co
         cc->ll_slot = 4096;
     if (cc->ll_slot > (1u << 20))
         cc->ll_slot = 1u << 20;
+    if (bt_param_env("LL128_BUFFSIZE")) /* whole lines, 4 KB to 4 MB a slot */
+        cc->ll128_slot =
+            (size_t)bt_param_ll128_buffsize() / BT_NSTEPS / BT_LL128_LINE * BT_LL128_LINE;
+    if (cc->ll128_slot < 4096)
+        cc->ll128_slot = 4096;
+    if (cc->ll128_slot > (4u << 20))
+        cc->ll128_slot = 4u << 20;
     bt_status_t st = cuda_status(cudaHostAlloc((void **)&cc->abort_h, sizeof(int),
                                                cudaHostAllocMapped | cudaHostAllocPortable),
                                  "cudaHostAlloc (abort flag)");

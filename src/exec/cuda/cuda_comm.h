@@ -29,6 +29,8 @@
 #define BT_GPU_SLOT (512 * 1024)      /* bytes per Simple slot: 4 MB FIFOs */
 #define BT_GPU_LL_SLOT (64 * 1024)    /* bytes per LL slot (32 KB of payload) */
 #define BT_GPU_LL128_SLOT (64 * 1024) /* bytes per LL128 slot (60 KB of payload) */
+/* the one-shot LL128's chunk at most (its batches were tuned with it), whatever the slots */
+#define BT_GPU_DIRECT_LL128_PAYLOAD (BT_GPU_LL128_SLOT / BT_LL128_LINE * BT_LL128_PAYLOAD)
 
 struct bt_transport_ctx;
 

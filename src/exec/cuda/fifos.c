@@ -7,15 +7,16 @@
  * kernel writes data and tail into the receiver's memory; the receiver's kernel writes head
  * into its own FIFO, which the sender reads through the mapping.
  *
- * Layout of a rank's allocation: FIFO i at i * fifo_bytes; FIFOs 0..nch-1 receive ring
- * channel i from the ring's previous rank; FIFO nch + p2p_slot(r, owner) * np2p + k receives
- * part k of the send/recv traffic from rank r (a large message is cut into np2p parts, one
- * block each; the one-shot AllReduce's channel k uses part k with every peer). A rank sends
- * to itself by a copy, so it has no FIFOs from itself, and a one-rank communicator has none
- * at all (its collectives are copies). Every FIFO: the control block (tail, head, sizes),
- * then BT_NSTEPS slots of each protocol in enum order (bt_fifo_proto_offset): 5 MB at the
- * default slots (4 MB Simple, 512 KB LL, 512 KB LL128), the most of a communicator's GPU
- * memory (docs/ARCHITECTURE.md, "GPU memory").
+ * Layout of a rank's allocation: the nch ring FIFOs, then the send/recv FIFOs; ring FIFO i
+ * receives ring channel i from the ring's previous rank; send/recv FIFO p2p_slot(r, owner) *
+ * np2p + k receives part k of the send/recv traffic from rank r (a large message is cut into
+ * np2p parts, one block each; the one-shot AllReduce's channel k uses part k with every
+ * peer). A rank sends to itself by a copy, so it has no FIFOs from itself, and a one-rank
+ * communicator has none at all (its collectives are copies). Every FIFO: the control block
+ * (tail, head, sizes), then BT_NSTEPS slots of each protocol in enum order
+ * (bt_fifo_proto_offset): 5 MB at the default slots (4 MB Simple, 512 KB LL, 512 KB LL128;
+ * LL128_BUFFSIZE enlarges the ring FIFOs' LL128 slots only: fifo_sizes), the most of a
+ * communicator's GPU memory (docs/ARCHITECTURE.md, "GPU memory").
  *
  * Without peer access (P2P_DISABLE=1, or GPUs that cannot reach each other) the same
  * layout lives in host shared memory instead: each rank creates a segment, every rank maps
@@ -51,7 +52,7 @@ struct fifo_info {
     int resident; /* blocks of the kernels this GPU runs at once: one per SM */
     int mps;      /* this process's contexts on the GPU are shared through CUDA MPS */
     uint64_t host_hash;
-    uint64_t slot, ll_slot;
+    uint64_t slot, ll_slot, ll128_slot;
     void *base;
     cudaIpcMemHandle_t handle;
     char shm_name[BT_SHM_NAME_MAX];
@@ -68,12 +69,16 @@ struct fifo_info {
         cc->dev_bytes += b_;                                                                       \
     } while (0)
 
-static struct bt_fifo_sizes fifo_sizes(const struct bt_cuda_comm *cc)
+/* The slots of a ring FIFO, or of a send/recv FIFO (ring 0): those carry the one-shot's and
+ * two-shot's LL128 chunks, which are at most BT_GPU_DIRECT_LL128_PAYLOAD, so their LL128
+ * slots stay at the default whatever LL128_BUFFSIZE gives the rings. */
+static struct bt_fifo_sizes fifo_sizes(const struct bt_cuda_comm *cc, int ring)
 {
     struct bt_fifo_sizes z;
     z.slot_bytes[BT_PROTO_LL] = (uint32_t)cc->ll_slot;
     z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)cc->slot;
-    z.slot_bytes[BT_PROTO_LL128] = (uint32_t)cc->ll128_slot;
+    z.slot_bytes[BT_PROTO_LL128] =
+        (uint32_t)(ring || cc->ll128_slot < BT_GPU_LL128_SLOT ? cc->ll128_slot : BT_GPU_LL128_SLOT);
     return z;
 }
 
@@ -221,9 +226,10 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
     bt_status_t st = BT_OK;
     int n = ctx->nranks, me = ctx->rank;
     struct fifo_info *mine = &all[me];
-    struct bt_fifo_sizes z = fifo_sizes(cc);
-    size_t fb = fifo_bytes(&z);
-    size_t fifos = fb * (size_t)(cc->nch + (n - 1) * cc->np2p);
+    struct bt_fifo_sizes zr = fifo_sizes(cc, 1), zp = fifo_sizes(cc, 0);
+    size_t fbr = fifo_bytes(&zr), fbp = fifo_bytes(&zp); /* ring FIFOs first, then send/recv */
+    size_t rings = fbr * (size_t)cc->nch;
+    size_t fifos = rings + fbp * (size_t)((n - 1) * cc->np2p);
     size_t total = fifos + BT_FAIL_LINE; /* then the "a peer timed out" word */
     if (cc->shm) {
         BT_CHECK(bt_shm_create(total, &cc->shm_own));
@@ -295,17 +301,17 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
         x->ring.prev = place.prev;
         char *next = (char *)cc->peer_base[x->ring.next];
         char *own = (char *)cc->fifo_base;
-        bt_cuda_dconn_init(&x->ring_send, next + (size_t)c * fb, &z, x->ring.next, 1, c);
-        bt_cuda_dconn_init(&x->ring_recv, own + (size_t)c * fb, &z, x->ring.prev, 0, c);
+        bt_cuda_dconn_init(&x->ring_send, next + (size_t)c * fbr, &zr, x->ring.next, 1, c);
+        bt_cuda_dconn_init(&x->ring_recv, own + (size_t)c * fbr, &zr, x->ring.prev, 0, c);
     }
     for (int r = 0; r < n; r++) {
         for (int k = 0; k < cc->np2p && r != me; k++) {
-            size_t theirs = (size_t)(cc->nch + p2p_slot(me, r) * cc->np2p + k) * fb;
-            size_t own = (size_t)(cc->nch + p2p_slot(r, me) * cc->np2p + k) * fb;
+            size_t theirs = rings + (size_t)(p2p_slot(me, r) * cc->np2p + k) * fbp;
+            size_t own = rings + (size_t)(p2p_slot(r, me) * cc->np2p + k) * fbp;
             bt_cuda_dconn_init(&sg->p2p[bt_cuda_p2p_index(cc, r, 0, k)],
-                               (char *)cc->peer_base[r] + theirs, &z, r, 1, k);
+                               (char *)cc->peer_base[r] + theirs, &zp, r, 1, k);
             bt_cuda_dconn_init(&sg->p2p[bt_cuda_p2p_index(cc, r, 1, k)],
-                               (char *)cc->fifo_base + own, &z, r, 0, k);
+                               (char *)cc->fifo_base + own, &zp, r, 0, k);
         }
     }
     for (int r = 0; r < n; r++)
@@ -408,6 +414,7 @@ static bt_status_t agree_geometry(const struct bt_exec_comm *ec, struct bt_cuda_
     mine->np2p = cc->np2p;
     mine->slot = cc->slot;
     mine->ll_slot = cc->ll_slot;
+    mine->ll128_slot = cc->ll128_slot;
     mine->host_hash = ctx->peers[me].host_hash;
     mine->resident = resident_blocks(cc->dev);
     mine->mps = mps_enabled(cc->dev);
@@ -428,6 +435,8 @@ static bt_status_t agree_geometry(const struct bt_exec_comm *ec, struct bt_cuda_
             cc->slot = (size_t)all[r].slot;
         if (all[r].ll_slot < cc->ll_slot)
             cc->ll_slot = (size_t)all[r].ll_slot;
+        if (all[r].ll128_slot < cc->ll128_slot)
+            cc->ll128_slot = (size_t)all[r].ll128_slot;
         /* Ranks sharing a GPU need their kernels resident at once (each spins on the
          * other's steps): ranks of one process get that from the GPU when it holds them
          * both (asked for: tests on a one-GPU machine), ranks of several processes from

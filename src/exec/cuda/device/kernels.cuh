@@ -76,6 +76,13 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
 {
     __shared__ struct bt_work ws;
+#ifdef BATON_LL128_PROFILE
+    long long t_wait = 0, t_run = 0, t_sync = 0, t_all = clock64(), t0 = 0;
+    if (threadIdx.x == 0)
+        prof_spin = prof_batches = prof_waits = 0;
+    bool prof = false;
+    uint64_t nst = 0;
+#endif
     for (int wj = 0; wj < args.h.nworks; wj++) {
         int wi;
         if (!block_work(args, wj, &ws, &wi))
@@ -84,12 +91,23 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
         /* LL and LL128 lines carry their own flags: credit and head only */
         const bool lines = w->proto != BT_PROTO_SIMPLE;
         set_current(w);
+#ifdef BATON_LL128_PROFILE
+        prof = prof || (blockIdx.x == 0 && w->count * w->esize >= (16u << 20));
+        nst += w->nsteps;
+#endif
         for (uint64_t k = 0; k < w->nsteps; k++) {
             struct bt_prim p;
             bt_algo_prim(w, k, &p);
+#ifdef BATON_LL128_PROFILE
+            t0 = clock64();
+#endif
             int err = threadIdx.x == 0 ? step_wait(p, lines, args.h, wi) : 0;
             if (__syncthreads_or(err))
                 return;
+#ifdef BATON_LL128_PROFILE
+            t_wait += clock64() - t0;
+            t0 = clock64();
+#endif
             if (w->proto == BT_PROTO_LL) {
                 err = run_step_ll<T>(p, w, args.h, wi);
             } else if (w->proto == BT_PROTO_LL128) {
@@ -100,13 +118,27 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
                 if (io.nsrc > 0 && io.ndst > 0 && io.nelem > 0)
                     run_step_typed<T>(io, w->redop);
             }
+#ifdef BATON_LL128_PROFILE
+            t_run += clock64() - t0;
+            t0 = clock64();
+#endif
             if (__syncthreads_or(err))
                 return;
             if (threadIdx.x == 0)
                 step_post(p, lines, p.nelem * sizeof(T));
+#ifdef BATON_LL128_PROFILE
+            t_sync += clock64() - t0;
+#endif
             /* the next step's barrier orders thread 0's step updates before the reads */
         }
     }
+#ifdef BATON_LL128_PROFILE
+    if (prof && threadIdx.x == 0)
+        printf("prof rank %d: kcycles all %lld, steps %llu: wait %lld run %lld sync %lld; "
+               "batches %llu, waits %llu, spin %llu\n",
+               args.h.rank, (clock64() - t_all) / 1000, (unsigned long long)nst, t_wait / 1000,
+               t_run / 1000, t_sync / 1000, prof_batches, prof_waits, prof_spin / 1000);
+#endif
 }
 
 /* The one-pass one-shot AllReduce (LL and LL128 lines; launches whose works are all

@@ -21,8 +21,9 @@
 #define DIRECT_LL128_BATCH 4
 
 /* LL128 lines (transport/conn.h): lane j = 0..7 of each 8-lane group of a warp holds bytes
- * [16 j, 16 j + 16) of one line, lane 7's second word being the flag; a warp moves 4 lines
- * per instruction, and its lanes stay converged (the line loops are warp-uniform). */
+ * [16 j, 16 j + 16) of one line, one lane's second word being the flag (lane 7's in the
+ * one-shot; in a step's lines lane 7's or lane 0's: ll128_step_off); a warp moves 4 lines per
+ * instruction, and its lanes stay converged (the line loops are warp-uniform). */
 static __device__ __forceinline__ void ll128_store(char *line, int j, uint64_t v0, uint64_t v1)
 {
     asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(line + 16 * j), "l"(v0), "l"(v1)
@@ -39,17 +40,17 @@ static __device__ __forceinline__ void ll128_peek(const char *p, uint64_t *a, ui
 }
 
 /* Warp-collective: read this lane's 16 bytes of `line` (when `valid`) until the flag lane of
- * every group of the warp sees `flag`: then the whole line it read with it is the sender's.
- * Returns 0 or an enum bt_exec_err, the same in every lane. */
-static __device__ __forceinline__ int ll128_load(const char *line, int j, bool valid, uint64_t flag,
-                                                 uint64_t *v0, uint64_t *v1,
+ * every group of the warp (`fl`: this lane is its group's) sees `flag`: then the whole line it
+ * read with it is the sender's. Returns 0 or an enum bt_exec_err, the same in every lane. */
+static __device__ __forceinline__ int ll128_load(const char *line, int j, bool fl, bool valid,
+                                                 uint64_t flag, uint64_t *v0, uint64_t *v1,
                                                  const struct bt_cuda_khdr &h, int peer, int widx)
 {
     uint64_t start = 0, a = 0, b = 0;
     for (uint32_t spins = 1;; spins++) {
         if (valid)
             ll128_peek(line + 16 * j, &a, &b);
-        if (!__any_sync(0xffffffffu, valid && j == 7 && b != flag)) {
+        if (!__any_sync(0xffffffffu, valid && fl && b != flag)) {
             *v0 = a;
             *v1 = b;
             return 0;
@@ -66,9 +67,7 @@ static __device__ __forceinline__ int ll128_load(const char *line, int j, bool v
 /* One chunk of an LL128 one-shot as this block sees it. Lines are taken in rounds of 4 per
  * warp (one per 8-lane group); a batch is DIRECT_LL128_BATCH rounds. `nwhole` lines carry a
  * full payload; with `aligned` (the user's buffers 8-byte aligned) a batch of whole lines
- * moves words with plain 8-byte accesses, which the compiler issues back to back: the
- * byte-exact path (ld_bytes, st_bytes) branches around each access, and a batch on it waits
- * for its loads one by one (a third slower on H200). */
+ * takes ll128_user_load's plain path. */
 struct LL128Chunk {
     const char *src;
     char *dst;
@@ -97,104 +96,193 @@ static __device__ __forceinline__ size_t ll128_line(size_t q, int g)
     return (q * (size_t)(blockDim.x >> 5) + (size_t)(threadIdx.x >> 5)) * 4 + (size_t)g;
 }
 
-/* Payload bytes of this lane's word w (0, 1) of `line` (o: the lane's offset) in an n-byte
- * step of nlines lines: 0 past the step, and for word 1 of the flag's lane. */
-static __device__ __forceinline__ int ll128_word_bytes(size_t n, size_t nlines, size_t line,
-                                                       size_t o, int j, int w)
+/* This lane's two words of a line's payload in the user's memory, base + o (o: the lane's
+ * offset in an n-byte region): bytes past n read as 0; the flag's lane (fl) carries one word,
+ * its second is the flag's place (0, never read). MODE 0: byte-exact (ld_bytes, st_bytes,
+ * which branch around each access: a batch on it waits for its loads one by one, a third
+ * slower in the one-shot on H200); 8: every byte there and base + o 8-byte aligned, two plain
+ * 8-byte accesses; 16: also 16-byte aligned, one 16-byte access (a line's whole sectors in
+ * one instruction of its 8 lanes). */
+template <int MODE>
+static __device__ __forceinline__ void ll128_user_load(const char *base, size_t o, size_t n,
+                                                       bool fl, uint64_t *a, uint64_t *b)
 {
-    return line < nlines && (w == 0 || j < 7) ? word_bytes(n, o + 8 * w) : 0;
+    if (MODE == 16 && !fl) {
+        const ulonglong2 v = *(const ulonglong2 *)(base + o);
+        *a = v.x;
+        *b = v.y;
+    } else if (MODE != 0) {
+        *a = *(const uint64_t *)(base + o);
+        *b = fl ? 0 : *(const uint64_t *)(base + o + 8);
+    } else {
+        *a = ld_bytes(base + o, word_bytes(n, o));
+        *b = fl ? 0 : ld_bytes(base + o + 8, word_bytes(n, o + 8));
+    }
+}
+
+template <int MODE>
+static __device__ __forceinline__ void ll128_user_store(char *base, size_t o, size_t n, bool fl,
+                                                        uint64_t a, uint64_t b)
+{
+    if (MODE == 16 && !fl) {
+        *(ulonglong2 *)(base + o) = make_ulonglong2(a, b);
+    } else if (MODE != 0) {
+        *(uint64_t *)(base + o) = a;
+        if (!fl)
+            *(uint64_t *)(base + o + 8) = b;
+    } else {
+        st_bytes(base + o, a, word_bytes(n, o));
+        if (!fl)
+            st_bytes(base + o + 8, b, word_bytes(n, o + 8));
+    }
+}
+
+/*
+ * A step's lines (run_step_ll128 writes them and reads them; the one-pass one-shot keeps lane
+ * 7 as every line's flag lane). A line carries 120 bytes of the user's buffer from 120 x line:
+ * for an even line that offset is a multiple of 16, and lane j carries bytes 16 j .. 16 j + 15
+ * of the payload, lane 7 the last 8 and the flag; for an odd line it is 8 past one, so lane 0
+ * carries the first 8 bytes and the flag and lane j >= 1 bytes 16 j - 8 .. 16 j + 7. Either
+ * way every lane but the flag's moves one aligned 16-byte unit of the user's buffer.
+ */
+static __device__ __forceinline__ bool ll128_step_flag_lane(size_t line, int j)
+{
+    return j == ((line & 1) ? 0 : 7);
+}
+
+static __device__ __forceinline__ size_t ll128_step_off(size_t line, int j)
+{
+    return line * BT_LL128_PAYLOAD + ((line & 1) ? (j ? 16 * j - 8 : 0) : 16 * j);
 }
 
 /* LL128 steps: line rounds a warp loads before it checks the first flag (a wait per batch,
- * not per round: a 60 KB step is 8 rounds of a 512-thread block) */
+ * not per round) */
 #define STEP_LL128_BATCH 4
 
+#ifdef BATON_LL128_PROFILE
+/* A measuring build's counters (thread 0 of each block): cycles its warp waited for lines
+ * that were not there at the first look, and the batches it ran (kernels.cuh prints them). */
+static __shared__ unsigned long long prof_spin, prof_batches, prof_waits;
+#endif
+
+/* A batch of an LL128 step (rounds q0 .. q0 + STEP_LL128_BATCH - 1 of this warp): acc and
+ * src * pre are loaded first, so that they are on their way while the receive lines are
+ * waited for; every receive line of the batch is peeked before the first flag check. Folds
+ * acc, the received lines and src in that order (the Simple and LL steps' order), writes the
+ * user's output and the send lines. Returns 0 or an enum bt_exec_err (warp-uniform). */
+template <typename T, bool WHOLE>
+static __device__ __forceinline__ int
+ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct bt_cuda_khdr &h,
+                 int widx, size_t q0, size_t nbytes, size_t nlines)
+{
+    const int B = STEP_LL128_BATCH, j = threadIdx.x & 7, g = (threadIdx.x & 31) >> 3;
+    const bool pre = p.src && p.pre_src && w->redop.pre_mul;
+    const bool post = p.post && w->redop.post_div;
+    uint64_t x0[B], x1[B], s0[B], s1[B];
+    const int M = WHOLE ? 16 : 0;
+#pragma unroll
+    for (int k = 0; k < B; k++) {
+        const size_t line = ll128_line(q0 + k, g), o = ll128_step_off(line, j);
+        const bool fl = ll128_step_flag_lane(line, j);
+        x0[k] = x1[k] = s0[k] = s1[k] = 0;
+        if (p.acc)
+            ll128_user_load<M>(p.acc, o, nbytes, fl, &x0[k], &x1[k]);
+        if (p.src)
+            ll128_user_load<M>(p.src, o, nbytes, fl, &s0[k], &s1[k]);
+    }
+    bool have = p.acc != NULL;
+    for (int i = 0; i < p.nrecv; i++) {
+        struct bt_conn *c = p.recv[i];
+        const char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step);
+        const uint64_t flag = c->step + 1;
+        uint64_t v0[B], v1[B];
+#pragma unroll
+        for (int k = 0; k < B; k++) {
+            const size_t line = ll128_line(q0 + k, g);
+            v0[k] = v1[k] = flag;
+            if (WHOLE || line < nlines)
+                ll128_peek(slot + line * BT_LL128_LINE + 16 * j, &v0[k], &v1[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < B; k++) {
+            const size_t line = ll128_line(q0 + k, g);
+            const bool valid = WHOLE || line < nlines, fl = ll128_step_flag_lane(line, j);
+            if (__any_sync(0xffffffffu, valid && fl && v1[k] != flag)) {
+#ifdef BATON_LL128_PROFILE
+                long long t0 = clock64();
+#endif
+                int err = ll128_load(slot + line * BT_LL128_LINE, j, fl, valid, flag, &v0[k],
+                                     &v1[k], h, c->peer, widx);
+#ifdef BATON_LL128_PROFILE
+                if (threadIdx.x == 0) {
+                    prof_spin += (unsigned long long)(clock64() - t0);
+                    prof_waits++;
+                }
+#endif
+                if (err)
+                    return err;
+            }
+            if (fl)
+                v1[k] = 0; /* the flag, not payload */
+            x0[k] = have ? word_fold<T>(x0[k], v0[k], w->redop.op) : v0[k];
+            x1[k] = have ? word_fold<T>(x1[k], v1[k], w->redop.op) : v1[k];
+        }
+        have = true;
+    }
+#pragma unroll
+    for (int k = 0; k < B; k++) {
+        const size_t line = ll128_line(q0 + k, g), o = ll128_step_off(line, j);
+        const bool fl = ll128_step_flag_lane(line, j);
+        if (p.src) {
+            if (pre) {
+                s0[k] = word_scale<T, false>(s0[k], w->redop);
+                s1[k] = word_scale<T, false>(s1[k], w->redop);
+            }
+            x0[k] = have ? word_fold<T>(x0[k], s0[k], w->redop.op) : s0[k];
+            x1[k] = have ? word_fold<T>(x1[k], s1[k], w->redop.op) : s1[k];
+        }
+        if (post) {
+            x0[k] = word_scale<T, true>(x0[k], w->redop);
+            x1[k] = word_scale<T, true>(x1[k], w->redop);
+        }
+        if (!WHOLE && line >= nlines)
+            continue;
+        if (p.dst)
+            ll128_user_store<M>(p.dst, o, nbytes, fl, x0[k], x1[k]);
+        for (int i = 0; i < p.nsend; i++) {
+            struct bt_conn *c = p.send[i];
+            ll128_store(bt_conn_slot(c, BT_PROTO_LL128, c->step) + line * BT_LL128_LINE, j, x0[k],
+                        fl ? c->step + 1 : x1[k]);
+        }
+    }
+    return 0;
+}
+
 /* One LL128 step of a schedule, run_step_ll's with 128-byte lines: each 8-lane group of a warp
- * takes a line (120 bytes of payload) a round; a batch of STEP_LL128_BATCH rounds peeks every
- * receive line before the first flag check. Folds acc, the received lines and src * pre in
- * that order (the Simple and LL steps' order), writes the user's output and the send lines. A
- * step with no data still moves one line. Returns 0 or an enum bt_exec_err (warp-uniform). */
+ * takes a line (120 bytes of payload) a round, in batches (ll128_step_batch); a batch whose
+ * lines are all whole, of 16-byte aligned buffers, moves one 16-byte access a lane. A step with no
+ * data still moves one line. Returns 0 or an enum bt_exec_err (warp-uniform). */
 template <typename T>
 static __device__ __noinline__ int run_step_ll128(const struct bt_prim &p, const struct bt_work *w,
                                                   const struct bt_cuda_khdr &h, int widx)
 {
-    const int B = STEP_LL128_BATCH, j = threadIdx.x & 7, g = (threadIdx.x & 31) >> 3;
     const size_t nbytes = p.nelem * sizeof(T);
     const size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL128_PAYLOAD) : 1;
-    const size_t per_round = (size_t)(blockDim.x >> 5) * 4;
-    const bool pre = p.src && p.pre_src && w->redop.pre_mul;
-    const bool post = p.post && w->redop.post_div;
-    for (size_t q0 = 0; q0 * per_round < nlines; q0 += B) { /* warp-uniform */
-        size_t line[B];
-        uint64_t x0[B], x1[B];
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            line[k] = ll128_line(q0 + k, g);
-            x0[k] = x1[k] = 0;
-            if (p.acc) {
-                size_t o = line[k] * BT_LL128_PAYLOAD + 16 * j;
-                x0[k] = ld_bytes(p.acc + o, ll128_word_bytes(nbytes, nlines, line[k], o, j, 0));
-                x1[k] = ld_bytes(p.acc + o + 8, ll128_word_bytes(nbytes, nlines, line[k], o, j, 1));
-            }
-        }
-        bool have = p.acc != NULL;
-        for (int i = 0; i < p.nrecv; i++) {
-            struct bt_conn *c = p.recv[i];
-            const char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step);
-            const uint64_t flag = c->step + 1;
-            uint64_t v0[B], v1[B];
-#pragma unroll
-            for (int k = 0; k < B; k++) {
-                v0[k] = v1[k] = flag;
-                if (line[k] < nlines)
-                    ll128_peek(slot + line[k] * BT_LL128_LINE + 16 * j, &v0[k], &v1[k]);
-            }
-#pragma unroll
-            for (int k = 0; k < B; k++) {
-                bool valid = line[k] < nlines;
-                if (__any_sync(0xffffffffu, valid && j == 7 && v1[k] != flag)) {
-                    int err = ll128_load(slot + line[k] * BT_LL128_LINE, j, valid, flag, &v0[k],
-                                         &v1[k], h, c->peer, widx);
-                    if (err)
-                        return err;
-                }
-                if (j == 7)
-                    v1[k] = 0; /* the flag, not payload */
-                x0[k] = have ? word_fold<T>(x0[k], v0[k], w->redop.op) : v0[k];
-                x1[k] = have ? word_fold<T>(x1[k], v1[k], w->redop.op) : v1[k];
-            }
-            have = true;
-        }
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            const size_t o = line[k] * BT_LL128_PAYLOAD + 16 * j;
-            const int n0 = ll128_word_bytes(nbytes, nlines, line[k], o, j, 0);
-            const int n1 = ll128_word_bytes(nbytes, nlines, line[k], o, j, 1);
-            if (p.src) {
-                uint64_t s0 = ld_bytes(p.src + o, n0), s1 = ld_bytes(p.src + o + 8, n1);
-                if (pre) {
-                    s0 = word_scale<T, false>(s0, w->redop);
-                    s1 = word_scale<T, false>(s1, w->redop);
-                }
-                x0[k] = have ? word_fold<T>(x0[k], s0, w->redop.op) : s0;
-                x1[k] = have ? word_fold<T>(x1[k], s1, w->redop.op) : s1;
-            }
-            if (post) {
-                x0[k] = word_scale<T, true>(x0[k], w->redop);
-                x1[k] = word_scale<T, true>(x1[k], w->redop);
-            }
-            if (line[k] >= nlines)
-                continue;
-            if (p.dst) {
-                st_bytes(p.dst + o, x0[k], n0);
-                st_bytes(p.dst + o + 8, x1[k], n1);
-            }
-            for (int i = 0; i < p.nsend; i++) {
-                struct bt_conn *c = p.send[i];
-                ll128_store(bt_conn_slot(c, BT_PROTO_LL128, c->step) + line[k] * BT_LL128_LINE, j,
-                            x0[k], j == 7 ? c->step + 1 : x1[k]);
-            }
-        }
+    const size_t nwarps = blockDim.x >> 5, warp = threadIdx.x >> 5;
+    const size_t nwhole = nbytes / BT_LL128_PAYLOAD;
+    const bool aligned = (((uintptr_t)p.acc | (uintptr_t)p.src | (uintptr_t)p.dst) & 15) == 0;
+    for (size_t q0 = 0; q0 * nwarps * 4 < nlines; q0 += STEP_LL128_BATCH) { /* warp-uniform */
+        /* this warp's last line of the batch: ((q0 + B - 1) * nwarps + warp) * 4 + 3 */
+        const bool whole =
+            aligned && ((q0 + STEP_LL128_BATCH - 1) * nwarps + warp) * 4 + 4 <= nwhole;
+        int err = whole ? ll128_step_batch<T, true>(p, w, h, widx, q0, nbytes, nlines)
+                        : ll128_step_batch<T, false>(p, w, h, widx, q0, nbytes, nlines);
+#ifdef BATON_LL128_PROFILE
+        if (threadIdx.x == 0)
+            prof_batches++;
+#endif
+        if (err)
+            return err;
     }
     return 0;
 }
@@ -211,14 +299,7 @@ template <typename T, bool WHOLE>
 static __device__ __forceinline__ void ll128_own(const struct bt_work *w, const LL128Chunk &c,
                                                  size_t line, int j, uint64_t *a, uint64_t *b)
 {
-    size_t o = line * BT_LL128_PAYLOAD + 16 * j;
-    if (WHOLE) {
-        *a = *(const uint64_t *)(c.src + o);
-        *b = j < 7 ? *(const uint64_t *)(c.src + o + 8) : 0;
-    } else {
-        *a = ld_bytes(c.src + o, word_bytes(c.nbytes, o));
-        *b = j < 7 ? ld_bytes(c.src + o + 8, word_bytes(c.nbytes, o + 8)) : 0;
-    }
+    ll128_user_load<WHOLE ? 8 : 0>(c.src, line * BT_LL128_PAYLOAD + 16 * j, c.nbytes, j == 7, a, b);
     if (w->redop.pre_mul) {
         *a = word_scale<T, false>(*a, w->redop);
         *b = word_scale<T, false>(*b, w->redop);
@@ -229,16 +310,8 @@ template <bool WHOLE>
 static __device__ __forceinline__ void ll128_out(const LL128Chunk &c, size_t line, int j,
                                                  uint64_t a, uint64_t b)
 {
-    size_t o = line * BT_LL128_PAYLOAD + 16 * j;
-    if (WHOLE) {
-        *(uint64_t *)(c.dst + o) = a;
-        if (j < 7)
-            *(uint64_t *)(c.dst + o + 8) = b;
-    } else {
-        st_bytes(c.dst + o, a, word_bytes(c.nbytes, o));
-        if (j < 7)
-            st_bytes(c.dst + o + 8, b, word_bytes(c.nbytes, o + 8));
-    }
+    ll128_user_store<WHOLE ? 8 : 0>(c.dst, line * BT_LL128_PAYLOAD + 16 * j, c.nbytes, j == 7, a,
+                                    b);
 }
 
 /* A batch of a chunk's lines to every peer: all its loads, then its stores (which wait for
@@ -310,8 +383,8 @@ ll128_recv_batch(const struct bt_work *w, const DirectChunk &d, const LL128Chunk
             size_t line = ll128_line(q0 + k, g);
             bool valid = WHOLE || line < c.nlines;
             if (__any_sync(0xffffffffu, valid && j == 7 && v1[k] != d.rflag[r]))
-                err = ll128_load(d.recv[r] + line * BT_LL128_LINE, j, valid, d.rflag[r], &v0[k],
-                                 &v1[k], h, r, widx);
+                err = ll128_load(d.recv[r] + line * BT_LL128_LINE, j, j == 7, valid, d.rflag[r],
+                                 &v0[k], &v1[k], h, r, widx);
             acc0[k] = r == 0 ? v0[k] : word_fold<T>(acc0[k], v0[k], w->redop.op);
             acc1[k] = r == 0 ? v1[k] : word_fold<T>(acc1[k], v1[k], w->redop.op);
         }
