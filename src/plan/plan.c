@@ -159,7 +159,8 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
         /* a PAT ReduceScatter keeps partial sums of bt_pat_scratch_blocks chunks (coll/pat.h):
          * chunks small enough that they fit BT_PAT_SCRATCH_MAX */
         if (t->algo == BT_ALGO_PAT && op->coll == BT_COLL_REDUCESCATTER) {
-            size_t most = BT_PAT_SCRATCH_MAX / ((size_t)bt_pat_scratch_blocks(tg->nranks) * es);
+            size_t room = tg->pat_scratch ? tg->pat_scratch : BT_PAT_SCRATCH_MAX;
+            size_t most = room / ((size_t)bt_pat_scratch_blocks(tg->nranks) * es);
             if (t->chunk > most)
                 t->chunk = most > 0 ? most : 1;
         }

@@ -50,6 +50,9 @@ struct bt_plan_target {
     size_t simple_slot, ll_payload; /* bytes a Simple step, an LL step carries */
     size_t ll128_payload;           /* 0: no LL128 */
     size_t direct_ll128_payload;    /* bytes a one-shot LL128 step carries */
+    size_t pat_scratch;             /* scratch bytes a PAT ReduceScatter's channel may keep its
+                                       partial sums in (at `scratch`, `scratch_stride` apart);
+                                       0: BT_PAT_SCRATCH_MAX, allocated after planning */
     size_t direct_slot;             /* bytes a one-shot Simple step carries */
     int direct_ok, direct_max_channels, tree_ok, shm_all;
     int pat_ok, one_per_host;                /* bt_tune_in's */

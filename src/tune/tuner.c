@@ -118,6 +118,10 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
     .net.c =
         {
             [R][SI] = {10.0f, 20.0f, 14.0f},
+            /* a prediction: the ring's hop, one channel's bandwidth (PAT runs on the one
+             * send/recv connector pair a GPU has with each peer over the network; a ring
+             * channel there moved 2.4-4.3 GB/s) */
+            [P][SI] = {10.0f, 20.0f, 3.0f},
         },
     /* 8 ranks of one process on one H200, 16 channels each (bench/results/
      * gpu-1xh200-nranks-2026-12-02.md, 64 KB-64 MB): one-shot LL128 25 us + 100 GB/s, LL 28 us +

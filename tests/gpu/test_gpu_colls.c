@@ -19,6 +19,7 @@
  * BATON_TEST_MPS=1 (the N processes on GPU 0, under CUDA MPS).
  */
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,57 @@ static void encode(int t, double v, void *dst)
         *(uint8_t *)dst = bt_float_to_e5m2((float)v);
         break;
     }
+}
+
+/* A float dtype's value as a double, and its mantissa bits. */
+static double decode_float(int t, const void *p)
+{
+    switch (t) {
+    case ncclFloat16:
+        return bt_half_to_float(*(const uint16_t *)p);
+    case ncclFloat32:
+        return *(const float *)p;
+    case ncclFloat64:
+        return *(const double *)p;
+    case ncclBfloat16:
+        return bt_bf16_to_float(*(const uint16_t *)p);
+    case ncclFloat8e4m3:
+        return bt_e4m3_to_float(*(const uint8_t *)p);
+    default:
+        return bt_e5m2_to_float(*(const uint8_t *)p);
+    }
+}
+
+static int mantissa_bits(int t)
+{
+    switch (t) {
+    case ncclFloat16:
+        return 10;
+    case ncclFloat32:
+        return 23;
+    case ncclFloat64:
+        return 52;
+    case ncclBfloat16:
+        return 7;
+    case ncclFloat8e4m3:
+        return 3;
+    default:
+        return 2;
+    }
+}
+
+/* How far a float average may be from the exact one: every rank's input is scaled by 1 / NR
+ * before the sum (NCCL's average of floats, and Baton's), and where NR is not a power of two
+ * neither 1 / NR nor the scaled terms are exact, and a ring rounds each partial sum to the
+ * dtype: NR + 1 roundings at the result's order (its inputs are >= 0: tests/mp/colls_suite.c's
+ * tolerance, with the sum of magnitudes). 0 (exact) otherwise. */
+static double avg_tolerance(int t, double exact)
+{
+    if ((NR & (NR - 1)) == 0 || exact == 0)
+        return 0;
+    int e;
+    (void)frexp(fabs(exact), &e); /* |exact| = f 2^e, f in [0.5, 1): an ulp is 2^(e - 1 - m) */
+    return (NR + 1) * ldexp(1, e - 1 - mantissa_bits(t));
 }
 
 /* The reduction of every rank's element, exactly. */
@@ -266,7 +318,10 @@ static size_t verify(const struct tcase *c, int rank, struct rank_bufs *b)
             break;
         }
         encode(c->dtype, v, want);
-        if (memcmp(got + i * es, want, es) != 0) {
+        int ok = memcmp(got + i * es, want, es) == 0;
+        if (!ok && c->op == O_AVG && is_float(c->dtype))
+            ok = fabs(decode_float(c->dtype, got + i * es) - v) <= avg_tolerance(c->dtype, v);
+        if (!ok) {
             if (wrong < 3)
                 fprintf(stderr, "rank %d %s %s dtype %d count %zu%s%s: element %zu wrong\n", rank,
                         coll_names[c->coll], op_names[c->op], c->dtype, c->count,

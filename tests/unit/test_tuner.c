@@ -56,7 +56,7 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .direct_ok = !no_direct,
         .direct_max_channels = gpu ? gpu_direct_channels : 1,
         .tree_ok = !gpu,
-        .pat_ok = !gpu,
+        .pat_ok = 1,
         .one_per_host = one_per_host,
         .shm_all = shm_all,
         .shared_gpu = shared_gpu,
@@ -423,8 +423,9 @@ static void shared_gpu_picks(void)
 
 /* AllGather and ReduceScatter with one rank per host: PAT where its ceil(log2 n) rounds are
  * fewer than the ring's n - 1 hops (both the ring's links and bytes), at every size; the ring
- * at 2 and 3 ranks, with several ranks on a host, on the GPU (no PAT there), or under
- * ALGO=Ring; PAT anywhere under ALGO=PAT. */
+ * at 2 and 3 ranks, with several ranks on a host, or under ALGO=Ring; PAT anywhere under
+ * ALGO=PAT. GPUs across hosts: PAT on its one connector pair a peer (one channel) up to where
+ * the ring's 8 channels move the bytes faster. */
 static void pat_picks(void)
 {
     struct bt_tune_settings s = env_defaults(), ring = env_defaults(), pat = env_defaults();
@@ -449,8 +450,18 @@ static void pat_picks(void)
            (struct want){RING, SIMPLE, 1});
     expect("one per host AR 8r ALGO=PAT: AllReduce has no PAT", tune(&pat, d, AR, 8, 4 * KB, 0, 0),
            (struct want){RING, SIMPLE, 1});
-    expect("one per host AG 8r GPU", tune(&s, &bt_tune_gpu_defaults, AG, 8, 4 * KB, 1, 0),
+    gpu_direct_channels = 1; /* over the network: one send/recv part a peer, 8 rings */
+    gpu_max_channels = 8;
+    expect("one per host AG 8r GPU 4 KB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 4 * KB, 1, 0),
+           (struct want){PAT, SIMPLE, 1});
+    expect("one per host RS 64r GPU 1 MB", tune(&s, &bt_tune_gpu_defaults, RS, 64, 1 * MB, 1, 0),
+           (struct want){PAT, SIMPLE, 1});
+    expect("one per host AG 8r GPU 64 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 64 * MB, 1, 0),
+           (struct want){RING, SIMPLE, 8});
+    expect("one per host AG 3r GPU 4 KB", tune(&s, &bt_tune_gpu_defaults, AG, 3, 4 * KB, 1, 0),
            (struct want){RING, SIMPLE, 1});
+    gpu_direct_channels = 32;
+    gpu_max_channels = 64;
     one_per_host = 0;
     expect("2 per host AG 8r", tune(&s, d, AG, 8, 4 * KB, 0, 0), (struct want){RING, SIMPLE, 1});
     expect("one host AG 8r ALGO=PAT", tune(&pat, d, AG, 8, 4 * KB, 0, 1),

@@ -78,6 +78,7 @@ struct bt_cuda_comm {
      * for kernels in flight, reaped at later launches */
     struct bt_channel *hchan; /* [nch]: the comm's rings, connectors of link BT_LINK_GPU_RING */
     struct bt_conn *hp2p;     /* [2 * nranks]: BT_LINK_GPU_P2P, indexed like dp2p (np2p = 1) */
+    struct bt_conn **hpeer;   /* [2 * nranks]: dpeer_send / dpeer_recv's host twins (hp2p) */
     struct bt_cuda_netop {
         struct bt_transport_op *op;
         int peer;

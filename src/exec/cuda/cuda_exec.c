@@ -63,6 +63,7 @@ static bt_status_t cuda_create(const struct bt_exec_comm *ec, void **state_p)
     bt_cuda_target(cs->cc, ec->tune, ec->net_link.gbps, ec->net_link.latency_us, (void *)ec,
                    &cs->tg);
     cs->tg.memo = &cs->memo;
+    cs->tg.one_per_host = ec->one_per_host;
     *state_p = cs;
     return BT_OK;
 }

@@ -83,8 +83,9 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
     z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)ec->simple_slot;
     cc->hchan = calloc((size_t)cc->nch, sizeof(*cc->hchan));
     cc->hp2p = calloc(2 * (size_t)n, sizeof(*cc->hp2p));
+    cc->hpeer = calloc(2 * (size_t)n, sizeof(*cc->hpeer));
     struct bt_conn_req *reqs = calloc(2 * (size_t)(cc->nch + n), sizeof(*reqs));
-    if (!cc->hchan || !cc->hp2p || !reqs) {
+    if (!cc->hchan || !cc->hp2p || !cc->hpeer || !reqs) {
         free(reqs);
         BT_WARN("out of memory setting up GPU connectors over the network");
         return BT_ERR_SYSTEM;
@@ -131,6 +132,7 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
         for (int d = 0; d < 2 && r != me; d++) {
             int i = bt_cuda_p2p_index(cc, r, d, 0);
             BT_CHECK(dview(&cc->hp2p[i], &p2p[i], 0));
+            cc->hpeer[(size_t)d * n + r] = &cc->hp2p[i]; /* laid out as fifos.c's upload */
         }
     }
     BT_INFO(BT_LOG_INIT, "GPU %d: %d channel(s) through host connectors (%s), %u-byte slots",
@@ -161,6 +163,10 @@ static bt_status_t post_work(struct bt_cuda_comm *cc, struct bt_work w)
         w.chan = &cc->hchan[c];
     if (w.p2p_conn)
         w.p2p_conn = host_of(cc, w.p2p_conn);
+    if (w.peer_send) { /* PAT: the peer tables' host twins (np2p = 1: one table each way) */
+        w.peer_send = cc->hpeer + (w.peer_send - cc->dpeer_send);
+        w.peer_recv = cc->hpeer + (w.peer_recv - cc->dpeer_send);
+    }
     struct bt_conn_steps t[BT_WORK_MAX_CONNS];
     int nt = 0;
     /* shared memory: the kernels meet in the FIFO */
@@ -269,6 +275,8 @@ void bt_cuda_hostconn_free(struct bt_cuda_comm *cc)
         hconn_free(&cc->hp2p[i]);
     free(cc->hchan);
     free(cc->hp2p);
+    free(cc->hpeer);
     cc->hchan = NULL;
     cc->hp2p = NULL;
+    cc->hpeer = NULL;
 }

@@ -30,6 +30,10 @@ void bt_cuda_target(const struct bt_cuda_comm *cc, const struct bt_tune_settings
                                           BT_GPU_DIRECT_LL128_PAYLOAD),
         .direct_slot = cc->slot,
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
+        /* PAT over the send/recv connectors; its ReduceScatter's partial sums in the
+         * one-shot's scratch (one_per_host: cuda_exec.c, from the communicator) */
+        .pat_ok = cc->nranks > 1,
+        .pat_scratch = cc->scratch_bytes,
         .direct_max_channels = direct_max,
         .shm_all = !cc->net, /* through the network: Simple, one channel */
         .shared_gpu = cc->nsame > 1,
