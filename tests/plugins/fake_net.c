@@ -10,6 +10,9 @@
  *                every receive (forceFlush): it checks what Baton flushes (below)
  *   6 FakeLate   the socket backend behind a v11 table whose send comm is usable only once
  *                the receiver's accept has returned (below): google/nccl-fastsocket's habit
+ *   7 FakeRails  the socket backend behind a v11 table of 4 devices (rails), all the
+ *                socket's first: it counts the devices listened on and every connect made
+ *                on another device than its listener's (below)
  */
 #include <string.h>
 
@@ -19,12 +22,18 @@
 
 static void *sock_ctx __attribute__((unused));
 
-#if FAKE_MODE == 5 || FAKE_MODE == 6
+#if FAKE_MODE == 5 || FAKE_MODE == 6 || FAKE_MODE == 7
 /* The fakes that wrap the socket backend's own v11 table: that table, the logger init() was
- * given, and the table they export (the socket's, their own functions put in by fill()). */
+ * given, and the table they export (the socket's, their own functions put in by fill()); a
+ * lock for their counts, and what finalize() logs of them (summarize, when a fake sets it). */
+#include <pthread.h>
+#include <stdio.h>
+
 static const ncclNet_v11_t *sock;
 static ncclDebugLogger_t logger;
 EXPORT ncclNet_v11_t ncclNetPlugin_v11;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*summarize)(char *line, size_t len);
 
 static ncclResult_t wrap_init(void **ctx, uint64_t id, ncclNetCommConfig_v11_t *cfg,
                               ncclDebugLogger_t log, ncclProfilerCallback_t prof)
@@ -33,13 +42,27 @@ static ncclResult_t wrap_init(void **ctx, uint64_t id, ncclNetCommConfig_v11_t *
     return sock->init(ctx, id, cfg, log, prof);
 }
 
-/* The socket's table under `name`, with init() keeping the logger. */
+static ncclResult_t wrap_finalize(void *ctx)
+{
+    char line[256];
+    pthread_mutex_lock(&mu);
+    if (logger && summarize) {
+        summarize(line, sizeof(line));
+        logger(NCCL_LOG_INFO, NCCL_LOGSUB_NET, __FILE__, __LINE__, "%s", line);
+    }
+    pthread_mutex_unlock(&mu);
+    return sock->finalize(ctx);
+}
+
+/* The socket's table under `name`, with init() keeping the logger and finalize() logging the
+ * fake's summary. */
 static void wrap_socket(const char *name)
 {
     sock = bt_net_socket.v11;
     ncclNetPlugin_v11 = *sock;
     ncclNetPlugin_v11.name = name;
     ncclNetPlugin_v11.init = wrap_init;
+    ncclNetPlugin_v11.finalize = wrap_finalize;
 }
 #endif
 
@@ -162,11 +185,9 @@ EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
 /* Each iflush must name a receive that completed and was not flushed yet: its buffer, the
  * size that landed and its registration. The flush's request completes at its second test.
  * finalize() logs how many flushes matched and how many did not. */
-#include <pthread.h>
 #include <stdlib.h>
 
 #define NREC 256
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rec {
     void *req, *data, *mh; /* a receive in flight (req), or landed and not flushed (req NULL) */
     int got;
@@ -251,15 +272,11 @@ static ncclResult_t f_iflush(void *c, int n, void **d, int *s, void **mh, void *
     pthread_mutex_unlock(&mu);
     return ncclSuccess;
 }
-static ncclResult_t f_finalize(void *ctx)
+static void f_summarize(char *line, size_t len)
 {
-    pthread_mutex_lock(&mu);
-    if (logger)
-        logger(NCCL_LOG_INFO, NCCL_LOGSUB_NET, __FILE__, __LINE__,
-               "FakeFlush: %d flushes, %d not matching a landed receive, %d receives untracked",
-               nflush, nbad, nlost);
-    pthread_mutex_unlock(&mu);
-    return sock->finalize(ctx);
+    snprintf(line, len,
+             "FakeFlush: %d flushes, %d not matching a landed receive, %d receives untracked",
+             nflush, nbad, nlost);
 }
 
 __attribute__((constructor)) static void fill(void)
@@ -269,7 +286,7 @@ __attribute__((constructor)) static void fill(void)
     ncclNetPlugin_v11.irecv = f_irecv;
     ncclNetPlugin_v11.test = f_test;
     ncclNetPlugin_v11.iflush = f_iflush;
-    ncclNetPlugin_v11.finalize = f_finalize;
+    summarize = f_summarize;
 }
 
 #elif FAKE_MODE == 6
@@ -282,8 +299,6 @@ __attribute__((constructor)) static void fill(void)
  * that listen() puts at the end of the handle; an isend on a comm whose marker is not
  * there yet fails, loudly, as fastsocket's does. So the suite fails whenever Baton posts a
  * send before the peer's accept returned (docs/NETWORK.md: the order Baton keeps). */
-#include <pthread.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #include "util/random.h"
@@ -291,7 +306,6 @@ __attribute__((constructor)) static void fill(void)
 #define ACCEPT_MS 20
 #define NCOMMS 1024
 #define KEY_AT (NCCL_NET_HANDLE_MAXSIZE - (int)sizeof(uint64_t))
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct late {
     void *comm; /* a listen comm (its key) or a send comm not yet seen ready; NULL: free */
     uint64_t key;
@@ -402,6 +416,71 @@ __attribute__((constructor)) static void fill(void)
     ncclNetPlugin_v11.isend = f_isend;
     ncclNetPlugin_v11.closeSend = f_close_send;
     ncclNetPlugin_v11.closeListen = f_close_listen;
+}
+
+#elif FAKE_MODE == 7
+
+/* Four rails over one socket device: a connector on channel c should listen on rail c mod 4
+ * and its peer connect on the same rail (transport/net.c pick_dev, CROSS_NIC). listen()
+ * puts its rail in the handle's last byte; connect() compares. */
+
+#define NRAILS 4
+#define RAIL_AT (NCCL_NET_HANDLE_MAXSIZE - 1)
+static int listens[NRAILS], nconnect, ncross;
+
+static ncclResult_t f_devices(int *n)
+{
+    *n = NRAILS;
+    return ncclSuccess;
+}
+static ncclResult_t f_props(int dev, ncclNetProperties_v11_t *p)
+{
+    ncclResult_t r = sock->getProperties(0, p);
+    static char names[NRAILS][8];
+    if (r == ncclSuccess && dev >= 0 && dev < NRAILS) {
+        snprintf(names[dev], sizeof(names[dev]), "rail%d", dev);
+        p->name = names[dev];
+        p->guid += (uint64_t)dev;
+    }
+    return r;
+}
+static ncclResult_t f_listen(void *ctx, int dev, void *handle, void **lc)
+{
+    ncclResult_t r = sock->listen(ctx, 0, handle, lc);
+    if (r == ncclSuccess) {
+        ((unsigned char *)handle)[RAIL_AT] = (unsigned char)dev;
+        pthread_mutex_lock(&mu);
+        if (dev >= 0 && dev < NRAILS)
+            listens[dev]++;
+        pthread_mutex_unlock(&mu);
+    }
+    return r;
+}
+static ncclResult_t f_connect(void *ctx, int dev, void *handle, void **sc,
+                              ncclNetDeviceHandle_v11_t **dh)
+{
+    pthread_mutex_lock(&mu);
+    nconnect++;
+    ncross += ((unsigned char *)handle)[RAIL_AT] != (unsigned char)dev;
+    pthread_mutex_unlock(&mu);
+    return sock->connect(ctx, 0, handle, sc, dh);
+}
+static void f_summarize(char *line, size_t len)
+{
+    snprintf(line, len,
+             "FakeRails: listens on rails 0-3: %d %d %d %d; %d connects, %d on another rail than "
+             "their listener's",
+             listens[0], listens[1], listens[2], listens[3], nconnect, ncross);
+}
+
+__attribute__((constructor)) static void fill(void)
+{
+    wrap_socket("FakeRails");
+    ncclNetPlugin_v11.devices = f_devices;
+    ncclNetPlugin_v11.getProperties = f_props;
+    ncclNetPlugin_v11.listen = f_listen;
+    ncclNetPlugin_v11.connect = f_connect;
+    summarize = f_summarize;
 }
 
 #else

@@ -101,6 +101,22 @@ for zc in 0 1; do
         bad flush.$zc "flushes: '${line:-none logged}'"
     fi
 done
+# rails: 4 devices, 4 channels (and send/recv) across two hosts; each connector listens on
+# the rail of its channel (c mod 4) and its peer connects on the same rail, CROSS_NIC=0 and
+# the default alike (no topology names a NIC for host ranks)
+for cn in 0 2; do
+    expect_ok rails.$cn FakeRails 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-fakerails.so" \
+        BATON_CROSS_NIC=$cn BATON_MIN_NCHANNELS=4 BATON_MAX_NCHANNELS=4
+    lines=$(grep -h "FakeRails: listens" "$out/rails.$cn")
+    if [ "$(echo "$lines" | grep -c .)" -ne 2 ] ||
+        echo "$lines" | grep -qvE "rails 0-3: [1-9][0-9]* [1-9][0-9]* [1-9][0-9]* [1-9][0-9]*; [1-9][0-9]* connects, 0 on another"; then
+        bad rails.$cn "rails: '${lines:-none logged}'"
+    fi
+    for c in 0 1 2 3; do
+        grep -qE "Channel 0$c/.*via NET/FakeRails/$c" "$out/rails.$cn" ||
+            bad rails.$cn "channel $c not on rail $c"
+    done
+done
 expect_fail asked-absent "asks for network 'Bogus', which is not available" -- NCCL_NET=Bogus
 expect_fail asked-failing "asks for network 'FakeFail', which is not available" -- \
     NCCL_NET_PLUGIN="$lib/libnccl-net-fakefail.so" NCCL_NET=FakeFail
