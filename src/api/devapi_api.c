@@ -85,6 +85,19 @@ BT_API int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t t, int rank)
 
 /* Collective, like NCCL's: in a group it runs at ncclGroupEnd with the group's other jobs (one
  * thread may create the device communicators of several ranks). */
+/* NCCL 2.29 and later open ncclDevCommRequirements (and the ncclDevComm the kernels read) with
+ * {size_t size; unsigned magic; unsigned version}: at 2.28's second pointer, whose low half
+ * is never NCCL_API_MAGIC (odd; pointers are aligned). Baton lays out 2.28's structs only
+ * (docs/DEVICE_API.md, "Next: the 2.29-2.30 layouts"): such a program is refused by name
+ * rather than read as 2.28's. Returns the version it was built with, or 0. */
+#define BT_API_MAGIC 0xcafebeefu
+static unsigned newer_layout(const void *reqs)
+{
+    unsigned word[2];
+    memcpy(word, (const char *)reqs + sizeof(size_t), sizeof(word));
+    return word[0] == BT_API_MAGIC ? (word[1] ? word[1] : 1) : 0;
+}
+
 BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
                                       ncclDevComm_t *outDevComm)
 {
@@ -92,6 +105,14 @@ BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t
     BT_API_CHECK_READY(comm, fn);
     BT_API_CHECK_PTR(reqs, fn, "reqs");
     BT_API_CHECK_PTR(outDevComm, fn, "outDevComm");
+    unsigned v = newer_layout(reqs);
+    if (v) {
+        BT_WARN("%s: reqs is laid out by NCCL %u.%u.%u's device-API headers (the size, magic and "
+                "version they open with); Baton serves the NCCL 2.28 device API: build the "
+                "program against NCCL 2.28's nccl_device.h or Baton's own",
+                fn, v / 10000, v / 100 % 100, v % 100);
+        return ncclInvalidUsage;
+    }
     struct bt_comm *c = (struct bt_comm *)comm;
     if (bt_group_depth() > 0 || !c->config.blocking) {
         struct bt_init_job job = {

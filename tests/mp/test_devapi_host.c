@@ -191,6 +191,20 @@ static int gin_main(int rank, int n, void *argp)
     BT_TEST_CHECK(ncclDevCommCreate(comm, NULL, &dc) == ncclInvalidArgument, "NULL reqs accepted");
     BT_TEST_CHECK(ncclDevCommCreate(comm, &reqs, NULL) == ncclInvalidArgument,
                   "NULL outDevComm accepted");
+    /* requirements as NCCL 2.30's headers lay them out ({size, magic, version} first): refused
+     * by name, not read as 2.28's (whose second pointer sits where the magic is) */
+    struct {
+        size_t size;
+        unsigned magic, version;
+        char rest[256];
+    } newer;
+    memset(&newer, 0, sizeof(newer));
+    newer.size = sizeof(newer);
+    newer.magic = 0xcafebeefu;
+    newer.version = 23007;
+    BT_TEST_CHECK(ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)(void *)&newer, &dc) ==
+                      ncclInvalidUsage,
+                  "2.30's requirements layout not refused");
     memset(&dc, 0, sizeof(dc));
     BT_TEST_CHECK(ncclDevCommDestroy(comm, &dc) == ncclInvalidArgument,
                   "a device communicator that was never made was destroyed");
