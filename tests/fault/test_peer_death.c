@@ -157,27 +157,21 @@ static void run_case(int nr, int net, int coll, int when, int stay, unsigned see
              names[coll], victim, when_names[when], stay ? ", survivors stay" : "");
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
-    /* No rank starts before every rank is forked (the gate's EOF): a rank talking to this
-     * process's rendezvous root makes the root thread allocate, and a fork meanwhile can
-     * hand a child the allocator's lock held (seen under ASan: a rank hung in calloc). */
-    int pipefd[2], gate[2];
-    BT_TEST_CHECK(pipe(pipefd) == 0 && pipe(gate) == 0, "pipe");
+    int pipefd[2];
+    struct bt_test_gate gate; /* no rank starts before every rank is forked */
+    BT_TEST_CHECK(pipe(pipefd) == 0, "pipe");
+    BT_TEST_CHECK(bt_test_gate_init(&gate) == 0, "start gate");
     pid_t pids[MAX_NR];
     for (int r = 0; r < nr; r++) {
         pids[r] = fork();
         BT_TEST_CHECK(pids[r] >= 0, "fork");
         if (pids[r] == 0) {
             close(pipefd[0]);
-            close(gate[1]);
-            char c;
-            while (read(gate[0], &c, 1) > 0)
-                ;
-            close(gate[0]);
+            bt_test_gate_pass(&gate);
             rank_main(r, nr, &id, coll, victim, when, stay, pipefd[1]);
         }
     }
-    close(gate[0]);
-    close(gate[1]);
+    bt_test_gate_open(&gate);
     close(pipefd[1]);
     unsigned char m[2];
     int slow = bt_test_slow();

@@ -9,6 +9,7 @@
  * (CLOCK_MONOTONIC is one clock for every process) and must be within TIMEOUT + 1 s; when
  * every process has ended, nothing of Baton's is left in /dev/shm.
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -153,21 +154,28 @@ int main(void)
     BT_TEST_OK(ncclGetUniqueId(&id));
     int p[2];
     BT_TEST_CHECK(pipe(p) == 0, "pipe");
+    struct bt_test_gate gate; /* no rank starts before every rank is forked */
+    BT_TEST_CHECK(bt_test_gate_init(&gate) == 0, "start gate");
     pid_t pids[NR];
     for (int r = 0; r < NR; r++) {
         pids[r] = fork();
         BT_TEST_CHECK(pids[r] >= 0, "fork");
         if (pids[r] == 0) {
             close(p[0]);
+            bt_test_gate_pass(&gate);
             rank_main(r, &id, p[1]);
         }
     }
+    bt_test_gate_open(&gate);
     close(p[1]);
     int streaming = 0, first = 0, done = 0;
     double t_kill = 0, t_first_max = 0;
     double deadline = bt_test_now_s() + 120 * bt_test_slow();
     while (done < NR - 1 && bt_test_now_s() < deadline) {
         struct msg m;
+        struct pollfd pf = {.fd = p[0], .events = POLLIN}; /* a hung rank: fail, not hang */
+        if (poll(&pf, 1, (int)((deadline - bt_test_now_s()) * 1000) + 1) != 1)
+            break;
         ssize_t got = read(p[0], &m, sizeof(m));
         if (got != (ssize_t)sizeof(m))
             break; /* every writer gone */

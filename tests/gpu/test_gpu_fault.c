@@ -136,15 +136,19 @@ static void run_case(size_t count, unsigned seed)
     int kill_at = 20 + (int)(seed % 200);
     int fds[2];
     BT_TEST_CHECK(pipe(fds) == 0, "pipe");
+    struct bt_test_gate gate; /* no rank starts before every rank is forked */
+    BT_TEST_CHECK(bt_test_gate_init(&gate) == 0, "start gate");
     pid_t pids[NR];
     for (int r = 0; r < NR; r++) {
         pids[r] = fork();
         BT_TEST_CHECK(pids[r] >= 0, "fork");
         if (pids[r] == 0) {
             close(fds[0]);
+            bt_test_gate_pass(&gate);
             rank_main(r, &id, count, kill_at, sh, fds[1]);
         }
     }
+    bt_test_gate_open(&gate);
     close(fds[1]);
     char c;
     for (int r = 0; r < NR; r++)
@@ -250,6 +254,8 @@ static void run_pair(enum pair_mode mode, struct shared *sh, char logs[NR][256],
 {
     ncclUniqueId id;
     BT_TEST_OK(ncclGetUniqueId(&id));
+    struct bt_test_gate gate; /* no rank starts before every rank is forked */
+    BT_TEST_CHECK(bt_test_gate_init(&gate) == 0, "start gate");
     pid_t pids[NR];
     for (int r = 0; r < NR; r++) {
         snprintf(logs[r], 256, "/tmp/baton-gpu-fault-%d-%d.log", (int)getpid(), r);
@@ -259,9 +265,11 @@ static void run_pair(enum pair_mode mode, struct shared *sh, char logs[NR][256],
             if (!freopen(logs[r], "w", stderr))
                 _exit(19);
             setvbuf(stderr, NULL, _IONBF, 0); /* a file is fully buffered; ranks _exit */
+            bt_test_gate_pass(&gate);
             pair_rank(r, mode, &id, sh);
         }
     }
+    bt_test_gate_open(&gate);
     for (int r = 0; r < NR; r++)
         BT_TEST_CHECK(waitpid(pids[r], &status[r], 0) == pids[r], "waitpid rank %d", r);
 }

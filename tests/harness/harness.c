@@ -49,6 +49,30 @@ int bt_test_slow(void)
     return s && atoi(s) > 1 ? atoi(s) : 1;
 }
 
+int bt_test_gate_init(struct bt_test_gate *g)
+{
+    if (pipe(g->fd) != 0) {
+        perror("pipe (start gate)");
+        return -1;
+    }
+    return 0;
+}
+
+void bt_test_gate_pass(struct bt_test_gate *g)
+{
+    close(g->fd[1]);
+    char c;
+    while (read(g->fd[0], &c, 1) > 0)
+        ;
+    close(g->fd[0]);
+}
+
+void bt_test_gate_open(struct bt_test_gate *g)
+{
+    close(g->fd[0]);
+    close(g->fd[1]);
+}
+
 int bt_test_shm_count(void)
 {
     /* Only segments made since this process's first count: a stale one whose creator's pid
@@ -133,20 +157,10 @@ int bt_test_gpu_of(int rank)
 
 int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
 {
-    /*
-     * No rank starts before every rank is forked: a rank talking to this process's
-     * rendezvous root makes the root thread allocate, and forking while a thread of the
-     * parent is inside the allocator can hand a child a held lock (seen with ASan: a rank
-     * hung before its first message). Children wait for EOF on this pipe.
-     */
     pid_t pids[1024];
-    if (nranks > 1024)
+    struct bt_test_gate gate; /* no rank starts before every rank is forked */
+    if (nranks > 1024 || bt_test_gate_init(&gate) != 0)
         return -1;
-    int gate[2];
-    if (pipe(gate) != 0) {
-        perror("pipe");
-        return -1;
-    }
     timeout_s *= bt_test_slow();
     fflush(stdout);
     fflush(stderr);
@@ -156,16 +170,11 @@ int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
             perror("fork");
             for (int k = 0; k < r; k++)
                 kill(pids[k], SIGKILL);
-            close(gate[0]);
-            close(gate[1]);
+            bt_test_gate_open(&gate);
             return -1;
         }
         if (p == 0) {
-            char c;
-            close(gate[1]);
-            while (read(gate[0], &c, 1) > 0)
-                ;
-            close(gate[0]);
+            bt_test_gate_pass(&gate);
             int rc = fn(r, nranks, arg);
             fflush(stdout);
             fflush(stderr);
@@ -175,8 +184,7 @@ int bt_test_run_ranks(int nranks, bt_test_rank_fn fn, void *arg, int timeout_s)
         if (nspawned < (int)(sizeof(spawned) / sizeof(spawned[0])))
             spawned[nspawned++] = p;
     }
-    close(gate[0]);
-    close(gate[1]); /* every rank forked: let them start */
+    bt_test_gate_open(&gate); /* every rank forked: let them start */
     int failed = 0, left = nranks;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);

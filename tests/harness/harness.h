@@ -80,4 +80,16 @@ void bt_test_leaks_end(const struct bt_test_leaks *l);
  * (so tests running beside it do not count). */
 int bt_test_shm_count(void);
 
+/* A start gate for ranks forked after ncclGetUniqueId: no rank starts before every rank is
+ * forked. A rank talking to this process's rendezvous root makes the root thread allocate,
+ * and a fork meanwhile can hand the next child the allocator's lock held (seen under ASan: a
+ * forked rank hung in malloc). init before the forks; each child passes (it waits until the
+ * parent opens: the pipe's EOF); the parent opens once every rank is forked. */
+struct bt_test_gate {
+    int fd[2];
+};
+int bt_test_gate_init(struct bt_test_gate *g); /* 0, or -1 (said on stderr) */
+void bt_test_gate_pass(struct bt_test_gate *g);
+void bt_test_gate_open(struct bt_test_gate *g);
+
 #endif
