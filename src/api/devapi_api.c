@@ -83,21 +83,21 @@ BT_API int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t t, int rank)
 
 /* ---- device communicators ------------------------------------------------------------------ */
 
-/* Collective, like NCCL's: in a group it runs at ncclGroupEnd with the group's other jobs (one
- * thread may create the device communicators of several ranks). */
 /* NCCL 2.29 and later open ncclDevCommRequirements (and the ncclDevComm the kernels read) with
- * {size_t size; unsigned magic; unsigned version}: at 2.28's second pointer, whose low half
- * is never NCCL_API_MAGIC (odd; pointers are aligned). Baton lays out 2.28's structs only
- * (docs/DEVICE_API.md, "Next: the 2.29-2.30 layouts"): such a program is refused by name
- * rather than read as 2.28's. Returns the version it was built with, or 0. */
-#define BT_API_MAGIC 0xcafebeefu
+ * {size_t size; unsigned magic; unsigned version}, the magic being the config's
+ * (NCCL_CONFIG_MAGIC): at 2.28's second pointer, whose low half is never that (odd; pointers
+ * are aligned). Baton lays out 2.28's structs only (docs/DEVICE_API.md, "Next: the 2.29-2.30
+ * layouts"): such a program is refused by name rather than read as 2.28's. Returns the
+ * version it was built with, or 0. */
 static unsigned newer_layout(const void *reqs)
 {
     unsigned word[2];
     memcpy(word, (const char *)reqs + sizeof(size_t), sizeof(word));
-    return word[0] == BT_API_MAGIC ? (word[1] ? word[1] : 1) : 0;
+    return word[0] == NCCL_CONFIG_MAGIC ? (word[1] ? word[1] : 1) : 0;
 }
 
+/* Collective, like NCCL's: in a group it runs at ncclGroupEnd with the group's other jobs (one
+ * thread may create the device communicators of several ranks). */
 BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
                                       ncclDevComm_t *outDevComm)
 {

@@ -29,8 +29,6 @@
 #define BT_GPU_SLOT (512 * 1024)      /* bytes per Simple slot: 4 MB FIFOs */
 #define BT_GPU_LL_SLOT (64 * 1024)    /* bytes per LL slot (32 KB of payload) */
 #define BT_GPU_LL128_SLOT (64 * 1024) /* bytes per LL128 slot (60 KB of payload) */
-/* the one-shot LL128's chunk at most (its batches were tuned with it), whatever the slots */
-#define BT_GPU_DIRECT_LL128_PAYLOAD (BT_GPU_LL128_SLOT / BT_LL128_LINE * BT_LL128_PAYLOAD)
 
 struct bt_transport_ctx;
 
@@ -115,6 +113,13 @@ static inline void bt_cuda_geometry_default(struct bt_cuda_comm *cc, int nch)
     cc->slot = BT_GPU_SLOT;
     cc->ll_slot = BT_GPU_LL_SLOT;
     cc->ll128_slot = BT_GPU_LL128_SLOT;
+}
+
+/* A send/recv FIFO's LL128 slot: the one-shot's and two-shot's chunks, tuned at the default
+ * slot (their batches), so LL128_BUFFSIZE enlarges only the ring FIFOs' (cc->ll128_slot). */
+static inline size_t bt_cuda_p2p_ll128_slot(const struct bt_cuda_comm *cc)
+{
+    return cc->ll128_slot < BT_GPU_LL128_SLOT ? cc->ll128_slot : BT_GPU_LL128_SLOT;
 }
 
 /* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */

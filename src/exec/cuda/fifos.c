@@ -69,16 +69,13 @@ struct fifo_info {
         cc->dev_bytes += b_;                                                                       \
     } while (0)
 
-/* The slots of a ring FIFO, or of a send/recv FIFO (ring 0): those carry the one-shot's and
- * two-shot's LL128 chunks, which are at most BT_GPU_DIRECT_LL128_PAYLOAD, so their LL128
- * slots stay at the default whatever LL128_BUFFSIZE gives the rings. */
+/* The slots of a ring FIFO, or of a send/recv FIFO (ring 0: bt_cuda_p2p_ll128_slot). */
 static struct bt_fifo_sizes fifo_sizes(const struct bt_cuda_comm *cc, int ring)
 {
     struct bt_fifo_sizes z;
     z.slot_bytes[BT_PROTO_LL] = (uint32_t)cc->ll_slot;
     z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)cc->slot;
-    z.slot_bytes[BT_PROTO_LL128] =
-        (uint32_t)(ring || cc->ll128_slot < BT_GPU_LL128_SLOT ? cc->ll128_slot : BT_GPU_LL128_SLOT);
+    z.slot_bytes[BT_PROTO_LL128] = (uint32_t)(ring ? cc->ll128_slot : bt_cuda_p2p_ll128_slot(cc));
     return z;
 }
 

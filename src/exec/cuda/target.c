@@ -26,8 +26,7 @@ void bt_cuda_target(const struct bt_cuda_comm *cc, const struct bt_tune_settings
         .ll_payload = cc->ll_slot / sizeof(union bt_ll_line) * BT_LL_PAYLOAD,
         /* 0 unless every GPU pair is NVLink (fifos.c) */
         .ll128_payload = cc->ll128_slot / BT_LL128_LINE * BT_LL128_PAYLOAD,
-        .direct_ll128_payload = bt_min_sz(cc->ll128_slot / BT_LL128_LINE * BT_LL128_PAYLOAD,
-                                          BT_GPU_DIRECT_LL128_PAYLOAD),
+        .direct_ll128_payload = bt_cuda_p2p_ll128_slot(cc) / BT_LL128_LINE * BT_LL128_PAYLOAD,
         .direct_slot = cc->slot,
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
         /* PAT over the send/recv connectors; its ReduceScatter's partial sums in the
