@@ -1,7 +1,6 @@
 /*
  * A kernel unit: the int8 kernels, alone: a 1-byte type's packs hold 16 elements, and its
- * kernels take as long to compile as a mixed unit's (107 s of nvcc, measured alone). Alone in
- * a unit they compile to the PTX the single kernel.cu before the split (becffa2) gave them
+ * kernels take about as long to compile as a mixed unit's four or six dtypes
  * (kernel_i32_f16_bf16_e4m3.cu says why grouping matters).
  */
 #include "exec/cuda/device/kernels.cuh"

@@ -7,6 +7,10 @@
  * kernel.cu's bt_cuda_kernel_launch calls the launcher of the works' dtype (kernel.h).
  * Several units, so that the build compiles dtypes in parallel: a 1-byte type's kernels cost
  * as much to compile as four or six of the wider types' (their packs hold 16 elements).
+ * The general kernel's entries (one per size class) call one body per dtype, kernel_body:
+ * compiled as relocatable device code (src/CMakeLists.txt), ptxas builds that body once
+ * instead of once per entry, the build's largest saving. The one-pass one-shot's entries
+ * keep their body inline: it is the small-message path, and small.
  */
 #ifndef BT_EXEC_CUDA_DEVICE_KERNELS_CUH
 #define BT_EXEC_CUDA_DEVICE_KERNELS_CUH
@@ -32,6 +36,14 @@ template <int W> struct KArgs {
     struct bt_work works[W];
 };
 
+/* A launch's parameters whatever its size class: where the header, block map and works lie
+ * in the entry's parameters (generic addresses of a __grid_constant__ struct). */
+struct KView {
+    const struct bt_cuda_khdr &h;
+    const uint16_t *block;
+    const struct bt_work *works;
+};
+
 /* Sets the block's collective for reports; the work's barriers order it before they read. */
 static __device__ __forceinline__ void set_current(const struct bt_work *w)
 {
@@ -46,8 +58,8 @@ static __device__ __forceinline__ void set_current(const struct bt_work *w)
  * made channel i's when the work stands for several (bt_work_channel; the block is then the
  * work's block + i). *idx: the work's number in reports (the channel's, as if each had its
  * own work). Every thread of the block takes the same branch. */
-template <int W>
-static __device__ bool block_work(const KArgs<W> &args, int wi, struct bt_work *ws, int *idx)
+template <typename A>
+static __device__ bool block_work(const A &args, int wi, struct bt_work *ws, int *idx)
 {
     uint32_t nchans = args.works[wi].nchans > 1 ? args.works[wi].nchans : 1;
     uint32_t i = blockIdx.x - args.block[wi];
@@ -67,13 +79,12 @@ static __device__ bool block_work(const KArgs<W> &args, int wi, struct bt_work *
     return true;
 }
 
-/* One kernel per dtype (and launch size): each gets the registers its own arithmetic
- * needs (the 16-element packs of 1-byte types need many more than float's 4). Every work
- * of a launch has T's dtype; send/recv works are byte copies (uint8). Works step through
- * their schedules (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. */
-template <typename T, int W>
-__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
-    bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
+/* The body of one kernel per dtype: each gets the registers its own arithmetic needs (the
+ * 16-element packs of 1-byte types need many more than float's 4). Every work of a launch
+ * has T's dtype; send/recv works are byte copies (uint8). Works step through their schedules
+ * (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. Not inlined: the entries
+ * of every size class call it (bt_cuda_kernel), once per launch. */
+template <typename T> static __device__ __noinline__ void kernel_body(const KView args)
 {
     __shared__ struct bt_work ws;
 #ifdef BATON_LL128_PROFILE
@@ -166,6 +177,14 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
         if (err)
             return;
     }
+}
+
+/* dtype T's general kernel for launches of up to W works */
+template <typename T, int W>
+__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
+    bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
+{
+    kernel_body<T>(KView{args.h, args.block, args.works});
 }
 
 /* The full-size launch passes the host's struct as it is (same layout); a small one
