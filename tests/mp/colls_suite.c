@@ -842,10 +842,12 @@ static void ct_soak(struct ct_rank *x)
     const struct colls_suite *s = x->s;
     const char *env = getenv("BT_SOAK_CASES");
     long budget = env ? atol(env) : s->soak_cases;
+    const char *secs = getenv("BT_SOAK_S");
+    double limit_s = secs && atoi(secs) > 0 ? atoi(secs) : s->soak_s;
     double t0 = ct_now();
     uint64_t rng = 0x5eed;
     for (long k = 0;; k++) {
-        int32_t go = x->rank == 0 ? (budget > 0 ? k < budget : ct_now() - t0 < s->soak_s) : 0;
+        int32_t go = x->rank == 0 ? (budget > 0 ? k < budget : ct_now() - t0 < limit_s) : 0;
         int32_t all = 0;
         BT_TEST_OK(ncclAllReduce(&go, &all, 1, ncclInt32, ncclMax, x->comm, NULL));
         if (!all)
