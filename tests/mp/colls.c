@@ -408,7 +408,8 @@ static const struct colls_suite suites[] = {
         /* two minutes in all; BT_SOAK_CASES=N runs N cases per rank count instead
          * (bench/soak.sh: 10^5), BT_SOAK_S=S S seconds (the sanitized build: 15) */
         .name = "soak",
-        .what = "random collectives, dtypes, ops, sizes, in/out of place: 40 s on 2, 3, 4 ranks",
+        .what = "random collectives, dtypes, ops, sizes, in/out of place: 40 s (BT_SOAK_S) on 2, "
+                "3, 4 ranks",
         .ranks = {2, 3, 4},
         .simple_slot = SIMPLE_SLOT,
         .timeout_s = 400,

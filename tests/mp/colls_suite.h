@@ -103,7 +103,8 @@ struct colls_suite {
     int timeout_s;      /* per rank count */
     /* Soak instead of the matrix: random cases (collective, dtype, op, size class from
      * soak_sizes, in/out of place) for soak_s seconds per rank count, or soak_cases cases
-     * when BT_SOAK_CASES is set (else soak_cases, when nonzero); rank 0's clock or count
+     * when BT_SOAK_CASES is set (else soak_cases, when nonzero; BT_SOAK_S=S: S seconds
+     * instead of soak_s); rank 0's clock or count
      * decides, shared by an AllReduce per case. */
     int soak_s;
     long soak_cases;

@@ -7,10 +7,11 @@
  * kernel.cu's bt_cuda_kernel_launch calls the launcher of the works' dtype (kernel.h).
  * Several units, so that the build compiles dtypes in parallel: a 1-byte type's kernels cost
  * as much to compile as four or six of the wider types' (their packs hold 16 elements).
- * The general kernel's entries (one per size class) call one body per dtype, kernel_body:
- * compiled as relocatable device code (src/CMakeLists.txt), ptxas builds that body once
- * instead of once per entry, the build's largest saving. The one-pass one-shot's entries
- * keep their body inline: it is the small-message path, and small.
+ * Compiled as relocatable device code (BT_CUDA_RDC: src/CMakeLists.txt), the general
+ * kernel's entries (one per size class) call one noinline body per dtype, kernel_body, which
+ * ptxas then builds once instead of once per entry, the build's largest saving; whole-program,
+ * each entry inlines it, reading its own parameters, as before. The one-pass one-shot's
+ * entries keep their body inline either way: it is the small-message path, and small.
  */
 #ifndef BT_EXEC_CUDA_DEVICE_KERNELS_CUH
 #define BT_EXEC_CUDA_DEVICE_KERNELS_CUH
@@ -82,9 +83,14 @@ static __device__ bool block_work(const A &args, int wi, struct bt_work *ws, int
 /* The body of one kernel per dtype: each gets the registers its own arithmetic needs (the
  * 16-element packs of 1-byte types need many more than float's 4). Every work of a launch
  * has T's dtype; send/recv works are byte copies (uint8). Works step through their schedules
- * (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. Not inlined: the entries
- * of every size class call it (bt_cuda_kernel), once per launch. */
-template <typename T> static __device__ __noinline__ void kernel_body(const KView args)
+ * (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. A: KView (relocatable:
+ * one body for every size class, called once per launch) or the entry's own KArgs<W>. */
+#ifdef BT_CUDA_RDC
+#define BT_KERNEL_BODY __noinline__
+#else
+#define BT_KERNEL_BODY __forceinline__
+#endif
+template <typename T, typename A> static __device__ BT_KERNEL_BODY void kernel_body(A args)
 {
     __shared__ struct bt_work ws;
 #ifdef BATON_LL128_PROFILE
@@ -184,7 +190,11 @@ template <typename T, int W>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
 {
-    kernel_body<T>(KView{args.h, args.block, args.works});
+#ifdef BT_CUDA_RDC
+    kernel_body<T, KView>(KView{args.h, args.block, args.works});
+#else
+    kernel_body<T, const KArgs<W> &>(args);
+#endif
 }
 
 /* The full-size launch passes the host's struct as it is (same layout); a small one
