@@ -1,8 +1,9 @@
 #!/bin/bash
 # A change in how the kernels are built (not in what they do), checked on a one-GPU machine:
 # the gpu tests with the new library, every protocol and algorithm forced in turn (ranks of one
-# process sharing GPU 0), then (SWEEP=1) the new library against reference builds over
-# 8 B..64 MB (sweep_libs.sh, RANKS_LIST ranks). From the repository root:
+# process sharing GPU 0), then, when reference builds are given, the new library against them
+# over 8 B..64 MB (sweep_libs.sh, at each of RANKS_LIST ranks, default "2 8"). From the
+# repository root:
 #   BUILD=build-gpu OUT=$OUT tests/gpu/lab/kernels_build.sh [REF_LIB_DIR...]
 # TESTS=0 leaves the tests out; NLIST (default "2 8") the rank counts of gpu_test_gpu_colls,
 # VARIANTS (';'-separated) the settings forced.
