@@ -187,5 +187,21 @@ NCCL_DEVICE_INLINE void *ncclGetResourceBufferLocalPointer(ncclDevComm const &c,
     return ncclGetResourceBufferLsaPointer(c, h, c.lsaRank);
 }
 
+/* The window of comm's holding ptr (the communicator's window table: every window
+ * registered on it that kernels can reach), or NULL when none holds it. Every thread of the
+ * coop looks through the whole table (32 entries a table) and gets the same answer. */
+template <typename Coop>
+NCCL_DEVICE_INLINE ncclWindow_t ncclFindWindow(Coop, ncclDevComm const &comm, void const *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    for (const ncclDevCommWindowTable *t = comm.windowTable; t; t = t->next)
+        for (int i = 0; i < 32; i++) {
+            const ncclDevCommWindowTable::ncclDevCommWindowEntry &e = t->entries[i];
+            if (e.window && p - e.base < e.size)
+                return e.window;
+        }
+    return nullptr;
+}
+
 #endif /* __CUDACC__ */
 #endif

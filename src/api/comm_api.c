@@ -2,6 +2,8 @@
  * Entry points: versions, ids, errors, communicator lifecycle.
  */
 #include <dirent.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <limits.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "api/check.h"
 #include "baton.h"
 #include "core/comm.h"
+#include "core/devcomm_abi.h"
 #include "core/group.h"
 #include "core/init.h"
 #include "core/split.h"
@@ -30,13 +33,41 @@ BT_API void batonParamsPrint(FILE *out)
     bt_param_print_all(out ? out : stdout);
 }
 
+/* The version ncclGetVersion reports: the interface Baton implements whole (nccl.h's), or
+ * REPORT_VERSION where it names a release whose device-API layouts Baton serves (programs
+ * built against 2.29+ headers refuse their device API below 2.29; core/devcomm_abi.h says what
+ * those releases get). Read once. */
+static int reported_version(void)
+{
+    static _Atomic int cached;
+    int v = atomic_load_explicit(&cached, memory_order_acquire);
+    if (v)
+        return v;
+    v = NCCL_VERSION_CODE;
+    const char *s = bt_param_str_report_version();
+    unsigned major, minor, patch;
+    char tail;
+    if (s && *s) {
+        if (sscanf(s, "%u.%u.%u%c", &major, &minor, &patch, &tail) == 3 && major == 2 &&
+            minor < 100 && patch < 100 && bt_devapi_version_served(20000 + minor * 100 + patch))
+            v = (int)(20000 + minor * 100 + patch);
+        else
+            BT_WARN("REPORT_VERSION=%s: not X.Y.Z of a release whose device-API layouts Baton "
+                    "serves (2.28.x, 2.29.2-2.29.3, 2.29.5-2.29.7, 2.30.0-2.30.7): reporting "
+                    "%d",
+                    s, NCCL_VERSION_CODE);
+    }
+    atomic_store_explicit(&cached, v, memory_order_release);
+    return v;
+}
+
 BT_API ncclResult_t ncclGetVersion(int *version)
 {
     if (!version) {
         BT_WARN("ncclGetVersion: version is NULL");
         return ncclInvalidArgument;
     }
-    *version = NCCL_VERSION_CODE;
+    *version = reported_version();
     return ncclSuccess;
 }
 
@@ -850,8 +881,13 @@ BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_
     p.nRanks = c->nranks;
     p.cudaDev = c->cuda_dev;
     p.nvmlDev = nvml_index(c->cuda_dev);
-    /* not yet: the device API, NVLink multicast (off on these machines), GIN */
-    p.deviceApiSupport = 0;
+    /* The device API (core/devcomm_abi.h): a program that asks is built against 2.29+
+     * headers, whose GIN Baton does not serve yet, so its kernels reach LSA peers only: as
+     * NCCL tells 2.29 programs, supported where the LSA team is every rank (one host). Not
+     * offered: NVLink multicast (off on these machines), GIN. */
+    int lsa_base, lsa_size;
+    bt_comm_lsa(c, &lsa_base, &lsa_size);
+    p.deviceApiSupport = c->cuda_dev >= 0 && lsa_size == c->nranks;
     p.multimemSupport = 0;
     p.ginType = p.railedGinType = NCCL_GIN_TYPE_NONE;
     p.nLsaTeams = c->nranks / (c->local_ranks > 0 ? c->local_ranks : 1);

@@ -83,19 +83,6 @@ BT_API int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t t, int rank)
 
 /* ---- device communicators ------------------------------------------------------------------ */
 
-/* NCCL 2.29 and later open ncclDevCommRequirements (and the ncclDevComm the kernels read) with
- * {size_t size; unsigned magic; unsigned version}, the magic being the config's
- * (NCCL_CONFIG_MAGIC): at 2.28's second pointer, whose low half is never that (odd; pointers
- * are aligned). Baton lays out 2.28's structs only (docs/DEVICE_API.md, "Next: the 2.29-2.30
- * layouts"): such a program is refused by name rather than read as 2.28's. Returns the
- * version it was built with, or 0. */
-static unsigned newer_layout(const void *reqs)
-{
-    unsigned word[2];
-    memcpy(word, (const char *)reqs + sizeof(size_t), sizeof(word));
-    return word[0] == NCCL_CONFIG_MAGIC ? (word[1] ? word[1] : 1) : 0;
-}
-
 /* Collective, like NCCL's: in a group it runs at ncclGroupEnd with the group's other jobs (one
  * thread may create the device communicators of several ranks). */
 BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
@@ -105,21 +92,17 @@ BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t
     BT_API_CHECK_READY(comm, fn);
     BT_API_CHECK_PTR(reqs, fn, "reqs");
     BT_API_CHECK_PTR(outDevComm, fn, "outDevComm");
-    unsigned v = newer_layout(reqs);
-    if (v) {
-        BT_WARN("%s: reqs is laid out by NCCL %u.%u.%u's device-API headers (the size, magic and "
-                "version they open with); Baton serves the NCCL 2.28 device API: build the "
-                "program against NCCL 2.28's nccl_device.h or Baton's own",
-                fn, v / 10000, v / 100 % 100, v % 100);
-        return ncclInvalidUsage;
-    }
+    /* the program's release: its headers' layouts of reqs and of *outDevComm */
+    struct bt_devcomm_reqs r;
+    bt_status_t st = bt_devcomm_reqs_read(reqs, &r, fn);
+    if (st != BT_OK)
+        return (ncclResult_t)st;
     struct bt_comm *c = (struct bt_comm *)comm;
     if (bt_group_depth() > 0 || !c->config.blocking) {
-        struct bt_init_job job = {
-            .parent = c, .devcomm = 1, .dc_reqs = *reqs, .dc_out = outDevComm};
+        struct bt_init_job job = {.parent = c, .devcomm = 1, .dc_reqs = r, .dc_out = outDevComm};
         return (ncclResult_t)bt_api_group_job(&job);
     }
-    return (ncclResult_t)bt_devcomm_create(c, reqs, outDevComm);
+    return (ncclResult_t)bt_devcomm_create(c, &r, outDevComm);
 }
 
 /* Local: the kernels using it must be done. After its communicator's destroy (PyTorch's

@@ -157,6 +157,7 @@ bt_status_t bt_comm_async_error(struct bt_comm *comm)
 /* Work of the executors in flight that waits on peers ends with an error. Any thread. */
 static void abort_execs(struct bt_comm *comm)
 {
+    bt_devcomm_abort(comm); /* device-API kernels that poll the flag stop waiting */
     for (int k = 0; k < BT_EXEC_KINDS; k++) {
         void *state = exec_state(comm, k);
         if (state && bt_exec_of(k)->abort)

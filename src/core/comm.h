@@ -67,6 +67,7 @@ struct bt_arrival_line;
 struct bt_arrival_query;
 struct bt_shm_seg;
 struct bt_window;
+struct bt_win_table;
 struct bt_rma_net;
 
 struct bt_comm {
@@ -141,6 +142,11 @@ struct bt_comm {
     unsigned char unique_id[BT_UNIQUE_ID_BYTES]; /* the rendezvous it joined (bt_comm_init) */
     struct bt_window *windows;                   /* registered windows (core/window.h) */
     struct bt_devcomm *devcomms;                 /* device communicators (core/devcomm.h) */
+    struct bt_win_table *win_table; /* their window table (core/win_table.h), from the first */
+    /* their abort flag (host-mapped, nonzero once aborted: NCCL 2.29.5+'s abortFlag), from the
+     * first; the host address published whole (the abort path reads it from any thread) */
+    uint32_t *_Atomic devapi_abort_h;
+    uint32_t *devapi_abort_d;
     struct bt_comm_stats stats;
 };
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/win_table.h"
 #include "core/window.h"
 #include "device/device.h"
 #include "transport/gin_proxy.h"
@@ -128,9 +129,33 @@ static void gin_free(struct bt_devcomm *d)
 
 static void free_one(struct bt_comm *comm, struct bt_devcomm *d);
 
-bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequirements *q,
-                              struct ncclDevComm *out)
+/* The comm's device-API abort flag (comm.h), made at its first device communicator. */
+static bt_status_t abort_flag(struct bt_comm *comm, uint32_t **dev)
 {
+    if (!atomic_load_explicit(&comm->devapi_abort_h, memory_order_acquire)) {
+        void *h, *d;
+        BT_CHECK(bt_device_host_mapped(&h, &d, sizeof(uint32_t)));
+        /* an abort that came before: kernels launched from now on see it too */
+        *(volatile uint32_t *)h = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0;
+        comm->devapi_abort_d = d;
+        atomic_store_explicit(&comm->devapi_abort_h, h, memory_order_release);
+        if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) /* one that came meanwhile */
+            bt_devcomm_abort(comm);
+    }
+    *dev = comm->devapi_abort_d;
+    return BT_OK;
+}
+
+void bt_devcomm_abort(struct bt_comm *comm)
+{
+    uint32_t *h = atomic_load_explicit(&comm->devapi_abort_h, memory_order_acquire);
+    if (h)
+        __atomic_store_n(h, 1, __ATOMIC_RELEASE);
+}
+
+bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs *reqs, void *out)
+{
+    const struct ncclDevCommRequirements *q = &reqs->q;
     int lsa_base, lsa_size;
     bt_comm_lsa(comm, &lsa_base, &lsa_size);
     BT_CHECK(refuse_unsupported(comm, q));
@@ -191,15 +216,21 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
     struct bt_devcomm *d = calloc(1, sizeof(*d));
     if (!d)
         return BT_ERR_SYSTEM;
-    memset(out, 0, sizeof(*out));
+    struct bt_devcomm_fill fill;
+    memset(&fill, 0, sizeof(fill));
+    struct ncclDevComm *o = &fill.v228;
     int prev = bt_device_get();
     bt_status_t st = bt_device_set(comm->cuda_dev);
+    if (st == BT_OK)
+        st = abort_flag(comm, &fill.abort_flag);
+    if (st == BT_OK)
+        st = bt_win_table_get(comm, (void **)&o->windowTable);
     if (st == BT_OK)
         st = bt_device_mem_alloc(&d->buf, total);
     if (st == BT_OK)
         st = bt_device_zero(d->buf, total); /* barrier epochs and inboxes start at 0 */
     if (st == BT_OK && gin)
-        st = gin_context(comm, d, sig.next, cnt.next, out);
+        st = gin_context(comm, d, sig.next, cnt.next, o);
     if (prev >= 0)
         (void)bt_device_set(prev);
     if (st != BT_OK) { /* (the other ranks wait in the registration until TIMEOUT) */
@@ -227,29 +258,31 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct ncclDevCommRequ
         }
         return st;
     }
-    out->rank = comm->rank;
-    out->nRanks = comm->nranks;
-    out->nRanks_rcp32 = rcp32((uint32_t)comm->nranks);
-    out->lsaRank = comm->rank - lsa_base;
-    out->lsaSize = lsa_size;
-    out->lsaSize_rcp32 = rcp32((uint32_t)lsa_size);
-    out->resourceWindow = d->win->handle;
-    out->resourceWindow_inlined = d->win->vid;
-    out->lsaBarrier.bufHandle = lsa_handle;
-    out->lsaBarrier.nBarriers = (int)nb_lsa;
-    out->railGinBarrier.bufHandle = rail_handle;
-    out->railGinBarrier.signal0 = rail_signal0;
-    out->ginSignalBase = 0;
-    out->ginSignalCount = q->ginSignalCount;
-    out->ginCounterBase = 0;
-    out->ginCounterCount = q->ginCounterCount;
+    o->rank = comm->rank;
+    o->nRanks = comm->nranks;
+    o->nRanks_rcp32 = rcp32((uint32_t)comm->nranks);
+    o->lsaRank = comm->rank - lsa_base;
+    o->lsaSize = lsa_size;
+    o->lsaSize_rcp32 = rcp32((uint32_t)lsa_size);
+    o->resourceWindow = d->win->handle;
+    o->resourceWindow_inlined = d->win->vid;
+    o->lsaBarrier.bufHandle = lsa_handle;
+    o->lsaBarrier.nBarriers = (int)nb_lsa;
+    o->railGinBarrier.bufHandle = rail_handle;
+    o->railGinBarrier.signal0 = rail_signal0;
+    o->ginSignalBase = 0;
+    o->ginSignalCount = q->ginSignalCount;
+    o->ginCounterBase = 0;
+    o->ginCounterCount = q->ginCounterCount;
+    bt_devcomm_write(reqs->abi, reqs->version, &fill, out);
     d->next = comm->devcomms;
     comm->devcomms = d;
     BT_INFO(BT_LOG_INIT,
             "rank %d: device communicator: %zu bytes of resources, %zu LSA and %zu rail GIN "
-            "barriers, %s",
+            "barriers, %s; NCCL %u.%u.%u's layout",
             comm->rank, total, nb_lsa, nb_rail,
-            gin ? "a GIN context (proxy type, served by the GIN proxy)" : "no GIN");
+            gin ? "a GIN context (proxy type, served by the GIN proxy)" : "no GIN",
+            reqs->version / 10000, reqs->version / 100 % 100, reqs->version % 100);
     return BT_OK;
 }
 
@@ -261,10 +294,11 @@ static void free_one(struct bt_comm *comm, struct bt_devcomm *d)
     free(d);
 }
 
-bt_status_t bt_devcomm_destroy(struct bt_comm *comm, const struct ncclDevComm *dc)
+bt_status_t bt_devcomm_destroy(struct bt_comm *comm, const void *dc)
 {
+    const void *rw = bt_devcomm_resource_window(dc);
     struct bt_devcomm **pp = &comm->devcomms;
-    while (*pp && (*pp)->win->handle != dc->resourceWindow)
+    while (*pp && (*pp)->win->handle != rw)
         pp = &(*pp)->next;
     if (!*pp) {
         BT_WARN("ncclDevCommDestroy: rank %d: %p is not a device communicator of comm %p "
@@ -284,5 +318,11 @@ void bt_devcomm_free_all(struct bt_comm *comm)
         struct bt_devcomm *d = comm->devcomms;
         comm->devcomms = d->next;
         free_one(comm, d);
+    }
+    uint32_t *h = atomic_load_explicit(&comm->devapi_abort_h, memory_order_acquire);
+    if (h) {
+        atomic_store_explicit(&comm->devapi_abort_h, NULL, memory_order_release);
+        bt_device_host_free(h);
+        comm->devapi_abort_d = NULL;
     }
 }

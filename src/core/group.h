@@ -10,7 +10,7 @@
 
 #include "core/comm.h"
 #include "core/launch.h"
-#include "nccl_device/layout.h"
+#include "core/devcomm_abi.h"
 
 /* A deferred init, run at GroupEnd concurrently with the group's others: either join a
  * rendezvous (comm allocated, id set), or split or shrink `parent` (then *newcomm_p is
@@ -26,10 +26,10 @@ struct bt_init_job {
     void *win_buf;
     size_t win_size;
     int win_flags;
-    void **win_out; /* the window's handle (ncclWindow_t) */
-    int devcomm;    /* a device communicator of `parent`: *dc_out is written */
-    struct ncclDevCommRequirements dc_reqs;
-    struct ncclDevComm *dc_out;
+    void **win_out;                 /* the window's handle (ncclWindow_t) */
+    int devcomm;                    /* a device communicator of `parent`: *dc_out is written */
+    struct bt_devcomm_reqs dc_reqs; /* as read from the program's layout */
+    void *dc_out;                   /* its ncclDevComm, in that release's layout */
     struct bt_comm_config config;
     struct bt_comm **newcomm_p;
     bt_status_t status;

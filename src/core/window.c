@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/devcomm_abi.h"
 #include "core/rma.h"
+#include "core/win_table.h"
 #include "device/device.h"
 #include "util/array.h"
 #include "util/log.h"
@@ -48,6 +50,31 @@ struct bt_window *bt_window_of(const void *handle)
     return w;
 }
 
+/* The handle kernels read: every release's window (2.28's fields, then 2.30.7's GIN
+ * segments: one, the whole window, which ginMultiSegmentWins points at in the copy). */
+static bt_status_t publish_device(struct bt_window *w)
+{
+    struct bt_devapi_window dw;
+    memset(&dw, 0, sizeof(dw));
+    dw.v228 = w->vid;
+    dw.numSegments = 1;
+    memcpy(dw.segment.ginWins, w->vid.ginWins, sizeof(dw.segment.ginWins));
+    dw.segment.segmentSize = w->size;
+    dw.segment.memType = 1; /* CU_MEM_LOCATION_TYPE_DEVICE */
+    BT_CHECK(w->ex->win_publish(&w->comm->ec, &dw, sizeof(dw), &w->handle));
+    dw.ginMultiSegmentWins =
+        (struct bt_devapi_segment_window *)((char *)w->handle +
+                                            offsetof(struct bt_devapi_window, segment));
+    bt_status_t st =
+        w->ex->win_update(w->handle, offsetof(struct bt_devapi_window, ginMultiSegmentWins),
+                          &dw.ginMultiSegmentWins, sizeof(dw.ginMultiSegmentWins));
+    if (st != BT_OK) {
+        w->ex->win_unpublish(w->handle);
+        w->handle = &w->vid;
+    }
+    return st;
+}
+
 /* The window as the device API reads it (ncclWindow_vidmem), published where the
  * executor's kernels read it. Not flat-mapped: the LSA base is this rank's own window and
  * the stride 0 (only the own part has an address through it). */
@@ -72,10 +99,16 @@ static bt_status_t publish(struct bt_window *w)
     }
     w->handle = &w->vid;
     if (w->ex->win_publish)
-        BT_CHECK(w->ex->win_publish(&comm->ec, &w->vid, sizeof(w->vid), &w->handle));
+        BT_CHECK(publish_device(w));
     bt_status_t st = handle_add(w);
-    if (st != BT_OK && w->handle != &w->vid)
-        w->ex->win_unpublish(w->handle);
+    if (st == BT_OK)
+        st = bt_win_table_add(comm, w);
+    if (st != BT_OK) {
+        handle_remove(w);
+        if (w->handle != &w->vid)
+            w->ex->win_unpublish(w->handle);
+        w->handle = NULL;
+    }
     return st;
 }
 
@@ -83,6 +116,7 @@ static void unpublish(struct bt_window *w)
 {
     if (!w->handle)
         return;
+    bt_win_table_remove(w->comm, w);
     handle_remove(w);
     if (w->handle != &w->vid)
         w->ex->win_unpublish(w->handle);
@@ -312,6 +346,7 @@ void bt_window_free_all(struct bt_comm *comm)
         free(w->peer_size);
         free(w);
     }
+    bt_win_table_free(comm);
 }
 
 /* The mapped window of executor ex holding [p, p + bytes), or NULL. */

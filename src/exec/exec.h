@@ -185,6 +185,9 @@ struct bt_exec_ops {
      * and its release. NULL: the host struct itself is the handle. */
     bt_status_t (*win_publish)(const struct bt_exec_comm *ec, const void *vid, size_t bytes,
                                void **handle);
+    /* Rewrite `bytes` of a published copy at offset `off` (the same memory serves the device
+     * API's window table, core/win_table.h). */
+    bt_status_t (*win_update)(void *handle, size_t off, const void *src, size_t bytes);
     void (*win_unpublish)(void *handle);
 
     /* Bytes of buffers the state holds in its executor's memory (the CUDA executor's: device

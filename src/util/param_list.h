@@ -25,6 +25,13 @@ BT_PARAM_INT(
 BT_PARAM_INT(bootstrap_timeout, "BOOTSTRAP_TIMEOUT", 120,
              "seconds init waits for all ranks to reach the rendezvous")
 
+/* the interface version ncclGetVersion reports (api/comm_api.c) */
+BT_PARAM_STR(report_version, "REPORT_VERSION", NULL,
+             "the NCCL version ncclGetVersion reports, X.Y.Z (unset: 2.28.9, the newest "
+             "interface Baton implements whole): one whose device-API layouts Baton serves, "
+             "2.28.x, 2.29.2-2.29.3, 2.29.5-2.29.7 or 2.30.0-2.30.7 (programs built against "
+             "newer headers gate their device API on it)")
+
 /* communicator */
 BT_PARAM_INT(comm_blocking, "COMM_BLOCKING", 1,
              "0: communicators whose config leaves `blocking` unset are non-blocking (init, "

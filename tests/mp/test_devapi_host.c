@@ -191,20 +191,31 @@ static int gin_main(int rank, int n, void *argp)
     BT_TEST_CHECK(ncclDevCommCreate(comm, NULL, &dc) == ncclInvalidArgument, "NULL reqs accepted");
     BT_TEST_CHECK(ncclDevCommCreate(comm, &reqs, NULL) == ncclInvalidArgument,
                   "NULL outDevComm accepted");
-    /* requirements as NCCL 2.30's headers lay them out ({size, magic, version} first): refused
-     * by name, not read as 2.28's (whose second pointer sits where the magic is) */
+    /* requirements as NCCL 2.30's headers lay them out ({size, magic, version} first) are
+     * read as 2.30's (core/devcomm_abi.h; unit/test_devcomm_abi has the rules): an LSA-only
+     * one reaches the host-memory refusal, a world barrier without GIN is 2.30's caller
+     * error, a newer release is refused by name */
     struct {
         size_t size;
         unsigned magic, version;
         char rest[256];
     } newer;
     memset(&newer, 0, sizeof(newer));
-    newer.size = sizeof(newer);
+    newer.size = 96; /* 2.30.7's sizeof */
     newer.magic = 0xcafebeefu;
     newer.version = 23007;
     BT_TEST_CHECK(ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)(void *)&newer, &dc) ==
                       ncclInvalidUsage,
-                  "2.30's requirements layout not refused");
+                  "2.30's requirements on a host communicator not refused");
+    int barrier_count = 1; /* its barrierCount: byte 36 (header, two lists, a bool) */
+    memcpy(newer.rest + 20, &barrier_count, sizeof(barrier_count));
+    BT_TEST_CHECK(ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)(void *)&newer, &dc) ==
+                      ncclInvalidArgument,
+                  "2.30's barrierCount without GIN not refused as the caller's error");
+    newer.version = 23200;
+    BT_TEST_CHECK(ncclDevCommCreate(comm, (const ncclDevCommRequirements_t *)(void *)&newer, &dc) ==
+                      ncclInvalidUsage,
+                  "2.32's requirements not refused");
     memset(&dc, 0, sizeof(dc));
     BT_TEST_CHECK(ncclDevCommDestroy(comm, &dc) == ncclInvalidArgument,
                   "a device communicator that was never made was destroyed");

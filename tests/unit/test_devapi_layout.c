@@ -4,16 +4,20 @@
  * devapi/fields.h, as Baton's C, Baton's C++ and NVIDIA's header (C++) lay them out; and a
  * GIN proxy descriptor written by NVIDIA's bitfields equals the one layout.h documents.
  * NVIDIA's side is built where its header is installed (BT_HAVE_NVIDIA_DEVAPI; CI has it);
- * without it the test says so and checks Baton's C against its C++ only.
+ * without it the test says so and checks Baton's C against its C++ only. NCCL 2.30.7's layouts
+ * (devapi/fields_v2.h: what Baton writes for programs built against 2.29-2.30 headers) are
+ * compared with NVIDIA's 2.30.7 headers where a lab build points at them.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "harness.h"
+#include "core/devcomm_abi.h"
 #include "nccl_device/layout.h"
 #include "transport/gin_proxy.h"
 
 #include "devapi/fields.h"
+#include "devapi/fields_v2.h"
 
 BT_DEVAPI_TABLE(bt_devapi_baton_c);
 extern const struct bt_devapi_row bt_devapi_baton_cxx[];
@@ -22,12 +26,20 @@ extern const struct bt_devapi_row bt_devapi_nvidia[];
 void bt_devapi_nvidia_gfd(int inline_data, uint64_t out[8]);
 #endif
 
-/* The rows of `other` against Baton's C rows; returns how many differ. */
-static int compare(const char *what, const struct bt_devapi_row *other)
+/* NCCL 2.30.7's layouts as Baton writes and reads them (core/devcomm_abi.h). */
+BT_DEVAPI_V2_TABLE(bt_devapi_baton_v2, struct bt_devapi_devcomm_v23000, struct bt_devapi_reqs_v2,
+                   struct bt_devapi_segment_window, struct bt_devapi_window);
+#ifdef BT_HAVE_NVIDIA_DEVAPI_V2
+extern const struct bt_devapi_row bt_devapi_nvidia_v2[];
+#endif
+
+/* The rows of `other` against Baton's rows `mine`; returns how many differ. */
+static int compare_rows(const struct bt_devapi_row *mine, const char *what,
+                        const struct bt_devapi_row *other)
 {
     int n = 0, bad = 0;
-    for (; bt_devapi_baton_c[n].name; n++) {
-        const struct bt_devapi_row *a = &bt_devapi_baton_c[n], *b = &other[n];
+    for (; mine[n].name; n++) {
+        const struct bt_devapi_row *a = &mine[n], *b = &other[n];
         BT_TEST_CHECK(b->name && strcmp(a->name, b->name) == 0, "row %d: %s against %s", n, a->name,
                       b->name ? b->name : "(end)");
         if (a->a != b->a || a->b != b->b) {
@@ -39,6 +51,11 @@ static int compare(const char *what, const struct bt_devapi_row *other)
     BT_TEST_CHECK(other[n].name == NULL, "%s has more rows than Baton's C", what);
     printf("%d rows against %s: %d differ\n", n, what, bad);
     return bad;
+}
+
+static int compare(const char *what, const struct bt_devapi_row *other)
+{
+    return compare_rows(bt_devapi_baton_c, what, other);
 }
 
 /* The descriptor of fields.h, written as layout.h's comment says the words are laid out. */
@@ -112,6 +129,16 @@ int main(void)
 #else
     printf("NVIDIA's nccl_device.h was not found at configure time: Baton's C against its C++ "
            "only\n");
+#endif
+#ifdef BT_HAVE_NVIDIA_DEVAPI_V2
+    bad += compare_rows(bt_devapi_baton_v2, "NVIDIA's 2.30.7 nccl_device.h", bt_devapi_nvidia_v2);
+#else
+    int nv2 = 0;
+    while (bt_devapi_baton_v2[nv2].name)
+        nv2++;
+    printf("NCCL 2.30.7's layouts (%d rows): pinned by devcomm_abi.c's static assertions; "
+           "NVIDIA's 2.30.7 headers not configured (BATON_NVIDIA_DEVAPI_V2_DIR)\n",
+           nv2);
 #endif
     BT_TEST_CHECK(bad == 0, "%d layout differences (above)", bad);
     printf("test_devapi_layout: ok\n");

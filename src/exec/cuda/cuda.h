@@ -63,6 +63,7 @@ void bt_cuda_win_close(struct bt_win_map *map);
 void bt_cuda_win_unexport(struct bt_win_map *mine);
 bt_status_t bt_cuda_win_publish(const struct bt_exec_comm *ec, const void *vid, size_t bytes,
                                 void **handle);
+bt_status_t bt_cuda_win_update(void *handle, size_t off, const void *src, size_t bytes);
 void bt_cuda_win_unpublish(void *handle);
 
 /* The CUDA executor as a planner's target (target.c, built with or without CUDA): a

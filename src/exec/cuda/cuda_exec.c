@@ -285,6 +285,7 @@ const struct bt_exec_ops bt_exec_cuda = {
     .win_close = bt_cuda_win_close,
     .win_unexport = bt_cuda_win_unexport,
     .win_publish = bt_cuda_win_publish,
+    .win_update = bt_cuda_win_update,
     .win_unpublish = bt_cuda_win_unpublish,
     .target = cuda_target,
     .held = cuda_held,

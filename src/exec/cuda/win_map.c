@@ -377,6 +377,13 @@ bt_status_t bt_cuda_win_publish(const struct bt_exec_comm *ec, const void *vid, 
     return st;
 }
 
+bt_status_t bt_cuda_win_update(void *handle, size_t off, const void *src, size_t bytes)
+{
+    /* a copy to device memory goes to the memory's own device whichever is current */
+    return cuda_status(cudaMemcpy((char *)handle + off, src, bytes, cudaMemcpyHostToDevice),
+                       "cudaMemcpy (window handle update)");
+}
+
 void bt_cuda_win_unpublish(void *handle)
 {
     if (cudaFree(handle) != cudaSuccess)

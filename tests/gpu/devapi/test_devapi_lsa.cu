@@ -14,6 +14,11 @@
  * element checked on every rank.
  * N ranks (BATON_TEST_GPUS, default 2) on GPU 0: as ranks of one process (ncclCommInitAll),
  * or as processes under MPS (BATON_TEST_MPS=1).
+ * Built against NCCL 2.29+ headers (their requirements initializer; tests/gpu/lab/devapi_v2.sh
+ * builds it against 2.30.7's), the device communicator is written in that release's layout and
+ * GIN is not asked (Baton serves it to 2.28 programs only): every round is an LSA round, and
+ * the ncclDevComm's version header, abort flag and window segments are checked. Either way a
+ * kernel finds each window by address through the window table (ncclFindWindow).
  */
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +34,13 @@ extern "C" {
 }
 
 #define CU BT_TEST_CUDA
+
+/* NCCL 2.29+'s headers: versioned structs, no GIN asked (above) */
+#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
+#define DEVAPI_V2 1
+#else
+#define DEVAPI_V2 0
+#endif
 
 static const size_t kCount = 1 << 20; /* ints per rank's buffer */
 static const size_t kSkip = 1024;     /* the second window starts this many ints in */
@@ -89,6 +101,7 @@ __global__ void lsa_coll(int gather, ncclWindow_t send, ncclWindow_t recv, size_
     bar.sync(ncclCoopCta(), cuda::memory_order_release); /* every write is done */
 }
 
+#if !DEVAPI_V2
 /* The same between world barriers: an LSA barrier, then a GIN barrier across the rail (one
  * rank here: it reads its own signal through the GIN context); the user's signal 0 read
  * through the context too (nothing signals it: 0). */
@@ -103,6 +116,7 @@ __global__ void world_coll(int gather, ncclWindow_t send, ncclWindow_t recv, siz
         *signal0 = gin.readSignal(0);
     bar.sync(ncclCoopCta(), cuda::memory_order_release, ncclGinFenceLevel::Relaxed);
 }
+#endif
 
 static int coll_value(int rank, int round, size_t i)
 {
@@ -115,6 +129,8 @@ struct coll_state {
     ncclWindow_t sw, rw;
     struct ncclDevComm dc, gdc;  /* LSA barriers only; world barriers with a GIN context */
     unsigned long long *signal0; /* what world_coll read of signal 0 */
+    int *extra;                  /* a window registered after the device communicators */
+    ncclWindow_t ew;
 };
 
 /* On the rank's stream, before its kernel: a cudaMemcpy from pageable memory may return
@@ -161,8 +177,9 @@ static int rounds(void)
     return r ? atoi(r) : 1000;
 }
 
-/* Rounds from kGinRound on use the world barriers of the GIN device communicator. */
-static const int kGinRound = 600;
+/* Rounds from kGinRound on use the world barriers of the GIN device communicator (none for
+ * 2.29+ headers). */
+static const int kGinRound = DEVAPI_V2 ? 1 << 30 : 600;
 
 struct rank_state {
     ncclComm_t comm;
@@ -248,7 +265,7 @@ static void coll_setup(ncclComm_t comm, int n, struct coll_state *c)
 static void coll_teardown(ncclComm_t comm, struct coll_state *c)
 {
     BT_TEST_CHECK(ncclDevCommDestroy(comm, &c->dc) == ncclSuccess &&
-                      ncclDevCommDestroy(comm, &c->gdc) == ncclSuccess,
+                      (DEVAPI_V2 || ncclDevCommDestroy(comm, &c->gdc) == ncclSuccess),
                   "ncclDevCommDestroy");
     unsigned long long sig = 1;
     CU(cudaMemcpy(&sig, c->signal0, sizeof(sig), cudaMemcpyDeviceToHost));
@@ -266,8 +283,13 @@ static void coll_teardown(ncclComm_t comm, struct coll_state *c)
  * memory asks for rail GIN barriers too) */
 static ncclDevCommRequirements coll_reqs(int gin)
 {
+#if DEVAPI_V2
+    ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    gin = 0;
+#else
     ncclDevCommRequirements reqs;
     memset(&reqs, 0, sizeof(reqs));
+#endif
     reqs.lsaBarrierCount = kBlocks;
     if (gin) {
         reqs.barrierCount = kBlocks;
@@ -283,9 +305,22 @@ static void coll_launch(int round, size_t count, struct coll_state *c, cudaStrea
 {
     if (round < kGinRound)
         lsa_coll<<<kBlocks, 256, 0, stream>>>(round % 2, c->sw, c->rw, count, c->dc, c->signal0);
+#if !DEVAPI_V2
     else
         world_coll<<<kBlocks, 256, 0, stream>>>(round % 2, c->sw, c->rw, count, c->gdc, c->signal0);
+#endif
     CU(cudaGetLastError());
+}
+
+/* The windows holding p[0..n) (NULL where none), as the device communicator's window table
+ * tells the device API's ncclFindWindow (a warp looks). */
+__global__ void find_windows(struct ncclDevComm dc, const void *const *p, int n, ncclWindow_t *out)
+{
+    for (int i = 0; i < n; i++) {
+        ncclWindow_t w = ncclFindWindow(ncclCoopWarp(), dc, p[i]);
+        if (threadIdx.x == 0)
+            out[i] = w;
+    }
 }
 
 static void barrier(ncclComm_t comm, cudaStream_t stream, int *scratch)
@@ -294,6 +329,58 @@ static void barrier(ncclComm_t comm, cudaStream_t stream, int *scratch)
                       ncclSuccess,
                   "ncclAllReduce (barrier)");
     CU(cudaStreamSynchronize(stream));
+}
+
+/* A window registered after the device communicator was made (the window table takes it). */
+static void extra_register(ncclComm_t comm, struct coll_state *c)
+{
+    BT_TEST_CHECK(ncclMemAlloc((void **)&c->extra, 4096) == ncclSuccess, "ncclMemAlloc (extra)");
+    BT_TEST_CHECK(ncclCommWindowRegister(comm, c->extra, 4096, &c->ew, NCCL_WIN_COLL_SYMMETRIC) ==
+                      ncclSuccess,
+                  "ncclCommWindowRegister (extra)");
+}
+
+static void extra_free(ncclComm_t comm, struct coll_state *c)
+{
+    BT_TEST_CHECK(ncclCommWindowDeregister(comm, c->ew) == ncclSuccess &&
+                      ncclMemFree(c->extra) == ncclSuccess,
+                  "deregister (extra)");
+}
+
+/* The device communicator as the program's headers lay it out, and its window table: a
+ * kernel finds the send, receive and extra windows by addresses inside them. */
+static void devcomm_check(int n, struct coll_state *c, cudaStream_t stream)
+{
+#if DEVAPI_V2
+    BT_TEST_CHECK(c->dc.magic == 0xcafebeefu && c->dc.version == NCCL_VERSION_CODE &&
+                      c->dc.abortFlag != NULL && c->dc.windowTable != NULL,
+                  "the 2.29+ ncclDevComm: magic %#x, version %u, abortFlag %p, windowTable %p",
+                  c->dc.magic, c->dc.version, (void *)c->dc.abortFlag, (void *)c->dc.windowTable);
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 30, 7)
+    struct ncclWindow_vidmem v;
+    CU(cudaMemcpy(&v, c->sw, sizeof(v), cudaMemcpyDeviceToHost));
+    BT_TEST_CHECK(v.numSegments == 1 && v.ginMultiSegmentWins != NULL,
+                  "2.30.7's window: %d segments at %p", v.numSegments,
+                  (void *)v.ginMultiSegmentWins);
+#endif
+    const void *ptrs[4] = {c->send, c->send + 100, c->recv + (size_t)n * kMaxColl - 1,
+                           c->extra + 10};
+    ncclWindow_t want[4] = {c->sw, c->sw, c->rw, c->ew}, got[4];
+    const void **dptrs;
+    ncclWindow_t *dgot;
+    CU(cudaMalloc((void **)&dptrs, sizeof(ptrs)));
+    CU(cudaMalloc((void **)&dgot, sizeof(got)));
+    CU(cudaMemcpy(dptrs, ptrs, sizeof(ptrs), cudaMemcpyHostToDevice));
+    find_windows<<<1, 32, 0, stream>>>(c->dc, dptrs, 4, dgot);
+    CU(cudaGetLastError());
+    CU(cudaStreamSynchronize(stream));
+    CU(cudaMemcpy(got, dgot, sizeof(got), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 4; i++)
+        BT_TEST_CHECK(got[i] == want[i], "ncclFindWindow(%p): %p, not %p", ptrs[i], (void *)got[i],
+                      (void *)want[i]);
+    CU(cudaFree(dptrs));
+    CU(cudaFree(dgot));
 }
 
 /* One rank as a process (MPS). */
@@ -327,11 +414,16 @@ static int rank_main(int rank, int n, void *arg)
     coll_setup(s.comm, n, &c);
     ncclDevCommRequirements reqs = coll_reqs(0), greqs = coll_reqs(1);
     BT_TEST_CHECK(ncclDevCommCreate(s.comm, &reqs, &c.dc) == ncclSuccess, "ncclDevCommCreate");
+#if !DEVAPI_V2
     BT_TEST_CHECK(ncclDevCommCreate(s.comm, &greqs, &c.gdc) == ncclSuccess,
                   "ncclDevCommCreate (GIN)");
     BT_TEST_CHECK(c.gdc.ginContextCount == 1 && c.gdc.ginSignalCount == 2,
                   "the GIN device communicator has %d contexts, %d signals",
                   (int)c.gdc.ginContextCount, c.gdc.ginSignalCount);
+#endif
+    (void)greqs;
+    extra_register(s.comm, &c);
+    devcomm_check(n, &c, s.stream);
     size_t cbad = 0;
     for (int k = 0; k < rounds(); k++) {
         size_t count = coll_count(k);
@@ -340,12 +432,13 @@ static int rank_main(int rank, int n, void *arg)
         CU(cudaStreamSynchronize(s.stream));
         cbad += coll_verify(n, k, k % 2, count, &c);
     }
+    extra_free(s.comm, &c);
     coll_teardown(s.comm, &c);
     BT_TEST_CHECK(cbad == 0, "rank %d: %zu elements of the device API's collectives wrong", rank,
                   cbad);
-    printf("rank %d: %d device-API AllReduces and AllGathers (LSA barriers, then world barriers "
-           "with a GIN context): exact\n",
-           rank, rounds());
+    printf("rank %d: windows found through the window table; %d device-API AllReduces and "
+           "AllGathers (LSA barriers%s): exact\n",
+           rank, rounds(), DEVAPI_V2 ? "" : ", then world barriers with a GIN context");
     teardown(&s);
     BT_TEST_CHECK(ncclCommDestroy(s.comm) == ncclSuccess, "ncclCommDestroy");
     BT_TEST_CHECK(bad == 0, "rank %d: %zu elements wrong", rank, bad);
@@ -403,10 +496,16 @@ static void one_process(int n)
     for (int r = 0; r < n; r++) {
         BT_TEST_CHECK(ncclDevCommCreate(comms[r], &reqs, &c[r].dc) == ncclSuccess,
                       "ncclDevCommCreate");
-        BT_TEST_CHECK(ncclDevCommCreate(comms[r], &greqs, &c[r].gdc) == ncclSuccess,
+        BT_TEST_CHECK(DEVAPI_V2 || ncclDevCommCreate(comms[r], &greqs, &c[r].gdc) == ncclSuccess,
                       "ncclDevCommCreate (GIN)");
     }
     BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd (device communicators)");
+    BT_TEST_CHECK(ncclGroupStart() == ncclSuccess, "ncclGroupStart");
+    for (int r = 0; r < n; r++)
+        extra_register(comms[r], &c[r]);
+    BT_TEST_CHECK(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd (extra windows)");
+    for (int r = 0; r < n; r++)
+        devcomm_check(n, &c[r], s[r].stream);
     size_t cbad = 0;
     for (int k = 0; k < rounds(); k++) {
         size_t count = coll_count(k);
@@ -418,12 +517,14 @@ static void one_process(int n)
         for (int r = 0; r < n; r++)
             cbad += coll_verify(n, k, k % 2, count, &c[r]);
     }
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < n; r++) {
+        extra_free(comms[r], &c[r]);
         coll_teardown(comms[r], &c[r]);
+    }
     BT_TEST_CHECK(cbad == 0, "%zu elements of the device API's collectives wrong", cbad);
-    printf("one process, %d ranks: %d device-API AllReduces and AllGathers (LSA barriers, then "
-           "world barriers with a GIN context): exact\n",
-           n, rounds());
+    printf("one process, %d ranks: windows found through the window table; %d device-API "
+           "AllReduces and AllGathers (LSA barriers%s): exact\n",
+           n, rounds(), DEVAPI_V2 ? "" : ", then world barriers with a GIN context");
     for (int r = 0; r < n; r++) {
         teardown(&s[r]);
         BT_TEST_CHECK(ncclCommDestroy(comms[r]) == ncclSuccess, "ncclCommDestroy");

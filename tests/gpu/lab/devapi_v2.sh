@@ -1,0 +1,46 @@
+#!/bin/bash
+# The device API for programs of every release (docs/DEVICE_API.md, "Releases"), on the GPU
+# machine: the LSA test built against NVIDIA's 2.28.9 headers, Baton's, and NVIDIA's 2.30.7
+# (gpu_test_devapi_lsa_v2: a lab build configured with BATON_NVIDIA_DEVAPI_V2_DIR) at 1, 2, 4
+# and 8 ranks of one process and 2 and 4 processes under MPS, each also finding its windows
+# through the window table; then nccl-tests built against 2.30.7's headers (nccl_tests.sh,
+# carried as $BUILD/nt230) with their device-API kernels (-D 1, -D 2), the library reporting
+# 2.30.7 (REPORT_VERSION: those binaries refuse -D below 2.29). Run from the repository root
+# there, after tests/gpu/lab/stage.sh build build-gpu here:
+#   OUT=/some/dir tests/gpu/lab/devapi_v2.sh      -> one log per run under $OUT, a summary
+set -u
+B=${BUILD:-build-gpu}
+T=$B/tests
+export LD_LIBRARY_PATH=$(realpath "$B")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NCCL_NVLS_ENABLE=0 BATON_TIMEOUT=${BATON_TIMEOUT:-60}
+. tests/gpu/lab/mps.sh
+mkdir -p "$OUT"
+run() { # NAME ENV... CMD...: one run, its log under $OUT, one line in the summary
+    local name=$1 start=$SECONDS
+    shift
+    env "$@" >"$OUT/$name.log" 2>&1
+    echo "== $name: rc=$? in $((SECONDS - start)) s: $(grep -E 'exact|ok$|wrong|fail|rror' "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+}
+nvidia-smi -L | tee -a "$OUT/summary.txt"
+for v in "" _baton _v2; do
+    [ -x "$T/gpu_test_devapi_lsa$v" ] || { echo "== lsa$v: not built" | tee -a "$OUT/summary.txt"; continue; }
+    for n in 1 2 4 8; do
+        run "lsa${v}_1p$n" BATON_TEST_GPUS=$n DEVAPI_ROUNDS=400 timeout 120 "$T/gpu_test_devapi_lsa$v"
+    done
+done
+mps_start | tee -a "$OUT/summary.txt"
+for v in "" _v2; do
+    for n in 2 4; do
+        run "lsa${v}_mps$n" BATON_TEST_MPS=1 BATON_TEST_GPUS=$n DEVAPI_ROUNDS=400 timeout 150 "$T/gpu_test_devapi_lsa$v"
+    done
+done
+mps_stop | tee -a "$OUT/summary.txt"
+nt=$B/nt230
+if [ -d "$nt" ]; then
+    for t in all_reduce alltoall; do
+        for d in 1 2; do
+            run "nt230_${t}_D$d" BATON_REPORT_VERSION=2.30.7 timeout 120 "$nt/${t}_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2 -R 2 -D $d
+        done
+    done
+    run nt230_all_reduce_D1_unreported timeout 60 "$nt/all_reduce_perf" -b 8 -e 1M -f 8 -g 1 -c 1 -R 2 -D 1
+fi
