@@ -72,6 +72,45 @@ double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size
                    (n - 1) / n * (double)bytes);
 }
 
+/* Hosts a leaf of the fabric holds (G), and a two-tier block (cost.h). */
+static double leaf_hosts(const struct bt_tune_fabric *f)
+{
+    double down = f->radix / 2.0;
+    double g = f->kind == BT_FABRIC_RAIL ? down : down / (f->nics > 0 ? f->nics : 1);
+    return g >= 1 ? g : 1;
+}
+
+/* Switches past the first on a hop between hosts d apart (in order, groups aligned). */
+static int extra_switches(const struct bt_tune_fabric *f, double d)
+{
+    double g = leaf_hosts(f);
+    return d < g ? 0 : d < g * f->radix ? 2 : 4;
+}
+
+/* The fabric's latency on top of net_hop_us a hop, and its bytes' slowdown, for `algo`
+ * (cost.h). */
+static void fabric_cost(const struct bt_tune_fabric *f, int hosts, int algo, int twice,
+                        double *extra_us, double *slowdown)
+{
+    double g = leaf_hosts(f), block = g * f->radix, share;
+    int L = ceil_log2(hosts), sw = 0;
+    if (algo == BT_ALGO_PAT) {
+        for (int i = 0; i < bt_pat_hops(hosts); i++)
+            sw += extra_switches(f, (double)(1 << (i < L - 1 ? i : L - 1)));
+        share = 1;
+    } else if (algo == BT_ALGO_TREE) {
+        for (int l = 0; l < L; l++)
+            sw += 2 * extra_switches(f, (double)(1 << l));
+        share = 2 / g;
+    } else {
+        sw = twice * (2 * (int)((hosts - 1) / g) + 2 * (int)((hosts - 1) / block));
+        share = 1 / g;
+    }
+    *extra_us = sw * f->switch_us;
+    double s = (share < 1 ? share : 1) * f->oversub;
+    *slowdown = hosts > g && s > 1 ? s : 1;
+}
+
 double bt_tune_hosts_us(const struct bt_tune_hosts *h, int coll, int algo, size_t bytes)
 {
     const struct bt_tune_cost *loc = &h->local->c[BT_ALGO_RING][h->proto];
@@ -98,6 +137,10 @@ double bt_tune_hosts_us(const struct bt_tune_hosts *h, int coll, int algo, size_
         hops_local = twice * (n - H);
         moved = twice * (n - 1) / n * s;
     }
-    return loc->base_us + hops_net * h->net_hop_us + hops_local * loc->hop_us +
-           moved / (gbps * 1e3);
+    double extra_us = 0, slowdown = 1;
+    if (h->fabric)
+        fabric_cost(h->fabric, h->hosts, algo, coll == BT_COLL_ALLREDUCE ? 2 : 1, &extra_us,
+                    &slowdown);
+    return loc->base_us + hops_net * h->net_hop_us + extra_us + hops_local * loc->hop_us +
+           moved * slowdown / (gbps * 1e3);
 }

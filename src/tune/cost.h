@@ -77,12 +77,37 @@ double bt_tune_pat_us(const struct bt_tune_costs *t, int proto, int nranks, size
  *
  * base is the local ring's. Returns a very large number where the pair does not apply (PAT
  * with several ranks per host, trees for other collectives).
+ *
+ * `fabric` (NULL: none) says where the hosts sit, in order, on a network of switches of
+ * `radix` ports; net_hop_us is then a hop through one switch, and each further switch on a
+ * hop's path adds switch_us:
+ *   fat-tree   every NIC of a host on the host's leaf: radix/2 / nics hosts a leaf (G);
+ *   rail       rail-optimized: NIC i of each host on rail i's leaf, the collective's
+ *              channels bound to rails at both ends (as NCCL binds them): radix/2 hosts a
+ *              leaf (G), every hop on one rail.
+ * A hop between hosts of one leaf crosses 1 switch; of one two-tier block (G x radix hosts:
+ * a spine reaches radix leaves) 3; else 5. A ring pass's H - 1 hops are between neighbours
+ * (floor((H - 1)/G) of them leave a leaf); a tree's level l spans 2^l hosts, PAT's hop i
+ * 2^min(i, ceil(log2 H) - 1). Leaves' uplinks carry 1/oversub of what their hosts can send:
+ * with more than G hosts the bytes' time grows by max(1, f x oversub), f the share of a
+ * leaf's hosts sending out of it at once (ring 1/G, tree 2/G, PAT 1).
  */
+enum bt_fabric_kind { BT_FABRIC_FAT_TREE, BT_FABRIC_RAIL };
+
+struct bt_tune_fabric {
+    int kind;        /* enum bt_fabric_kind */
+    int radix;       /* ports of every switch */
+    int nics;        /* NICs of a host */
+    float switch_us; /* each switch past the first on a hop's path */
+    float oversub;   /* a leaf's down ports / its up ports (1: non-blocking) */
+};
+
 struct bt_tune_hosts {
     int hosts, per_host;
     const struct bt_tune_costs *local; /* figures of hops within a host */
     int proto;                         /* whose figures */
     float net_hop_us, nic_gbps;
+    const struct bt_tune_fabric *fabric; /* NULL: every network hop net_hop_us, no bottleneck */
 };
 
 double bt_tune_hosts_us(const struct bt_tune_hosts *h, int coll, int algo, size_t bytes);

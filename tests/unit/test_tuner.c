@@ -482,7 +482,7 @@ static void hosts_model(void)
     memset(&c, 0, sizeof(c));
     c.c[RING][SIMPLE] = (struct bt_tune_cost){10.0f, 1.0f, 100.0f};
     /* 64 hosts x 8: ring pass 63 network hops + 448 local; AllReduce twice; tree 2 (7 + 6) */
-    struct bt_tune_hosts h = {64, 8, &c, SIMPLE, 20.0f, 400.0f};
+    struct bt_tune_hosts h = {64, 8, &c, SIMPLE, 20.0f, 400.0f, NULL};
     const int AG = BT_COLL_ALLGATHER, AR = BT_COLL_ALLREDUCE;
     double n = 512, pass = 10 + 63 * 20.0 + 448 * 1.0 + (n - 1) / n * 1e6 / 1e5;
     BT_TEST_CHECK(fabs(bt_tune_hosts_us(&h, AG, RING, 1000000) - pass) < 1e-6, "ring pass %.3f",
@@ -495,10 +495,51 @@ static void hosts_model(void)
                       bt_tune_hosts_us(&h, AG, TREE, 8) > 1e29,
                   "PAT with 8 per host, or a tree AllGather, has no figure");
     /* one per host: the NIC's bandwidth alone, PAT's hops (10 at 64: coll/pat.h) */
-    struct bt_tune_hosts one = {64, 1, &c, SIMPLE, 20.0f, 50.0f};
+    struct bt_tune_hosts one = {64, 1, &c, SIMPLE, 20.0f, 50.0f, NULL};
     BT_TEST_CHECK(fabs(bt_tune_hosts_us(&one, AG, PAT, 64000000) -
                        (10 + bt_pat_hops(64) * 20.0 + 63.0 / 64 * 64e6 / 5e4)) < 1e-6,
                   "PAT one per host %.3f", bt_tune_hosts_us(&one, AG, PAT, 64000000));
+
+    /* fabrics (cost.h), 16 hosts of one rank, switches of 64 ports, 8 NICs a host: a
+     * fat-tree leaf holds 4 hosts (32 down ports / 8), a rail leaf 32, a two-tier block 64
+     * leaves; 0.5 us a switch past the first, leaves 2:1 oversubscribed */
+    struct bt_tune_fabric fat = {BT_FABRIC_FAT_TREE, 64, 8, 0.5f, 2.0f};
+    struct bt_tune_fabric rail = {BT_FABRIC_RAIL, 64, 8, 0.5f, 2.0f};
+    struct bt_tune_hosts flat16 = {16, 1, &c, SIMPLE, 20.0f, 50.0f, NULL};
+    struct bt_tune_hosts fat16 = flat16, rail16 = flat16;
+    fat16.fabric = &fat;
+    rail16.fabric = &rail;
+    /* ring pass: 15 hops, 3 of them leave a leaf (2 switches more each) on the fat-tree;
+     * ring and tree bytes: 1/4 and 2/4 of a leaf's hosts leave it, x 2 <= 1: no slowdown */
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&fat16, AG, RING, 8) -
+                       bt_tune_hosts_us(&flat16, AG, RING, 8) - 3 * 2 * 0.5) < 1e-6,
+                  "fat-tree ring pass");
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&fat16, AR, RING, 1 << 20) -
+                       bt_tune_hosts_us(&flat16, AR, RING, 1 << 20) - 2 * 3 * 2 * 0.5) < 1e-6,
+                  "fat-tree ring AllReduce");
+    /* tree: levels 1, 2, 4, 8 hosts apart, up and down: 4 and 8 leave a leaf */
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&fat16, AR, TREE, 1 << 20) -
+                       bt_tune_hosts_us(&flat16, AR, TREE, 1 << 20) - 2 * 2 * 2 * 0.5) < 1e-6,
+                  "fat-tree tree");
+    /* PAT: hops 1, 2, 4, 8 apart (2 leave a leaf); every host sends out of its leaf at
+     * once: its bytes take twice as long */
+    double pat_flat = bt_tune_hosts_us(&flat16, AG, PAT, 16000000);
+    double pat_bytes = 15.0 / 16 * 16e6 / 5e4;
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&fat16, AG, PAT, 16000000) - pat_flat - 2 * 2 * 0.5 -
+                       pat_bytes) < 1e-6,
+                  "fat-tree PAT %.3f against %.3f", bt_tune_hosts_us(&fat16, AG, PAT, 16000000),
+                  pat_flat);
+    /* rail-optimized: 16 hosts share each rail's leaf: the flat model's figures */
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&rail16, AG, PAT, 16000000) - pat_flat) < 1e-6 &&
+                      fabs(bt_tune_hosts_us(&rail16, AR, TREE, 8) -
+                           bt_tune_hosts_us(&flat16, AR, TREE, 8)) < 1e-6,
+                  "rail-optimized within a leaf");
+    /* 128 hosts: past a rail leaf too, within a two-tier block (32 x 64) */
+    struct bt_tune_hosts flat128 = flat16, rail128 = rail16;
+    flat128.hosts = rail128.hosts = 128;
+    BT_TEST_CHECK(fabs(bt_tune_hosts_us(&rail128, AG, RING, 8) -
+                       bt_tune_hosts_us(&flat128, AG, RING, 8) - 3 * 2 * 0.5) < 1e-6,
+                  "rail ring pass at 128 hosts");
     printf("hosts model: ok\n");
 }
 

@@ -13,6 +13,11 @@
  *     --net-hop US  a network hop's latency for --nodes (default: the GPU tuner's network
  *                   ring figure, measured over loopback sockets)
  *     --nic-gbps G  each NIC's GB/s for --nodes (default: the topology's line rates)
+ *     --fabric K    where the hosts sit for --nodes (tune/cost.h): fat-tree (every NIC of a
+ *                   host on its leaf) or rail (rail-optimized, channels bound to rails);
+ *                   default none (every hop net-hop, no bottleneck past the NICs)
+ *     --radix N     ports of every switch (default 64), --switch-us US each switch past the
+ *                   first on a hop (default 0.2), --oversub R leaf down/up ports (default 1)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -94,7 +99,8 @@ static void print_picks(const struct bt_topo *t)
 
 /* The cost model across hosts (tune/cost.h, bt_tune_hosts_us) for jobs of every GPU of
  * this machine on each of `hosts` hosts, and of one rank per host (PAT's case). */
-static int print_nodes(const struct bt_topo *t, int only, float net_hop, float nic_gbps)
+static int print_nodes(const struct bt_topo *t, int only, float net_hop, float nic_gbps,
+                       struct bt_tune_fabric *fabric)
 {
     int g = t->ngpus > 0 ? t->ngpus : 1, nnic = 0;
     double nic_total = 0, nic_one = 0;
@@ -119,6 +125,15 @@ static int print_nodes(const struct bt_topo *t, int only, float net_hop, float n
         "# constants: base %.1f us, hop within a host %.1f us at %.0f GB/s (the GPU tuner's "
         "ring), network hop %.1f us, NICs %d x %.0f GB/s per host (one rank per host: one NIC)\n",
         lr->base_us, lr->hop_us, lr->gbps, net_hop, nnic, nic_one);
+    if (fabric) {
+        fabric->nics = nnic;
+        printf("# fabric: %s, switches of %d ports (%.2f us each past the first on a hop), "
+               "leaves %.2g:1 oversubscribed\n",
+               fabric->kind == BT_FABRIC_RAIL ? "rail-optimized (NIC i on rail i, channels bound "
+                                                "to rails)"
+                                              : "fat-tree (a host's NICs on its leaf)",
+               fabric->radix, fabric->switch_us, fabric->oversub);
+    }
     printf("# AG/RS: AllGather and ReduceScatter (the same hops and bytes); PAT only with one "
            "rank per host; bytes as nccl-tests counts them\n");
     printf("%6s %12s | %d GPUs per host: %10s %10s %10s | 1 per host: %10s %10s %10s %10s\n",
@@ -126,8 +141,9 @@ static int print_nodes(const struct bt_topo *t, int only, float net_hop, float n
            "AG/RS ring", "AG/RS PAT");
     static const size_t sizes[] = {8, 64 << 10, 1 << 20, 16 << 20, 256 << 20};
     for (int h = only > 0 ? only : 2; h <= (only > 0 ? only : 4096); h *= 2) {
-        struct bt_tune_hosts full = {h, g, local, BT_PROTO_SIMPLE, net_hop, (float)nic_total};
-        struct bt_tune_hosts one = {h, 1, local, BT_PROTO_SIMPLE, net_hop, (float)nic_one};
+        struct bt_tune_hosts full = {h, g, local, BT_PROTO_SIMPLE, net_hop, (float)nic_total, NULL};
+        struct bt_tune_hosts one = {h, 1, local, BT_PROTO_SIMPLE, net_hop, (float)nic_one, NULL};
+        full.fabric = one.fabric = fabric;
         for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
             size_t b = sizes[k];
             printf("%6d %12zu | %16s %10.0f %10.0f %10.0f | %11s %10.0f %10.0f %10.0f %10.0f\n", h,
@@ -148,6 +164,8 @@ int main(int argc, char **argv)
     const char *file = NULL;
     int dump = 0, nch = 2, nodes = 0, only = 0;
     float net_hop = 0, nic_gbps = 0;
+    struct bt_tune_fabric fabric = {BT_FABRIC_FAT_TREE, 64, 0, 0.2f, 1.0f};
+    int use_fabric = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) {
             file = argv[++i];
@@ -163,9 +181,20 @@ int main(int argc, char **argv)
             net_hop = (float)atof(argv[++i]);
         } else if (strcmp(argv[i], "--nic-gbps") == 0 && i + 1 < argc) {
             nic_gbps = (float)atof(argv[++i]);
+        } else if (strcmp(argv[i], "--fabric") == 0 && i + 1 < argc &&
+                   (strcmp(argv[i + 1], "fat-tree") == 0 || strcmp(argv[i + 1], "rail") == 0)) {
+            fabric.kind = strcmp(argv[++i], "rail") == 0 ? BT_FABRIC_RAIL : BT_FABRIC_FAT_TREE;
+            use_fabric = 1;
+        } else if (strcmp(argv[i], "--radix") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 2) {
+            fabric.radix = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--switch-us") == 0 && i + 1 < argc) {
+            fabric.switch_us = (float)atof(argv[++i]);
+        } else if (strcmp(argv[i], "--oversub") == 0 && i + 1 < argc && atof(argv[i + 1]) >= 1) {
+            fabric.oversub = (float)atof(argv[++i]);
         } else {
             fprintf(stderr, "usage: baton-topo [--file F] [--dump] [--channels N] [--nodes [N]] "
-                            "[--net-hop US] [--nic-gbps G]\n");
+                            "[--net-hop US] [--nic-gbps G] [--fabric fat-tree|rail] [--radix N] "
+                            "[--switch-us US] [--oversub R]\n");
             return 2;
         }
     }
@@ -184,7 +213,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "baton-topo: --nodes %d: want 2..1048576 hosts\n", only);
             return 2;
         }
-        return print_nodes(&t, only, net_hop, nic_gbps);
+        return print_nodes(&t, only, net_hop, nic_gbps, use_fabric ? &fabric : NULL);
     }
     printf("# devices\n");
     for (int i = 0; i < t.nnodes; i++)

@@ -81,5 +81,5 @@
     {name "." #f, (long long)offsetof(T, f), (long long)sizeof(((T *)0)->f)},
 #define BT_DEVAPI_V2_ROW_S(T, name) {"sizeof " name, 0, (long long)sizeof(T)},
 #define BT_DEVAPI_V2_TABLE(tab, DC, RQ, SEG, WIN)                                                  \
-    const struct bt_devapi_row tab[] = {BT_DEVAPI_LAYOUT_V2(                                       \
-        BT_DEVAPI_V2_ROW_F, BT_DEVAPI_V2_ROW_S, DC, RQ, SEG, WIN){NULL, 0, 0}}
+    const struct bt_devapi_row tab[] = {                                                           \
+        BT_DEVAPI_LAYOUT_V2(BT_DEVAPI_V2_ROW_F, BT_DEVAPI_V2_ROW_S, DC, RQ, SEG, WIN){NULL, 0, 0}}
