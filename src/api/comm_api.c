@@ -759,7 +759,13 @@ BT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t s
     if (bt_group_depth() > 0 || !c->config.blocking)
         return (ncclResult_t)bt_api_group_job(&job);
     struct bt_window *w = NULL;
+    /* held for the call, as a group job holds it: an abort from another thread waits */
+    if (!bt_comm_acquire(c)) {
+        BT_WARN("ncclCommWindowRegister: comm %p is aborted or destroyed", (void *)c);
+        return ncclInvalidUsage;
+    }
     bt_status_t st = bt_window_register(c, buff, size, winFlags, &w);
+    bt_comm_release(c);
     *win = w ? (ncclWindow_t)w->handle : NULL;
     return (ncclResult_t)st;
 }
@@ -874,6 +880,15 @@ BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_
                 fn, props->magic, size);
         return ncclInvalidArgument;
     }
+    /* the program's headers: 2.28 (Baton's nccl.h declares the call) or a release whose
+     * device-API layouts Baton serves; others are refused, as NCCL refuses them */
+    unsigned v = props->version;
+    if (v >= 22900 && !bt_devapi_version_served(v)) {
+        BT_WARN("%s: props is from NCCL %u.%u.%u's headers; Baton serves the device API of NCCL "
+                "2.28.x, 2.29.2-2.29.3, 2.29.5-2.29.7 and 2.30.0-2.30.7",
+                fn, v / 10000, v / 100 % 100, v % 100);
+        return ncclInvalidUsage;
+    }
     struct bt_comm *c = (struct bt_comm *)comm;
     ncclCommProperties_t p;
     memset(&p, 0, sizeof(p));
@@ -881,15 +896,19 @@ BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_
     p.nRanks = c->nranks;
     p.cudaDev = c->cuda_dev;
     p.nvmlDev = nvml_index(c->cuda_dev);
-    /* The device API (core/devcomm_abi.h): a program that asks is built against 2.29+
-     * headers, whose GIN Baton does not serve yet, so its kernels reach LSA peers only: as
-     * NCCL tells 2.29 programs, supported where the LSA team is every rank (one host). Not
-     * offered: NVLink multicast (off on these machines), GIN. */
+    /* The device API (core/devcomm_abi.h) on a GPU communicator whose LSA peers map flat
+     * (VMM memory). A program of 2.28's headers gets GIN too (proxy type, to every rank);
+     * one of 2.29+ headers no GIN yet, so its kernels reach LSA peers only: as NCCL tells 2.29
+     * programs, supported where the LSA team is every rank (one host). Not offered: NVLink
+     * multicast (off on these machines). */
     int lsa_base, lsa_size;
     bt_comm_lsa(c, &lsa_base, &lsa_size);
-    p.deviceApiSupport = c->cuda_dev >= 0 && lsa_size == c->nranks;
+    int flat = lsa_size == 1 || bt_device_mem_is_vmm();
+    int gin = c->cuda_dev >= 0 && v < 22900;
+    p.deviceApiSupport = c->cuda_dev >= 0 && flat && (gin || lsa_size == c->nranks);
     p.multimemSupport = 0;
-    p.ginType = p.railedGinType = NCCL_GIN_TYPE_NONE;
+    p.ginType = gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
+    p.railedGinType = NCCL_GIN_TYPE_NONE;
     p.nLsaTeams = c->nranks / (c->local_ranks > 0 ? c->local_ranks : 1);
     /* one-sided calls are served on host memory when every rank is on this host (rma.h) */
     p.hostRmaSupport = c->cuda_dev < 0 && c->local_ranks == c->nranks && c->config.num_rma_ctx;

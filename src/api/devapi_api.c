@@ -102,7 +102,14 @@ BT_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t
         struct bt_init_job job = {.parent = c, .devcomm = 1, .dc_reqs = r, .dc_out = outDevComm};
         return (ncclResult_t)bt_api_group_job(&job);
     }
-    return (ncclResult_t)bt_devcomm_create(c, &r, outDevComm);
+    /* held for the call, as a group job holds it: an abort from another thread waits */
+    if (!bt_comm_acquire(c)) {
+        BT_WARN("%s: comm %p is aborted or destroyed", fn, (void *)c);
+        return ncclInvalidUsage;
+    }
+    st = bt_devcomm_create(c, &r, outDevComm);
+    bt_comm_release(c);
+    return (ncclResult_t)st;
 }
 
 /* Local: the kernels using it must be done. After its communicator's destroy (PyTorch's

@@ -8,6 +8,7 @@
 #include "core/win_table.h"
 #include "core/window.h"
 #include "device/device.h"
+#include "exec/exec.h"
 #include "transport/gin_proxy.h"
 #include "util/log.h"
 
@@ -61,6 +62,9 @@ static bt_status_t refuse_unsupported(const struct bt_comm *comm,
         mm |= t->multimem;
     if (comm->cuda_dev < 0)
         what = "a device communicator of a host-memory communicator (it needs GPU memory)";
+    else if (atomic_load_explicit(&comm->revoked, memory_order_acquire))
+        what = "a device communicator of a revoked communicator (its kernels' abort flag stays "
+               "raised; shrink it and use the new one)";
     else if (mm)
         what = "multimem (NVLink multicast is never offered)";
     if (!what)
@@ -139,7 +143,10 @@ static bt_status_t abort_flag(struct bt_comm *comm, uint32_t **dev)
         *(volatile uint32_t *)h = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0;
         comm->devapi_abort_d = d;
         atomic_store_explicit(&comm->devapi_abort_h, h, memory_order_release);
-        if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) /* one that came meanwhile */
+        /* an abort meanwhile: either it sees the flag published (bt_devcomm_abort's fence
+         * pairs with this one) or this sees its abort_flag */
+        atomic_thread_fence(memory_order_seq_cst);
+        if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE))
             bt_devcomm_abort(comm);
     }
     *dev = comm->devapi_abort_d;
@@ -148,6 +155,7 @@ static bt_status_t abort_flag(struct bt_comm *comm, uint32_t **dev)
 
 void bt_devcomm_abort(struct bt_comm *comm)
 {
+    atomic_thread_fence(memory_order_seq_cst); /* after the caller's abort_flag (abort_flag()) */
     uint32_t *h = atomic_load_explicit(&comm->devapi_abort_h, memory_order_acquire);
     if (h)
         __atomic_store_n(h, 1, __ATOMIC_RELEASE);
@@ -224,7 +232,7 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     if (st == BT_OK)
         st = abort_flag(comm, &fill.abort_flag);
     if (st == BT_OK)
-        st = bt_win_table_get(comm, (void **)&o->windowTable);
+        st = bt_win_table_get(comm, bt_exec_of(BT_EXEC_CUDA), (void **)&o->windowTable);
     if (st == BT_OK)
         st = bt_device_mem_alloc(&d->buf, total);
     if (st == BT_OK)

@@ -97,8 +97,12 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
     char v[16];
     version_string(r->version, v, sizeof(v));
     int connection = r->ginForceEnable ? 1 /* FULL */ : r->ginConnectionType;
-    int gin_asked =
-        abi == BT_DEVAPI_ABI_2_29_2 ? r->ginForceEnable || gin_resources(r, 0) : connection != 0;
+    /* 2.29.2-3: GIN forced or GIN resources; 2.29.5-7: GIN resources with a connection (a
+     * connection alone gets a device communicator without GIN, as NCCL gives these
+     * releases); 2.30: a connection (NCCL would serve GIN: Baton does not yet) */
+    int gin_asked = abi == BT_DEVAPI_ABI_2_29_2   ? r->ginForceEnable || gin_resources(r, 0)
+                    : abi == BT_DEVAPI_ABI_2_29_5 ? connection != 0 && gin_resources(r, 1)
+                                                  : connection != 0;
     if (gin_asked) {
         BT_WARN("%s: the program was built against NCCL %s's device-API headers and asks for GIN "
                 "(a connection type, ginForceEnable or GIN signals/counters); Baton serves GIN "
@@ -107,7 +111,7 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
                 fn, v);
         return BT_ERR_INVALID_USAGE;
     }
-    if (abi != BT_DEVAPI_ABI_2_29_2 && gin_resources(r, 1)) {
+    if (abi != BT_DEVAPI_ABI_2_29_2 && connection == 0 && gin_resources(r, 1)) {
         BT_WARN("%s: the requirements ask for GIN resources (ginSignalCount %d, ginCounterCount "
                 "%d, barrierCount %d, railGinBarrierCount %d, worldGinBarrierCount %d, or a "
                 "resource requirement's signals/counters) but ginConnectionType is "

@@ -91,11 +91,10 @@ static int on_device(const struct bt_window *w)
     return w->handle && w->handle != &w->vid;
 }
 
-bt_status_t bt_win_table_get(struct bt_comm *comm, void **dev)
+bt_status_t bt_win_table_get(struct bt_comm *comm, const struct bt_exec_ops *ex, void **dev)
 {
     if (!comm->win_table) {
-        const struct bt_exec_ops *ex = bt_exec_of(BT_EXEC_CUDA);
-        if (!ex->win_publish || !ex->win_update)
+        if (!ex->win_publish || !ex->win_update || !ex->win_unpublish)
             return BT_ERR_INTERNAL; /* (a device communicator needs the CUDA executor) */
         struct bt_win_table *t = calloc(1, sizeof(*t));
         if (!t)

@@ -15,10 +15,12 @@
 #include "util/status.h"
 
 struct bt_comm;
+struct bt_exec_ops;
 struct bt_window;
 
-/* The table's first chunk as kernels address it, made at the first call. */
-bt_status_t bt_win_table_get(struct bt_comm *comm, void **dev);
+/* The table's first chunk as kernels address it, made at the first call in memory executor
+ * `ex` publishes (its win_publish / win_update / win_unpublish: the CUDA executor's). */
+bt_status_t bt_win_table_get(struct bt_comm *comm, const struct bt_exec_ops *ex, void **dev);
 
 /* A window published to the device was registered / is being deregistered: its entry, if
  * the comm has a table. */

@@ -187,6 +187,11 @@ bt_status_t bt_device_mem_alloc(void **ptr_p, size_t bytes)
     return cuda_status(cudaMalloc(ptr_p, bytes ? bytes : 1), "ncclMemAlloc: cudaMalloc");
 }
 
+int bt_device_mem_is_vmm(void)
+{
+    return bt_param_cumem_enable() && bt_vmm() != NULL;
+}
+
 bt_status_t bt_device_mem_free(void *ptr)
 {
     const struct bt_vmm *v = bt_vmm();

@@ -35,6 +35,9 @@ int bt_device_ptr_is_device(const void *p);
 /* Device memory on the current device (ncclMemAlloc in CUDA mode); free what it gave. */
 bt_status_t bt_device_mem_alloc(void **ptr_p, size_t bytes);
 bt_status_t bt_device_mem_free(void *ptr);
+/* Whether bt_device_mem_alloc gives CUDA VMM memory (CUMEM_ENABLE, and the driver has it):
+ * what peers map flat, as the device API needs. */
+int bt_device_mem_is_vmm(void);
 
 /* Zero `bytes` of device memory at `p` and wait until it is done. */
 bt_status_t bt_device_zero(void *p, size_t bytes);

@@ -50,6 +50,11 @@ bt_status_t bt_device_mem_alloc(void **ptr_p, size_t bytes)
     return BT_ERR_INTERNAL;
 }
 
+int bt_device_mem_is_vmm(void)
+{
+    return 0;
+}
+
 bt_status_t bt_device_mem_free(void *ptr)
 {
     (void)ptr;

@@ -154,6 +154,11 @@ static void check_properties(ncclComm_t comm, int rank, int n)
     ncclCommProperties_t bad = NCCL_COMM_PROPERTIES_INITIALIZER;
     bad.magic = 1;
     BT_TEST_CHECK(ncclCommQueryProperties(comm, &bad) == ncclInvalidArgument, "bad magic");
+    ncclCommProperties_t newer = NCCL_COMM_PROPERTIES_INITIALIZER;
+    newer.version = 23100; /* headers whose device API Baton does not serve: refused */
+    BT_TEST_CHECK(ncclCommQueryProperties(comm, &newer) == ncclInvalidUsage, "2.31's props");
+    newer.version = 23007;
+    BT_TEST_OK(ncclCommQueryProperties(comm, &newer));
 }
 
 /* One AllReduce of `count` floats in a simulated group: its time. */

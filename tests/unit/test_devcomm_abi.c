@@ -111,14 +111,22 @@ static void reading(void)
             BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_ARG,
                           "%u: worldGinBarrierCount without GIN not refused", v);
         }
+        /* a connection: 2.30 would get GIN (refused); 2.29.5-7 get none from NCCL either,
+         * so a connection alone is served without it, with GIN resources refused */
+        bt_status_t want_conn = v < 23000 ? BT_OK : BT_ERR_INVALID_USAGE;
         init_v2(&r, v);
         r.ginConnectionType = 1; /* NCCL_GIN_CONNECTION_FULL */
-        BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_USAGE,
-                      "%u: GIN not refused", v);
+        BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == want_conn,
+                      "%u: a GIN connection alone", v);
         init_v2(&r, v);
         r.ginForceEnable = true;
+        BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == want_conn,
+                      "%u: ginForceEnable alone", v);
+        init_v2(&r, v);
+        r.ginConnectionType = 1;
+        r.ginSignalCount = 2;
         BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_USAGE,
-                      "%u: ginForceEnable not refused", v);
+                      "%u: GIN signals with a connection not refused", v);
     }
 
     /* releases not read: before 2.29.2, 2.29.4 (NCCL serves neither), newer than 2.30.7; a
@@ -165,6 +173,7 @@ static void writing(void)
     f.v228.resourceWindow = (struct ncclWindow_vidmem *)(void *)window;
     f.v228.resourceWindow_inlined.lsaFlatBase = flat;
     f.v228.resourceWindow_inlined.stride4G = 3;
+    f.v228.resourceWindow_inlined.mcOffset4K = 9;
     f.v228.resourceWindow_inlined.lsaRank = 1;
     f.v228.lsaBarrier.bufHandle = 7;
     f.v228.lsaBarrier.nBarriers = 32;
@@ -182,6 +191,8 @@ static void writing(void)
     written(BT_DEVAPI_ABI_2_29_5, 22907, 224, &f, buf, sizeof(buf));
     BT_TEST_CHECK(memcmp(buf, &f.v228, 200) == 0, "2.29.7: the first 200 bytes");
     BT_TEST_CHECK(AT(buf, 216, uint32_t *) == &abort_word, "2.29.7: abortFlag");
+    for (int off = 200; off < 216; off++) /* GIN contexts: none */
+        BT_TEST_CHECK(buf[off] == 0, "2.29.7: byte %d", off);
     BT_TEST_CHECK(bt_devcomm_resource_window(buf) == window, "2.29.7: resource window");
 
     /* 2.30: 240 bytes, magic and version first, everything 8 bytes on */
@@ -193,7 +204,8 @@ static void writing(void)
                   "2.30: ranks");
     BT_TEST_CHECK(AT(buf, 32, char *) == table && AT(buf, 40, char *) == window,
                   "2.30: window table, resource window");
-    BT_TEST_CHECK(AT(buf, 56, char *) == flat && AT(buf, 72, uint32_t) == 3,
+    BT_TEST_CHECK(AT(buf, 56, char *) == flat && AT(buf, 72, uint32_t) == 3 &&
+                      AT(buf, 76, uint32_t) == 9,
                   "2.30: the inlined resource window");
     BT_TEST_CHECK(AT(buf, 128, uint32_t) == 7 && AT(buf, 132, int) == 32, "2.30: lsaBarrier");
     BT_TEST_CHECK(AT(buf, 208, uint32_t *) == &abort_word, "2.30: abortFlag");
