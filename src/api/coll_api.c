@@ -381,7 +381,7 @@ static ncclResult_t rma_checks(struct bt_comm *c, int sigIdx, int ctx, unsigned 
 
 /* A put of bytes (0: a signal alone) under the comm's gate. */
 static ncclResult_t rma_put(struct bt_comm *c, const void *src, size_t bytes, int peer,
-                            struct bt_window *w, size_t off, const char *fn)
+                            struct bt_window *w, size_t off, void *stream, const char *fn)
 {
     if (!bt_comm_acquire(c)) {
         BT_WARN("%s: communicator %p was destroyed or aborted", fn, (void *)c);
@@ -389,7 +389,7 @@ static ncclResult_t rma_put(struct bt_comm *c, const void *src, size_t bytes, in
     }
     bt_status_t st = bt_launch_gate(c);
     if (st == BT_OK)
-        st = bt_rma_put(c, src, bytes, peer, w, off, fn);
+        st = bt_rma_put(c, src, bytes, peer, w, off, stream, fn);
     bt_comm_release(c);
     return (ncclResult_t)st;
 }
@@ -398,8 +398,7 @@ BT_API ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataT
                                   int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
                                   int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream)
 {
-    const char *fn = "ncclPutSignal";
-    (void)stream; /* host memory: done when the call returns */
+    const char *fn = "ncclPutSignal"; /* host memory: done on return; GPU: on `stream` */
     BT_API_CHECK_READY(comm, fn);
     struct bt_comm *c = (struct bt_comm *)comm;
     API_TRY(rma_checks(c, sigIdx, ctx, flags, fn));
@@ -411,26 +410,25 @@ BT_API ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataT
     struct bt_window *w = bt_api_window(peerWin, fn);
     if (!w || bt_window_check(c, w, fn) != BT_OK)
         return ncclInvalidArgument;
-    return rma_put(c, localbuff, count * bt_dtype_size((int)datatype), peer, w, peerWinOffset, fn);
+    return rma_put(c, localbuff, count * bt_dtype_size((int)datatype), peer, w, peerWinOffset,
+                   stream, fn);
 }
 
 BT_API ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
                                cudaStream_t stream)
 {
     const char *fn = "ncclSignal";
-    (void)stream;
     BT_API_CHECK_READY(comm, fn);
     struct bt_comm *c = (struct bt_comm *)comm;
     API_TRY(rma_checks(c, sigIdx, ctx, flags, fn));
     API_TRY(check_rank(peer, c, fn, "peer"));
-    return rma_put(c, NULL, 0, peer, NULL, 0, fn);
+    return rma_put(c, NULL, 0, peer, NULL, 0, stream, fn);
 }
 
 BT_API ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm,
                                    cudaStream_t stream)
 {
     const char *fn = "ncclWaitSignal";
-    (void)stream;
     BT_API_CHECK_READY(comm, fn);
     struct bt_comm *c = (struct bt_comm *)comm;
     if (nDesc <= 0 || !signalDescs) {
@@ -460,7 +458,7 @@ BT_API ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs,
         } else {
             bt_status_t st = bt_launch_gate(c);
             if (st == BT_OK)
-                st = bt_rma_wait(c, nDesc, peers, ops);
+                st = bt_rma_wait(c, nDesc, peers, ops, stream);
             bt_comm_release(c);
             r = (ncclResult_t)st;
         }

@@ -11,6 +11,7 @@
 
 #include "core/arrival.h"
 #include "core/devcomm.h"
+#include "core/rma.h"
 #include "core/watch.h"
 #include "core/window.h"
 #include "transport/transport.h"
@@ -158,6 +159,7 @@ bt_status_t bt_comm_async_error(struct bt_comm *comm)
 static void abort_execs(struct bt_comm *comm)
 {
     bt_devcomm_abort(comm); /* device-API kernels that poll the flag stop waiting */
+    bt_rma_abort(comm);     /* streams waiting on one-sided signals go on */
     for (int k = 0; k < BT_EXEC_KINDS; k++) {
         void *state = exec_state(comm, k);
         if (state && bt_exec_of(k)->abort)

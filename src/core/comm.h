@@ -68,6 +68,7 @@ struct bt_arrival_query;
 struct bt_shm_seg;
 struct bt_window;
 struct bt_win_table;
+struct bt_rma_gpu;
 struct bt_rma_net;
 
 struct bt_comm {
@@ -120,6 +121,9 @@ struct bt_comm {
     struct bt_window *signals;
     struct bt_rma_net *rma_net;
     uint64_t *signal_seen;
+    /* ... or, on a GPU communicator, in stream order (core/rma_gpu.h); the abort path reads
+     * it from any thread */
+    struct bt_rma_gpu *_Atomic rma_gpu;
     uint32_t win_seq;         /* windows registered so far: the next one's number */
     pthread_mutex_t win_lock; /* the windows list, against the one-sided link's lookups */
     unsigned char grow_id[BT_UNIQUE_ID_BYTES];

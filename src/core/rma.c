@@ -9,7 +9,9 @@
 
 #include "core/comm.h"
 #include "core/liveness.h"
+#include "core/rma_gpu.h"
 #include "core/window.h"
+#include "exec/exec.h"
 #include "transport/rma_net.h"
 #include "transport/transport.h"
 #include "util/hostmem.h"
@@ -94,9 +96,15 @@ static bt_status_t board_linked(struct bt_comm *comm)
 
 bt_status_t bt_rma_window_added(struct bt_comm *comm, struct bt_window *win)
 {
-    if (comm->board || comm->nranks < 2 || comm->config.num_rma_ctx == 0)
+    if (comm->board || comm->rma_gpu || comm->nranks < 2 || comm->config.num_rma_ctx == 0)
         return BT_OK;
     bt_status_t st = BT_OK;
+    if (comm->cuda_dev >= 0 && win->ex == &bt_exec_cuda) { /* every rank: a GPU window */
+        struct bt_rma_gpu *g = NULL;
+        st = bt_rma_gpu_open(comm, &g);
+        atomic_store_explicit(&comm->rma_gpu, g, memory_order_release);
+        return st;
+    }
     comm->signal_seen = calloc((size_t)comm->nranks, sizeof(uint64_t));
     if (!comm->signal_seen)
         return BT_ERR_SYSTEM;
@@ -114,8 +122,16 @@ bt_status_t bt_rma_window_added(struct bt_comm *comm, struct bt_window *win)
     return st;
 }
 
+void bt_rma_abort(struct bt_comm *comm)
+{
+    struct bt_rma_gpu *g = atomic_load_explicit(&comm->rma_gpu, memory_order_acquire);
+    if (g)
+        bt_rma_gpu_abort(g);
+}
+
 void bt_rma_free(struct bt_comm *comm)
 {
+    bt_rma_gpu_close(atomic_exchange_explicit(&comm->rma_gpu, NULL, memory_order_acq_rel));
     bt_rma_net_close(comm->rma_net); /* no more landings */
     comm->rma_net = NULL;
     struct bt_window *sw = comm->signals;
@@ -139,9 +155,14 @@ void bt_rma_free(struct bt_comm *comm)
 /* Why a one-sided call to `peer` cannot be served, or NULL when it can. */
 static const char *unservable(const struct bt_comm *comm, const struct bt_window *win, int peer)
 {
+    if (comm->rma_gpu)
+        return NULL; /* every rank linked, any window of the comm */
     if (win && win->ex != &bt_exec_host)
-        return "the window is device memory (one-sided calls on GPU memory come with the "
-               "device API)";
+        return "the window is device memory, and this communicator's one-sided calls are set "
+               "up for host memory (its first symmetric window was host memory)";
+    if (comm->cuda_dev >= 0)
+        return "no GPU window of this communicator is registered yet (one-sided calls on a GPU "
+               "communicator start with its first: ncclCommWindowRegister)";
     if (!comm->board)
         return "no window of this communicator serves one-sided calls (register one with "
                "NCCL_WIN_COLL_SYMMETRIC first: ncclMemAlloc memory when every rank is on one "
@@ -157,7 +178,7 @@ static const char *unservable(const struct bt_comm *comm, const struct bt_window
 }
 
 bt_status_t bt_rma_put(struct bt_comm *comm, const void *src, size_t bytes, int peer,
-                       struct bt_window *win, size_t offset, const char *fn)
+                       struct bt_window *win, size_t offset, void *stream, const char *fn)
 {
     const char *why = unservable(comm, win, peer);
     if (why) {
@@ -170,6 +191,8 @@ bt_status_t bt_rma_put(struct bt_comm *comm, const void *src, size_t bytes, int 
                 offset, peer, size);
         return BT_ERR_INVALID_ARG;
     }
+    if (comm->rma_gpu)
+        return bt_rma_gpu_put(comm->rma_gpu, src, bytes, peer, win, offset, stream);
     if (comm->rma_net && peer != comm->rank) {
         struct bt_rma_msg m = {.win = win ? win->id : NO_WINDOW,
                                .flags = BT_RMA_MSG_SIGNAL | (win ? BT_RMA_MSG_DATA : 0u),
@@ -197,13 +220,15 @@ static int all_met(struct bt_comm *comm, int n, const int *peers, const uint64_t
     return 1;
 }
 
-bt_status_t bt_rma_wait(struct bt_comm *comm, int n, const int *peers, const int *ops)
+bt_status_t bt_rma_wait(struct bt_comm *comm, int n, const int *peers, const int *ops, void *stream)
 {
     const char *why = unservable(comm, NULL, -1);
     if (why) {
         BT_WARN("ncclWaitSignal: rank %d: %s", comm->rank, why);
         return BT_ERR_INVALID_USAGE;
     }
+    if (comm->rma_gpu)
+        return bt_rma_gpu_wait(comm->rma_gpu, n, peers, ops, stream);
     uint64_t *want = calloc((size_t)n, sizeof(uint64_t));
     if (!want)
         return BT_ERR_SYSTEM;

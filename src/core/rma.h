@@ -11,8 +11,9 @@
  *     link over the network (transport/rma_net.h) to every other rank; its thread lands each
  *     put in this rank's window of that number, and the put's last message raises the
  *     counter; a waiting owner lands for itself meanwhile.
- * Device memory, and a one-host communicator whose windows do not map, are refused, naming
- * why (GPU puts come with the device API).
+ * A GPU communicator serves them in stream order instead (core/rma_gpu.h), from its first
+ * GPU window on. A host communicator on one host whose windows do not map is refused, naming
+ * why.
  */
 #ifndef BT_CORE_RMA_H
 #define BT_CORE_RMA_H
@@ -33,12 +34,18 @@ bt_status_t bt_rma_window_added(struct bt_comm *comm, struct bt_window *win);
 void bt_rma_free(struct bt_comm *comm);
 
 /* Put `bytes` of `src` at `offset` of rank `peer`'s part of window `win`, then signal it
- * (bytes may be 0: ncclSignal passes win NULL). caller: the comm's owner. */
+ * (bytes may be 0: ncclSignal passes win NULL). Host memory: done on return; a GPU
+ * communicator: queued on `stream`. caller: the comm's owner. */
 bt_status_t bt_rma_put(struct bt_comm *comm, const void *src, size_t bytes, int peer,
-                       struct bt_window *win, size_t offset, const char *fn);
+                       struct bt_window *win, size_t offset, void *stream, const char *fn);
 
-/* Wait for ops[i] more signals from peers[i], each i; the counts are consumed. Fails naming
- * the peer after TIMEOUT, when the peer is down, or on an abort. */
-bt_status_t bt_rma_wait(struct bt_comm *comm, int n, const int *peers, const int *ops);
+/* Wait for ops[i] more signals from peers[i], each i; the counts are consumed. Host memory:
+ * on return (fails naming the peer after TIMEOUT, when the peer is down, or on an abort); a
+ * GPU communicator: `stream` waits. */
+bt_status_t bt_rma_wait(struct bt_comm *comm, int n, const int *peers, const int *ops,
+                        void *stream);
+
+/* The comm is aborted: streams waiting on its signals go on. Any thread. */
+void bt_rma_abort(struct bt_comm *comm);
 
 #endif

@@ -312,3 +312,34 @@ int bt_device_stream_capturing(void *stream)
     }
     return cs != cudaStreamCaptureStatusNone;
 }
+
+bt_status_t bt_device_host_func(void *stream, void (*fn)(void *), void *arg)
+{
+    return cuda_status(cudaLaunchHostFunc((cudaStream_t)stream, fn, arg), "cudaLaunchHostFunc");
+}
+
+/* cuStreamWaitValue32 from the driver (the library links no libcuda), resolved once. */
+static CUresult (*wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+static pthread_once_t wait_once = PTHREAD_ONCE_INIT;
+
+static void wait_resolve(void)
+{
+    wait_value32 = (CUresult(*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int))driver_fn(
+        "cuStreamWaitValue32");
+}
+
+bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t value)
+{
+    pthread_once(&wait_once, wait_resolve);
+    if (!wait_value32) {
+        BT_WARN("the driver has no cuStreamWaitValue32");
+        return BT_ERR_CUDA;
+    }
+    CUresult r = wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)dev_addr, value,
+                              CU_STREAM_WAIT_VALUE_GEQ);
+    if (r != CUDA_SUCCESS) {
+        BT_WARN("cuStreamWaitValue32 failed: CUresult %d", (int)r);
+        return BT_ERR_CUDA;
+    }
+    return BT_OK;
+}

@@ -10,6 +10,7 @@
 #define BT_DEVICE_DEVICE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/status.h"
 
@@ -73,5 +74,14 @@ bt_status_t bt_device_copy_wait(void *dst, const void *src, size_t bytes, void *
 
 /* Whether `stream` is being captured into a CUDA graph. */
 int bt_device_stream_capturing(void *stream);
+
+/* Run fn(arg) on a host thread of CUDA's once `stream`'s work before it is done
+ * (cudaLaunchHostFunc). fn must not call CUDA nor wait for anything the device does. */
+bt_status_t bt_device_host_func(void *stream, void (*fn)(void *), void *arg);
+
+/* `stream` waits until the 32-bit word at `dev_addr` (device-visible: device memory or mapped
+ * host memory) reaches `value`, compared cyclically ((int32_t)(*word - value) >= 0): the
+ * driver's cuStreamWaitValue32, no kernel. */
+bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t value);
 
 #endif

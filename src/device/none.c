@@ -139,3 +139,19 @@ int bt_device_stream_capturing(void *stream)
     (void)stream;
     return 0;
 }
+
+bt_status_t bt_device_host_func(void *stream, void (*fn)(void *), void *arg)
+{
+    (void)stream;
+    (void)fn;
+    (void)arg;
+    return BT_ERR_INTERNAL;
+}
+
+bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t value)
+{
+    (void)stream;
+    (void)dev_addr;
+    (void)value;
+    return BT_ERR_INTERNAL;
+}

@@ -9,19 +9,7 @@
 # there, after tests/gpu/lab/stage.sh build build-gpu here:
 #   OUT=/some/dir tests/gpu/lab/devapi_v2.sh      -> one log per run under $OUT, a summary
 set -u
-B=${BUILD:-build-gpu}
-T=$B/tests
-export LD_LIBRARY_PATH=$(realpath "$B")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export NCCL_NVLS_ENABLE=0 BATON_TIMEOUT=${BATON_TIMEOUT:-60}
-. tests/gpu/lab/mps.sh
-mkdir -p "$OUT"
-run() { # NAME ENV... CMD...: one run, its log under $OUT, one line in the summary
-    local name=$1 start=$SECONDS
-    shift
-    env "$@" >"$OUT/$name.log" 2>&1
-    echo "== $name: rc=$? in $((SECONDS - start)) s: $(grep -E 'exact|ok$|wrong|fail|rror' "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
-}
-nvidia-smi -L | tee -a "$OUT/summary.txt"
+. tests/gpu/lab/lib.sh
 for v in "" _baton _v2; do
     [ -x "$T/gpu_test_devapi_lsa$v" ] || { echo "== lsa$v: not built" | tee -a "$OUT/summary.txt"; continue; }
     for n in 1 2 4 8; do
