@@ -160,7 +160,7 @@ static const char *unservable(const struct bt_comm *comm, const struct bt_window
     if (win && win->ex != &bt_exec_host)
         return "the window is device memory, and this communicator's one-sided calls are set "
                "up for host memory (its first symmetric window was host memory)";
-    if (comm->cuda_dev >= 0)
+    if (comm->cuda_dev >= 0 && !comm->board)
         return "no GPU window of this communicator is registered yet (one-sided calls on a GPU "
                "communicator start with its first: ncclCommWindowRegister)";
     if (!comm->board)

@@ -52,7 +52,10 @@ struct bt_rma_gpu {
     struct job *head, *tail;
     struct chunk *free_chunks;
     int stop;
-    _Atomic int inflight; /* host functions queued and not yet run */
+    unsigned char *failed; /* [nranks]: a put to it failed; later ones are dropped (poster) */
+    _Atomic int inflight;  /* host functions queued and not yet run */
+    _Atomic int aborted;   /* the counters were raised (once: twice would wrap them) */
+    _Atomic int dead;      /* close gave up on the queued host functions: they free their jobs */
 };
 
 static __thread int land_dev = -1; /* the device the landing thread has set */
@@ -96,7 +99,9 @@ static void hand_over(void *arg)
 {
     struct job *j = arg;
     struct bt_rma_gpu *g = j->g;
-    if (j->peer == g->rank) {
+    if (atomic_load_explicit(&g->dead, memory_order_acquire)) { /* nobody sends it now */
+        free(j); /* (its chunk is left to the leaked pool's owner: none) */
+    } else if (j->peer == g->rank) {
         atomic_fetch_add_explicit(counter(g, g->rank), 1, memory_order_release);
         free(j);
     } else {
@@ -127,11 +132,16 @@ static void *poster_main(void *arg)
         if (!g->head)
             g->tail = NULL;
         pthread_mutex_unlock(&g->lock);
-        bt_status_t st = bt_rma_net_put(g->link, j->peer, &j->m, j->c ? j->c->h : NULL);
-        if (st != BT_OK) {
+        /* after a failed message to a peer nothing more goes there: a later chunk's signal
+         * would count a put with a hole */
+        bt_status_t st = g->failed[j->peer]
+                             ? BT_ERR_REMOTE
+                             : bt_rma_net_put(g->link, j->peer, &j->m, j->c ? j->c->h : NULL);
+        if (st != BT_OK && !g->failed[j->peer]) {
             BT_WARN("rank %d: a one-sided put to rank %d (%llu bytes) could not be sent (error "
-                    "%d): its signal never comes",
+                    "%d): no later put or signal goes to it",
                     g->rank, j->peer, (unsigned long long)j->m.bytes, (int)st);
+            g->failed[j->peer] = 1;
             bt_comm_set_async_error(g->comm, st);
         }
         if (j->c)
@@ -150,8 +160,10 @@ static void land(void *arg, int src, const struct bt_rma_msg *m, const void *pay
     struct bt_rma_gpu *g = arg;
     if (m->flags & BT_RMA_MSG_DATA) {
         bt_status_t st = BT_OK;
-        if (land_dev != g->dev) {
+        if (land_dev != g->dev) { /* this thread's first: its device, and its copies allowed
+                                   * while another thread captures a graph */
             st = bt_device_set(g->dev);
+            bt_device_thread_capture_relaxed();
             land_dev = st == BT_OK ? g->dev : -1;
         }
         struct bt_comm *comm = g->comm;
@@ -180,6 +192,15 @@ static void land(void *arg, int src, const struct bt_rma_msg *m, const void *pay
 
 static void release(struct bt_rma_gpu *g)
 {
+    if (atomic_load_explicit(&g->aborted, memory_order_acquire)) {
+        /* after an abort a stream may still be held (another communicator's wait, a kernel)
+         * and cudaFreeHost waits for the whole device: the pinned memory is left */
+        BT_INFO(BT_LOG_INIT, "rank %d: one-sided calls' pinned memory left after the abort",
+                g->rank);
+        free(g->failed);
+        free(g->seen);
+        return;
+    }
     while (g->free_chunks) {
         struct chunk *c = g->free_chunks;
         g->free_chunks = c->next;
@@ -190,6 +211,7 @@ static void release(struct bt_rma_gpu *g)
     bt_device_host_free(g->board_h);
     pthread_cond_destroy(&g->cond);
     pthread_mutex_destroy(&g->lock);
+    free(g->failed);
     free(g->seen);
     free(g);
 }
@@ -207,8 +229,14 @@ bt_status_t bt_rma_gpu_open(struct bt_comm *comm, struct bt_rma_gpu **g_p)
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->cond, NULL);
     g->seen = calloc((size_t)g->nranks, sizeof(uint32_t));
+    g->failed = calloc((size_t)g->nranks, 1);
     unsigned char *linked = calloc((size_t)g->nranks, 1);
-    bt_status_t st = g->seen && linked ? BT_OK : BT_ERR_SYSTEM;
+    bt_status_t st = g->seen && g->failed && linked ? BT_OK : BT_ERR_SYSTEM;
+    int prev = bt_device_get();
+    if (st == BT_OK)
+        st = bt_device_set(g->dev); /* the landing stream on the communicator's device */
+    if (st == BT_OK)
+        st = bt_device_stream_wait_check(); /* the driver has cuStreamWaitValue32 */
     if (st == BT_OK)
         st = bt_device_host_mapped((void **)&g->board_h, &g->board_d, (size_t)g->nranks * STRIDE);
     if (st == BT_OK)
@@ -219,6 +247,8 @@ bt_status_t bt_rma_gpu_open(struct bt_comm *comm, struct bt_rma_gpu **g_p)
     bt_status_t lst = bt_rma_net_open(&comm->tctx, linked, &(struct bt_rma_net_opts){.pinned = 1},
                                       land, g, &g->link);
     free(linked);
+    if (prev >= 0)
+        (void)bt_device_set(prev);
     if (st == BT_OK)
         st = lst;
     if (st == BT_OK) {
@@ -330,6 +360,8 @@ bt_status_t bt_rma_gpu_wait(struct bt_rma_gpu *g, int n, const int *peers, const
 
 void bt_rma_gpu_abort(struct bt_rma_gpu *g)
 {
+    if (atomic_exchange_explicit(&g->aborted, 1, memory_order_acq_rel))
+        return; /* raised already (a revoke, then the abort) */
     for (int r = 0; r < g->nranks; r++)
         atomic_fetch_add_explicit(counter(g, r), ABORT_RAISE, memory_order_release);
 }
@@ -344,9 +376,10 @@ void bt_rma_gpu_close(struct bt_rma_gpu *g)
     while (atomic_load_explicit(&g->inflight, memory_order_acquire) > 0) {
         if (bt_time_ns() - start > limit) {
             BT_WARN("rank %d: %d one-sided calls are still queued on streams that did not get "
-                    "to them in %d s (TIMEOUT): their state is left allocated",
+                    "to them in %d s (TIMEOUT): they will not be sent",
                     g->rank, atomic_load(&g->inflight), (int)bt_param_timeout());
-            return;
+            atomic_store_explicit(&g->dead, 1, memory_order_release);
+            break; /* the poster and the link stop; g stays for the late host functions */
         }
         struct timespec ts = {0, CLOSE_POLL_NS};
         nanosleep(&ts, NULL);
@@ -359,5 +392,6 @@ void bt_rma_gpu_close(struct bt_rma_gpu *g)
         pthread_join(g->poster, NULL); /* after it has sent what was handed over */
     }
     bt_rma_net_close(g->link); /* no more landings after this */
-    release(g);
+    if (!atomic_load_explicit(&g->dead, memory_order_acquire))
+        release(g);
 }

@@ -328,13 +328,26 @@ static void wait_resolve(void)
         "cuStreamWaitValue32");
 }
 
-bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t value)
+bt_status_t bt_device_stream_wait_check(void)
 {
     pthread_once(&wait_once, wait_resolve);
     if (!wait_value32) {
         BT_WARN("the driver has no cuStreamWaitValue32");
         return BT_ERR_CUDA;
     }
+    return BT_OK;
+}
+
+void bt_device_thread_capture_relaxed(void)
+{
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t value)
+{
+    BT_CHECK(bt_device_stream_wait_check());
     CUresult r = wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)dev_addr, value,
                               CU_STREAM_WAIT_VALUE_GEQ);
     if (r != CUDA_SUCCESS) {

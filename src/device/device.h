@@ -83,5 +83,11 @@ bt_status_t bt_device_host_func(void *stream, void (*fn)(void *), void *arg);
  * host memory) reaches `value`, compared cyclically ((int32_t)(*word - value) >= 0): the
  * driver's cuStreamWaitValue32, no kernel. */
 bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t value);
+/* BT_OK when bt_device_stream_wait_u32 can be used (the driver has the call). */
+bt_status_t bt_device_stream_wait_check(void);
+
+/* This thread's CUDA calls allowed while another thread captures a graph in global mode
+ * (cudaThreadExchangeStreamCaptureMode relaxed): for the library's own threads. */
+void bt_device_thread_capture_relaxed(void);
 
 #endif

@@ -155,3 +155,12 @@ bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t val
     (void)value;
     return BT_ERR_INTERNAL;
 }
+
+bt_status_t bt_device_stream_wait_check(void)
+{
+    return BT_ERR_INTERNAL;
+}
+
+void bt_device_thread_capture_relaxed(void)
+{
+}

@@ -13,13 +13,13 @@ set -u
 for v in "" _baton _v2; do
     [ -x "$T/gpu_test_devapi_lsa$v" ] || { echo "== lsa$v: not built" | tee -a "$OUT/summary.txt"; continue; }
     for n in 1 2 4 8; do
-        run "lsa${v}_1p$n" BATON_TEST_GPUS=$n DEVAPI_ROUNDS=400 timeout 120 "$T/gpu_test_devapi_lsa$v"
+        run "lsa${v}_1p$n" BATON_TEST_GPUS=$n DEVAPI_ROUNDS=200 timeout 60 "$T/gpu_test_devapi_lsa$v"
     done
 done
 mps_start | tee -a "$OUT/summary.txt"
 for v in "" _v2; do
     for n in 2 4; do
-        run "lsa${v}_mps$n" BATON_TEST_MPS=1 BATON_TEST_GPUS=$n DEVAPI_ROUNDS=400 timeout 150 "$T/gpu_test_devapi_lsa$v"
+        run "lsa${v}_mps$n" BATON_TEST_MPS=1 BATON_TEST_GPUS=$n DEVAPI_ROUNDS=200 timeout 60 "$T/gpu_test_devapi_lsa$v"
     done
 done
 mps_stop | tee -a "$OUT/summary.txt"
@@ -27,7 +27,7 @@ nt=$B/nt230
 if [ -d "$nt" ]; then
     for t in all_reduce alltoall; do
         for d in 1 2; do
-            run "nt230_${t}_D$d" BATON_REPORT_VERSION=2.30.7 timeout 120 "$nt/${t}_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2 -R 2 -D $d
+            run "nt230_${t}_D$d" BATON_REPORT_VERSION=2.30.7 timeout 60 "$nt/${t}_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2 -R 2 -D $d
         done
     done
     run nt230_all_reduce_D1_unreported timeout 60 "$nt/all_reduce_perf" -b 8 -e 1M -f 8 -g 1 -c 1 -R 2 -D 1

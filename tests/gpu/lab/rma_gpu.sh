@@ -1,17 +1,20 @@
 #!/bin/bash
 # One-sided calls on GPU memory (core/rma_gpu.h) on the GPU machine: gpu_test_gpu_rma as 3 and
 # 8 ranks of one process, as 4 and 8 processes under MPS, as 2 x 2 and 4 x 1 hosts (processes
-# under MPS, BATON_TEST_HOSTS) over sockets and OFI. Run from the repository root there, after
+# under MPS, BATON_TEST_HOSTS) over sockets and OFI, and 8 ranks with one hardware queue
+# (CUDA_DEVICE_MAX_CONNECTIONS=1: the landing copies must not queue behind a held stream).
+# Run from the repository root there, after
 # tests/gpu/lab/stage.sh build build-gpu here:
 #   OUT=/some/dir tests/gpu/lab/rma_gpu.sh      -> one log per run under $OUT, a summary
 set -u
 . tests/gpu/lab/lib.sh
 OFI=(BATON_NET=OFI FI_PROVIDER=tcp)
-run rma_1p3 BATON_TEST_GPUS=3 timeout 120 "$T/gpu_test_gpu_rma"
-run rma_1p8 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 120 "$T/gpu_test_gpu_rma"
+run rma_1p3 BATON_TEST_GPUS=3 timeout 60 "$T/gpu_test_gpu_rma"
+run rma_1p8 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 60 "$T/gpu_test_gpu_rma"
+run rma_1p8_conn1 CUDA_DEVICE_MAX_CONNECTIONS=1 BATON_TEST_GPUS=8 RMA_ROUNDS=10 timeout 60 "$T/gpu_test_gpu_rma"
 mps_start | tee -a "$OUT/summary.txt"
-run rma_mps4 BATON_TEST_MPS=1 BATON_TEST_GPUS=4 timeout 150 "$T/gpu_test_gpu_rma"
-run rma_mps8 BATON_TEST_MPS=1 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 150 "$T/gpu_test_gpu_rma"
-run rma_mps4_2h BATON_TEST_MPS=1 BATON_TEST_GPUS=4 BATON_TEST_HOSTS=2 timeout 150 "$T/gpu_test_gpu_rma"
-run rma_mps4_4h_ofi "${OFI[@]}" BATON_TEST_MPS=1 BATON_TEST_GPUS=4 BATON_TEST_HOSTS=4 timeout 150 "$T/gpu_test_gpu_rma"
+run rma_mps4 BATON_TEST_MPS=1 BATON_TEST_GPUS=4 timeout 60 "$T/gpu_test_gpu_rma"
+run rma_mps8 BATON_TEST_MPS=1 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 60 "$T/gpu_test_gpu_rma"
+run rma_mps4_2h BATON_TEST_MPS=1 BATON_TEST_GPUS=4 BATON_TEST_HOSTS=2 timeout 60 "$T/gpu_test_gpu_rma"
+run rma_mps4_4h_ofi "${OFI[@]}" BATON_TEST_MPS=1 BATON_TEST_GPUS=4 BATON_TEST_HOSTS=4 timeout 60 "$T/gpu_test_gpu_rma"
 mps_stop | tee -a "$OUT/summary.txt"
