@@ -99,6 +99,7 @@ static void land(void *arg, int src, const struct bt_rma_msg *m, const void *pay
         bt_status_t st = dst ? BT_OK : BT_ERR_INVALID_USAGE;
         if (st == BT_OK && land_dev != gp->cfg.dev) {
             st = bt_device_set(gp->cfg.dev);
+            bt_device_thread_capture_relaxed();
             land_dev = st == BT_OK ? gp->cfg.dev : -1;
         }
         if (st == BT_OK)
@@ -208,6 +209,7 @@ static void *gin_main(void *arg)
     bt_status_t st = bt_device_set(gp->cfg.dev);
     if (st != BT_OK)
         fail(gp, st);
+    bt_device_thread_capture_relaxed(); /* its copies while the application captures a graph */
     uint64_t last = bt_time_ns();
     while (!atomic_load_explicit(&gp->stop, memory_order_acquire)) {
         int n = 0;
