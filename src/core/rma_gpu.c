@@ -21,6 +21,7 @@
 #define NO_WINDOW UINT32_MAX   /* a signal alone */
 #define ABORT_RAISE (1u << 30) /* what an abort adds to every counter */
 #define CLOSE_POLL_NS 1000000  /* close's look at the host functions still queued */
+#define POOL_START 16 /* chunks made at open (4 MB): puts up to that size allocate nothing */
 
 /* Pinned host memory a put's bytes wait in (BT_RMA_NET_CHUNK). */
 struct chunk {
@@ -100,7 +101,7 @@ static void hand_over(void *arg)
     struct job *j = arg;
     struct bt_rma_gpu *g = j->g;
     if (atomic_load_explicit(&g->dead, memory_order_acquire)) { /* nobody sends it now */
-        free(j); /* (its chunk is left to the leaked pool's owner: none) */
+        free(j); /* (its chunk stays with g, which is never freed now) */
     } else if (j->peer == g->rank) {
         atomic_fetch_add_explicit(counter(g, g->rank), 1, memory_order_release);
         free(j);
@@ -241,6 +242,12 @@ bt_status_t bt_rma_gpu_open(struct bt_comm *comm, struct bt_rma_gpu **g_p)
         st = bt_device_host_mapped((void **)&g->board_h, &g->board_d, (size_t)g->nranks * STRIDE);
     if (st == BT_OK)
         st = bt_device_stream_create(&g->land_stream);
+    struct chunk *made[POOL_START] = {NULL}; /* pinned now, not under a put */
+    for (int i = 0; i < POOL_START && st == BT_OK; i++)
+        st = take_chunk(g, &made[i]);
+    for (int i = 0; i < POOL_START; i++)
+        if (made[i])
+            give_chunk(g, made[i]);
     for (int r = 0; r < g->nranks && linked; r++)
         linked[r] = r != g->rank;
     /* collective: every rank reaches it at the same registration, failed or not */

@@ -6,7 +6,7 @@
  *     the communicator's poster thread, which sends it over the one-sided link
  *     (transport/rma_net.h) to the target; the stream goes on as soon as its bytes are in
  *     the chunks, so the source may be reused in stream order, as NCCL promises. Chunks come
- *     from a pool that grows rather than waits (a put never blocks on a stream);
+ *     from a pool (16 made at open) that grows rather than waits for a stream;
  *   - the target's link thread copies the bytes into its window (a copy it waits for) and only
  *     then raises the sender's counter on the signal board: 32-bit counters in pinned host
  *     memory the device maps, one per source rank;
