@@ -351,18 +351,26 @@ bt_status_t bt_rma_gpu_wait(struct bt_rma_gpu *g, int n, const int *peers, const
                             void *stream)
 {
     BT_CHECK(not_captured(stream, "ncclWaitSignal"));
+    uint32_t *want = malloc(sizeof(uint32_t) * (size_t)n);
+    if (!want)
+        return BT_ERR_SYSTEM;
+    /* several descriptors may name one peer: each waits for what that peer owes so far */
     for (int i = 0; i < n; i++) {
-        /* several descriptors may name one peer: each waits for what that peer owes so far */
-        uint32_t want = g->seen[peers[i]];
+        want[i] = g->seen[peers[i]];
         for (int j = 0; j <= i; j++)
             if (peers[j] == peers[i])
-                want += (uint32_t)ops[j];
-        BT_CHECK(bt_device_stream_wait_u32(stream, (char *)g->board_d + (size_t)peers[i] * STRIDE,
-                                           want));
+                want[i] += (uint32_t)ops[j];
     }
-    for (int i = 0; i < n; i++)
-        g->seen[peers[i]] += (uint32_t)ops[i];
-    return BT_OK;
+    bt_status_t st = BT_OK;
+    for (int i = 0; i < n && st == BT_OK; i++) {
+        st = bt_device_stream_wait_u32(stream, (char *)g->board_d + (size_t)peers[i] * STRIDE,
+                                       want[i]);
+        /* queued: what it waits for is consumed (a later descriptor's failure keeps it) */
+        if (st == BT_OK && (int32_t)(want[i] - g->seen[peers[i]]) > 0)
+            g->seen[peers[i]] = want[i];
+    }
+    free(want);
+    return st;
 }
 
 void bt_rma_gpu_abort(struct bt_rma_gpu *g)
