@@ -16,13 +16,13 @@ for v in "" _baton _v2; do
         run "lsa${v}_1p$n" BATON_TEST_GPUS=$n DEVAPI_ROUNDS=200 timeout 60 "$T/gpu_test_devapi_lsa$v"
     done
 done
-mps_start | tee -a "$OUT/summary.txt"
+mps_start >>"$OUT/summary.txt" 2>&1 # not in a pipeline: its exports must stay in this shell
 for v in "" _v2; do
     for n in 2 4; do
         run "lsa${v}_mps$n" BATON_TEST_MPS=1 BATON_TEST_GPUS=$n DEVAPI_ROUNDS=200 timeout 60 "$T/gpu_test_devapi_lsa$v"
     done
 done
-mps_stop | tee -a "$OUT/summary.txt"
+mps_stop >>"$OUT/summary.txt" 2>&1
 nt=$B/nt230
 if [ -d "$nt" ]; then
     for t in all_reduce alltoall; do

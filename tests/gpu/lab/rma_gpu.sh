@@ -12,9 +12,9 @@ OFI=(BATON_NET=OFI FI_PROVIDER=tcp)
 run rma_1p3 BATON_TEST_GPUS=3 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_1p8 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_1p8_conn1 CUDA_DEVICE_MAX_CONNECTIONS=1 BATON_TEST_GPUS=8 RMA_ROUNDS=10 timeout 60 "$T/gpu_test_gpu_rma"
-mps_start | tee -a "$OUT/summary.txt"
+mps_start >>"$OUT/summary.txt" 2>&1 # not in a pipeline: its exports must stay in this shell
 run rma_mps4 BATON_TEST_MPS=1 BATON_TEST_GPUS=4 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_mps8 BATON_TEST_MPS=1 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_mps4_2h BATON_TEST_MPS=1 BATON_TEST_GPUS=4 BATON_TEST_HOSTS=2 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_mps4_4h_ofi "${OFI[@]}" BATON_TEST_MPS=1 BATON_TEST_GPUS=4 BATON_TEST_HOSTS=4 timeout 60 "$T/gpu_test_gpu_rma"
-mps_stop | tee -a "$OUT/summary.txt"
+mps_stop >>"$OUT/summary.txt" 2>&1
