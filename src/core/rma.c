@@ -99,7 +99,7 @@ bt_status_t bt_rma_window_added(struct bt_comm *comm, struct bt_window *win)
     if (comm->board || comm->rma_gpu || comm->nranks < 2 || comm->config.num_rma_ctx == 0)
         return BT_OK;
     bt_status_t st = BT_OK;
-    if (comm->cuda_dev >= 0 && win->ex == &bt_exec_cuda) { /* every rank: a GPU window */
+    if (comm->cuda_dev >= 0 && win->ex == &bt_exec_cuda && bt_param_rma_gpu()) {
         struct bt_rma_gpu *g = NULL;
         st = bt_rma_gpu_open(comm, &g);
         atomic_store_explicit(&comm->rma_gpu, g, memory_order_release);
@@ -160,6 +160,9 @@ static const char *unservable(const struct bt_comm *comm, const struct bt_window
     if (win && win->ex != &bt_exec_host)
         return "the window is device memory, and this communicator's one-sided calls are set "
                "up for host memory (its first symmetric window was host memory)";
+    if (comm->cuda_dev >= 0 && !comm->board && !bt_param_rma_gpu())
+        return "one-sided calls on a GPU communicator are experimental and off (RMA_GPU=1 turns "
+               "them on; docs/DEVICE_API.md)";
     if (comm->cuda_dev >= 0 && !comm->board)
         return "no GPU window of this communicator is registered yet (one-sided calls on a GPU "
                "communicator start with its first: ncclCommWindowRegister)";

@@ -32,6 +32,11 @@ BT_PARAM_STR(report_version, "REPORT_VERSION", NULL,
              "2.28.x, 2.29.2-2.29.3, 2.29.5-2.29.7 or 2.30.0-2.30.7 (programs built against "
              "newer headers gate their device API on it)")
 
+/* one-sided calls on GPU communicators (core/rma_gpu.c): off until proven on a GPU */
+BT_PARAM_INT(rma_gpu, "RMA_GPU", 0,
+             "1: ncclPutSignal/ncclSignal/ncclWaitSignal on GPU communicators in stream order "
+             "(experimental: hangs on one H200 as of 2026-12-05); 0: refused, naming why")
+
 /* communicator */
 BT_PARAM_INT(comm_blocking, "COMM_BLOCKING", 1,
              "0: communicators whose config leaves `blocking` unset are non-blocking (init, "
