@@ -33,9 +33,11 @@ BT_PARAM_STR(report_version, "REPORT_VERSION", NULL,
              "newer headers gate their device API on it)")
 
 /* one-sided calls on GPU communicators (core/rma_gpu.c): off until proven on a GPU */
-BT_PARAM_INT(rma_gpu, "RMA_GPU", 0,
-             "1: ncclPutSignal/ncclSignal/ncclWaitSignal on GPU communicators in stream order "
-             "(experimental: hangs on one H200 as of 2026-12-05); 0: refused, naming why")
+BT_PARAM_INT(
+    rma_gpu, "RMA_GPU", 0,
+    "1: ncclPutSignal/ncclSignal/ncclWaitSignal on GPU communicators in stream order "
+    "(experimental: hangs between ranks of one process as of 2026-12-05); 0: refused, naming "
+    "why")
 
 /* communicator */
 BT_PARAM_INT(comm_blocking, "COMM_BLOCKING", 1,
