@@ -83,15 +83,9 @@ static bt_status_t board_mapped(struct bt_comm *comm)
 static bt_status_t board_linked(struct bt_comm *comm)
 {
     comm->board = calloc((size_t)comm->nranks, SIGNAL_STRIDE);
-    unsigned char *linked = calloc((size_t)comm->nranks, 1);
-    bt_status_t st = comm->board && linked ? BT_OK : BT_ERR_SYSTEM;
-    for (int r = 0; r < comm->nranks && linked; r++)
-        linked[r] = r != comm->rank;
-    if (st == BT_OK)
-        st = bt_rma_net_open(&comm->tctx, linked, &(struct bt_rma_net_opts){0}, land, comm,
-                             &comm->rma_net);
-    free(linked);
-    return st;
+    if (!comm->board)
+        return BT_ERR_SYSTEM;
+    return bt_rma_net_open(&comm->tctx, &(struct bt_rma_net_opts){0}, land, comm, &comm->rma_net);
 }
 
 bt_status_t bt_rma_window_added(struct bt_comm *comm, struct bt_window *win)
@@ -236,12 +230,8 @@ bt_status_t bt_rma_wait(struct bt_comm *comm, int n, const int *peers, const int
     if (!want)
         return BT_ERR_SYSTEM;
     /* several descriptors may name one peer: each adds to what that peer owes */
-    for (int i = 0; i < n; i++) {
-        want[i] = comm->signal_seen[peers[i]];
-        for (int j = 0; j <= i; j++)
-            if (peers[j] == peers[i])
-                want[i] += (uint64_t)ops[j];
-    }
+    for (int i = 0; i < n; i++)
+        want[i] = comm->signal_seen[peers[i]] + bt_rma_owed(i, peers, ops);
     uint64_t start = bt_time_ns(), timeout = (uint64_t)bt_param_timeout() * 1000000000ull;
     uint64_t check = start; /* the peer's liveness, asked every BT_PEER_CHECK_NS */
     bt_status_t st = BT_OK;

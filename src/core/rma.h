@@ -45,6 +45,17 @@ bt_status_t bt_rma_put(struct bt_comm *comm, const void *src, size_t bytes, int 
 bt_status_t bt_rma_wait(struct bt_comm *comm, int n, const int *peers, const int *ops,
                         void *stream);
 
+/* What descriptors 0..i of a wait ask of peer peers[i] together (several may name one peer):
+ * added to what that peer's earlier signals were consumed, descriptor i's target. */
+static inline uint64_t bt_rma_owed(int i, const int *peers, const int *ops)
+{
+    uint64_t owed = 0;
+    for (int j = 0; j <= i; j++)
+        if (peers[j] == peers[i])
+            owed += (uint64_t)ops[j];
+    return owed;
+}
+
 /* The comm is aborted: streams waiting on its signals go on. Any thread. */
 void bt_rma_abort(struct bt_comm *comm);
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/comm.h"
+#include "core/rma.h"
 #include "core/window.h"
 #include "device/device.h"
 #include "transport/rma_net.h"
@@ -231,8 +232,7 @@ bt_status_t bt_rma_gpu_open(struct bt_comm *comm, struct bt_rma_gpu **g_p)
     pthread_cond_init(&g->cond, NULL);
     g->seen = calloc((size_t)g->nranks, sizeof(uint32_t));
     g->failed = calloc((size_t)g->nranks, 1);
-    unsigned char *linked = calloc((size_t)g->nranks, 1);
-    bt_status_t st = g->seen && g->failed && linked ? BT_OK : BT_ERR_SYSTEM;
+    bt_status_t st = g->seen && g->failed ? BT_OK : BT_ERR_SYSTEM;
     int prev = bt_device_get();
     if (st == BT_OK)
         st = bt_device_set(g->dev); /* the landing stream on the communicator's device */
@@ -248,12 +248,9 @@ bt_status_t bt_rma_gpu_open(struct bt_comm *comm, struct bt_rma_gpu **g_p)
     for (int i = 0; i < POOL_START; i++)
         if (made[i])
             give_chunk(g, made[i]);
-    for (int r = 0; r < g->nranks && linked; r++)
-        linked[r] = r != g->rank;
     /* collective: every rank reaches it at the same registration, failed or not */
-    bt_status_t lst = bt_rma_net_open(&comm->tctx, linked, &(struct bt_rma_net_opts){.pinned = 1},
-                                      land, g, &g->link);
-    free(linked);
+    bt_status_t lst =
+        bt_rma_net_open(&comm->tctx, &(struct bt_rma_net_opts){.pinned = 1}, land, g, &g->link);
     if (prev >= 0)
         (void)bt_device_set(prev);
     if (st == BT_OK)
@@ -354,13 +351,8 @@ bt_status_t bt_rma_gpu_wait(struct bt_rma_gpu *g, int n, const int *peers, const
     uint32_t *want = malloc(sizeof(uint32_t) * (size_t)n);
     if (!want)
         return BT_ERR_SYSTEM;
-    /* several descriptors may name one peer: each waits for what that peer owes so far */
-    for (int i = 0; i < n; i++) {
-        want[i] = g->seen[peers[i]];
-        for (int j = 0; j <= i; j++)
-            if (peers[j] == peers[i])
-                want[i] += (uint32_t)ops[j];
-    }
+    for (int i = 0; i < n; i++) /* 32-bit counters: compared cyclically */
+        want[i] = g->seen[peers[i]] + (uint32_t)bt_rma_owed(i, peers, ops);
     bt_status_t st = BT_OK;
     for (int i = 0; i < n && st == BT_OK; i++) {
         st = bt_device_stream_wait_u32(stream, (char *)g->board_d + (size_t)peers[i] * STRIDE,

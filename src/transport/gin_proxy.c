@@ -320,17 +320,9 @@ bt_status_t bt_gin_proxy_open(struct bt_transport_ctx *ctx, const struct bt_gin_
     gp->rank = ctx->rank;
     gp->nranks = ctx->nranks;
     bt_status_t st = alloc_all(gp);
-    if (st == BT_OK && gp->nranks > 1) {
-        unsigned char *linked = calloc((size_t)gp->nranks, 1);
-        st = linked ? BT_OK : BT_ERR_SYSTEM;
-        for (int r = 0; linked && r < gp->nranks; r++)
-            linked[r] = r != gp->rank;
-        if (st == BT_OK)
-            st = bt_rma_net_open(ctx, linked,
-                                 &(struct bt_rma_net_opts){.spin_ns = SPIN_NS, .pinned = 1}, land,
-                                 gp, &gp->link);
-        free(linked);
-    }
+    if (st == BT_OK && gp->nranks > 1)
+        st = bt_rma_net_open(ctx, &(struct bt_rma_net_opts){.spin_ns = SPIN_NS, .pinned = 1}, land,
+                             gp, &gp->link);
     if (st == BT_OK) {
         if (pthread_create(&gp->thread, NULL, gin_main, gp) == 0) {
             gp->running = 1;

@@ -278,9 +278,8 @@ int bt_rma_net_drive(struct bt_rma_net *rn)
     return n;
 }
 
-bt_status_t bt_rma_net_open(struct bt_transport_ctx *ctx, const unsigned char *linked,
-                            const struct bt_rma_net_opts *opts, bt_rma_land_fn land, void *arg,
-                            struct bt_rma_net **rn_p)
+bt_status_t bt_rma_net_open(struct bt_transport_ctx *ctx, const struct bt_rma_net_opts *opts,
+                            bt_rma_land_fn land, void *arg, struct bt_rma_net **rn_p)
 {
     *rn_p = NULL;
     struct bt_rma_net *rn = calloc(1, sizeof(*rn));
@@ -297,7 +296,8 @@ bt_status_t bt_rma_net_open(struct bt_transport_ctx *ctx, const unsigned char *l
     rn->linked = calloc((size_t)ctx->nranks, 1);
     bt_status_t st = rn->peer && rn->linked ? BT_OK : BT_ERR_SYSTEM;
     if (st == BT_OK) {
-        memcpy(rn->linked, linked, (size_t)ctx->nranks);
+        for (int r = 0; r < ctx->nranks; r++)
+            rn->linked[r] = r != ctx->rank;
         st = bt_transport_network(ctx, &rn->net);
     }
     if (st == BT_OK && pipe2(rn->wake, O_CLOEXEC | O_NONBLOCK) != 0)

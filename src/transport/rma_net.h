@@ -52,13 +52,12 @@ struct bt_rma_net_opts {
 };
 
 /*
- * Link this rank with every rank r for which linked[r] is 1 (collective among them: each
- * linked pair links both ways; handles travel over the bootstrap), then start the thread.
- * On failure nothing is left. caller: the communicator's owner.
+ * Link this rank with every other rank of ctx (collective: each pair links both ways; handles
+ * travel over the bootstrap), then start the thread. On failure nothing is left. caller: the
+ * communicator's owner.
  */
-bt_status_t bt_rma_net_open(struct bt_transport_ctx *ctx, const unsigned char *linked,
-                            const struct bt_rma_net_opts *opts, bt_rma_land_fn land, void *arg,
-                            struct bt_rma_net **rn_p);
+bt_status_t bt_rma_net_open(struct bt_transport_ctx *ctx, const struct bt_rma_net_opts *opts,
+                            bt_rma_land_fn land, void *arg, struct bt_rma_net **rn_p);
 
 /* One put to linked rank `peer`: its messages sent (the source may be reused on return).
  * caller: the owner (one put at a time). */
