@@ -104,9 +104,13 @@ static void hand_over(void *arg)
     if (atomic_load_explicit(&g->dead, memory_order_acquire)) { /* nobody sends it now */
         free(j); /* (its chunk stays with g, which is never freed now) */
     } else if (j->peer == g->rank) {
-        atomic_fetch_add_explicit(counter(g, g->rank), 1, memory_order_release);
+        uint32_t v = atomic_fetch_add_explicit(counter(g, g->rank), 1, memory_order_release);
+        BT_TRACE(BT_LOG_P2P, "rank %d: one-sided signal to itself: counter %u", g->rank, v + 1);
         free(j);
     } else {
+        BT_TRACE(BT_LOG_P2P, "rank %d: stream reached a put to rank %d (%llu bytes at %llu%s)",
+                 g->rank, j->peer, (unsigned long long)j->m.bytes, (unsigned long long)j->m.offset,
+                 (j->m.flags & BT_RMA_MSG_SIGNAL) ? ", signal" : "");
         pthread_mutex_lock(&g->lock);
         if (g->tail)
             g->tail->next = j;
@@ -146,6 +150,8 @@ static void *poster_main(void *arg)
             g->failed[j->peer] = 1;
             bt_comm_set_async_error(g->comm, st);
         }
+        BT_TRACE(BT_LOG_P2P, "rank %d: put to rank %d (%llu bytes) sent: %d", g->rank, j->peer,
+                 (unsigned long long)j->m.bytes, (int)st);
         if (j->c)
             give_chunk(g, j->c);
         free(j);
@@ -188,8 +194,11 @@ static void land(void *arg, int src, const struct bt_rma_msg *m, const void *pay
             return; /* no signal for bytes that did not land: the waiter's stream holds */
         }
     }
-    if (m->flags & BT_RMA_MSG_SIGNAL)
-        atomic_fetch_add_explicit(counter(g, src), 1, memory_order_release);
+    if (m->flags & BT_RMA_MSG_SIGNAL) {
+        uint32_t v = atomic_fetch_add_explicit(counter(g, src), 1, memory_order_release);
+        BT_TRACE(BT_LOG_P2P, "rank %d: %llu bytes from rank %d landed; its counter %u", g->rank,
+                 (unsigned long long)m->bytes, src, v + 1);
+    }
 }
 
 static void release(struct bt_rma_gpu *g)
@@ -360,6 +369,8 @@ bt_status_t bt_rma_gpu_wait(struct bt_rma_gpu *g, int n, const int *peers, const
         /* queued: what it waits for is consumed (a later descriptor's failure keeps it) */
         if (st == BT_OK && (int32_t)(want[i] - g->seen[peers[i]]) > 0)
             g->seen[peers[i]] = want[i];
+        BT_TRACE(BT_LOG_P2P, "rank %d: stream waits for rank %d's counter >= %u (now %u): %d",
+                 g->rank, peers[i], want[i], atomic_load(counter(g, peers[i])), (int)st);
     }
     free(want);
     return st;
