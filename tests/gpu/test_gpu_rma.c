@@ -60,8 +60,10 @@ static void setup(struct rank *r)
     BT_TEST_OK(ncclMemAlloc((void **)&r->win_buf, WIN_INTS * sizeof(int32_t)));
     CU(cudaMalloc((void **)&r->src, MAX_PUT * sizeof(int32_t)));
     CU(cudaMalloc((void **)&r->scratch, sizeof(int32_t)));
-    r->host = malloc(MAX_PUT * sizeof(int32_t));
-    BT_TEST_CHECK(r->host != NULL, "malloc");
+    /* pinned: a copy from the device into pageable memory returns only once it is done, so
+     * the one thread of ranks of one process would wait on rank 0's stream, held by its wait
+     * for rank 1's put, which that thread has not issued yet (a deadlock of the test) */
+    CU(cudaMallocHost((void **)&r->host, MAX_PUT * sizeof(int32_t)));
 }
 
 /* Round k's put, the source overwritten at once, the wait and the copy back (stream order). */
@@ -150,7 +152,7 @@ static void teardown(struct rank *r)
     CU(cudaFree(r->src));
     CU(cudaFree(r->scratch));
     CU(cudaStreamDestroy(r->stream));
-    free(r->host);
+    CU(cudaFreeHost(r->host));
 }
 
 /* One rank as a process (MPS). */
