@@ -41,9 +41,9 @@
  *
  * The units: kernel_<dtypes>.cu each instantiate the kernels of a few dtypes (kernel.h), so
  * that the build compiles them in parallel; which dtypes share a unit, and in which order, is
- * measured (kernel_i32_f16_bf16_e4m3.cu). They are relocatable device code, device-linked
- * once, unless BATON_CUDA_RDC=OFF (src/CMakeLists.txt says why). This one only picks the launcher
- * of the works' dtype.
+ * measured (kernel_i32_f16_bf16_e4m3.cu). With BATON_CUDA_RDC=ON they are relocatable
+ * device code, device-linked once (src/CMakeLists.txt says why it is off by default). This one only
+ * picks the launcher of the works' dtype.
  */
 #include "coll/redop.h"
 #include "exec/cuda/kargs.h"

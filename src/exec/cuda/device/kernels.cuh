@@ -232,14 +232,12 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
     bool onepass = n > 0 && n <= BT_CUDA_ONEPASS_MAX_WORKS;
     for (int i = 0; i < n && onepass; i++)
         onepass = bt_cuda_onepass(&a->works[i]);
+    /* three size classes: each is an entry whole-program ptxas compiles the body into again
+     * (5 classes cost a clean build 2 minutes more); one with 5-32 works passes ~7 KB */
     if (n <= 4)
         launch_sized<T, 4>(a, nblocks, stream, onepass);
-    else if (n <= 16)
-        launch_sized<T, 16>(a, nblocks, stream, onepass);
     else if (n <= 32)
         launch_sized<T, 32>(a, nblocks, stream, onepass);
-    else if (n <= 64)
-        launch_sized<T, 64>(a, nblocks, stream, onepass);
     else /* the host's struct as it is (same layout) */
         bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>
             <<<nblocks, BT_CUDA_THREADS, 0, stream>>>(*(const KArgs<BT_CUDA_MAX_WORKS> *)a);
