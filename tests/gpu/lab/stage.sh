@@ -30,3 +30,12 @@ fi
 # no debug sections: a call carries 64 MB at most (the symbols stay, for backtraces)
 find "$dst" -type f \( -perm -u+x -o -name '*.so*' \) -exec strip --strip-debug {} + 2>/dev/null
 du -sh "$dst"
+# PACK="build-libs/3452d54 ...": also one xz archive of the staged folder and those folders,
+# build-pack/stage.tar.xz (a library packs to about a third), for a call that carries more
+# than 64 MB of them: carry build-pack, and there first `tar xJf build-pack/stage.tar.xz`
+if [ -n "${PACK:-}" ]; then
+    mkdir -p build-pack
+    # shellcheck disable=SC2086 # PACK is a list of folders
+    tar cf - "$dst" $PACK | xz -T0 -6 >build-pack/stage.tar.xz
+    du -sh build-pack/stage.tar.xz
+fi
