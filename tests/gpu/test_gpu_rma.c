@@ -43,6 +43,14 @@ static int rounds(void)
     return r ? atoi(r) : 40;
 }
 
+/* A stall prints the main thread's stack and fails (harness: bt_test_watchdog) before the
+ * lab's timeout kills the test without a word: RMA_WATCHDOG seconds, default 45. */
+static int watchdog_s(void)
+{
+    const char *w = getenv("RMA_WATCHDOG");
+    return w ? atoi(w) : 45;
+}
+
 static size_t count_of(int k)
 {
     static const size_t sizes[] = {1, 7, 1024, 65536, 65537, 200000, MAX_PUT};
@@ -159,6 +167,7 @@ static void teardown(struct rank *r)
 static int rank_main(int rank, int n, void *arg)
 {
     CU(cudaSetDevice(0));
+    bt_test_watchdog(watchdog_s());
     struct rank r = {.rank = rank, .n = n};
     BT_TEST_OK(ncclCommInitRank(&r.comm, n, *(ncclUniqueId *)arg, rank));
     setup(&r);
@@ -186,6 +195,7 @@ static void one_process(int n)
     ncclComm_t comms[MAX_NR];
     int devs[MAX_NR] = {0};
     BT_TEST_OK(ncclCommInitAll(comms, n, devs));
+    bt_test_watchdog(watchdog_s());
     BT_TEST_OK(ncclGroupStart());
     for (int i = 0; i < n; i++) {
         r[i] = (struct rank){.rank = i, .n = n, .comm = comms[i]};

@@ -54,6 +54,12 @@ int bt_test_mps(void);
  * the factor for a test's deadlines and time limits. */
 int bt_test_slow(void);
 
+/* A test that may stall (a deadlock between GPU streams and its own thread): after `seconds`
+ * (times bt_test_slow) it prints its main thread's stack and exits with status 3. Call it from
+ * the main thread after the first CUDA call: it also puts the crash reports back, which the
+ * CUDA driver may have replaced (harness/crash.c). */
+void bt_test_watchdog(int seconds);
+
 /* Ranks start only once all of them are forked (see harness.c for why). */
 
 /*
