@@ -47,7 +47,8 @@ static void stall_report(int sig)
         pause();
 }
 
-static void handlers_install(void)
+/* stall: also the watchdog's signal (only a test that arms one has a handler for it) */
+static void handlers_install(int stall)
 {
     struct sigaction sa = {.sa_handler = crash_report, .sa_flags = SA_ONSTACK};
     sigemptyset(&sa.sa_mask);
@@ -56,7 +57,8 @@ static void handlers_install(void)
         sigaction(sigs[i], &sa, NULL);
     struct sigaction st = {.sa_handler = stall_report, .sa_flags = SA_ONSTACK};
     sigemptyset(&st.sa_mask);
-    sigaction(SIGUSR2, &st, NULL);
+    if (stall)
+        sigaction(SIGUSR2, &st, NULL);
 }
 
 __attribute__((constructor)) static void crash_report_install(void)
@@ -66,12 +68,13 @@ __attribute__((constructor)) static void crash_report_install(void)
     void *warm[1];
     backtrace(warm, 1); /* loads libgcc now, not inside the handler */
     sigaltstack(&ss, NULL);
-    handlers_install();
+    handlers_install(0);
 }
 #else
 static int watch_s;
-static void handlers_install(void)
+static void handlers_install(int stall)
 {
+    (void)stall;
 }
 #endif
 
@@ -90,7 +93,7 @@ static void *watchdog_main(void *arg)
 
 void bt_test_watchdog(int seconds)
 {
-    handlers_install(); /* again: a library loaded since (the CUDA driver) may have set its own */
+    handlers_install(1); /* again: a library loaded since (the CUDA driver) may have set its own */
     watched = pthread_self();
     watch_s = seconds * bt_test_slow();
     pthread_t t;
