@@ -36,8 +36,8 @@ BT_PARAM_STR(report_version, "REPORT_VERSION", NULL,
 BT_PARAM_INT(
     rma_gpu, "RMA_GPU", 0,
     "1: ncclPutSignal/ncclSignal/ncclWaitSignal on GPU communicators in stream order "
-    "(experimental: hangs between ranks of one process as of 2026-12-05); 0: refused, naming "
-    "why")
+    "(experimental: not yet passed on a GPU between ranks of one process, docs/DEVICE_API.md); "
+    "0: refused, naming why")
 
 /* communicator */
 BT_PARAM_INT(comm_blocking, "COMM_BLOCKING", 1,
