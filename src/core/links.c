@@ -12,8 +12,12 @@
 #include "util/param.h"
 #include "util/time.h"
 
-#define PROBE_BYTES (4u << 20) /* per pair and repetition: long enough to see the rate */
-#define PROBE_REPS 3           /* the first also connects; the best of the others counts */
+#define PROBE_BYTES (4u << 20) /* per pair and round: long enough to see the rate */
+/* Rounds over every pair: the first also connects; the best of the others counts. Rounds go
+ * over all pairs in turn, so that a burst of load elsewhere on the machine (a descheduled
+ * rank costs a time slice per step handed over) does not fall on every measure of one pair:
+ * the probe wants the link's rate, and one quiet measure of it is enough. */
+#define PROBE_ROUNDS 5
 
 /* ---- INJECT_LINK_BW ------------------------------------------------------------------ */
 
@@ -96,10 +100,14 @@ bt_status_t bt_links_caps_init(struct bt_comm *comm)
 /* ---- TOPO_PROBE ---------------------------------------------------------------------- */
 
 /* One directed pair a -> b, every rank called in the same order (the others only take part
- * in the barriers). *gbps: what b received, in GB/s (b only). */
-static bt_status_t probe_pair(struct bt_comm *comm, int a, int b, char *buf, double *gbps)
+ * in the barrier). *gbps: b raises it to what it received, in GB/s, unless `count` is 0. */
+static bt_status_t probe_pair(struct bt_comm *comm, int a, int b, char *buf, int count,
+                              double *gbps)
 {
     int me = comm->rank;
+    BT_CHECK(bt_bootstrap_barrier(comm->bs));
+    if (me != a && me != b)
+        return BT_OK;
     struct bt_op op;
     memset(&op, 0, sizeof(op));
     op.comm = comm;
@@ -110,18 +118,11 @@ static bt_status_t probe_pair(struct bt_comm *comm, int a, int b, char *buf, dou
     op.dtype = BT_UINT8;
     op.redop.dtype = BT_UINT8;
     op.peer = me == a ? b : a;
-    double best = 0;
-    for (int rep = 0; rep < PROBE_REPS; rep++) {
-        BT_CHECK(bt_bootstrap_barrier(comm->bs));
-        if (me != a && me != b)
-            continue;
-        uint64_t t0 = bt_time_ns();
-        BT_CHECK(bt_launch(&op, 1));
-        double ns = (double)(bt_time_ns() - t0);
-        if (rep > 0 && ns > 0 && PROBE_BYTES / ns > best)
-            best = PROBE_BYTES / ns; /* bytes per ns = GB/s */
-    }
-    *gbps = best;
+    uint64_t t0 = bt_time_ns();
+    BT_CHECK(bt_launch(&op, 1));
+    double ns = (double)(bt_time_ns() - t0);
+    if (me == b && count && ns > 0 && PROBE_BYTES / ns > *gbps)
+        *gbps = PROBE_BYTES / ns; /* bytes per ns = GB/s */
     return BT_OK;
 }
 
@@ -139,31 +140,28 @@ static bt_status_t probe(struct bt_comm *comm, double *m)
     }
     memset(buf, 0, PROBE_BYTES);
     uint64_t t0 = bt_time_ns();
-    for (int a = 0; a < n && st == BT_OK; a++) {
-        for (int b = 0; b < n && st == BT_OK; b++) {
-            double g = 0;
-            if (a != b)
-                st = probe_pair(comm, a, b, buf, &g);
-            if (b == me)
-                in[(size_t)me * n + a] = g;
-        }
-    }
+    for (int round = 0; round < PROBE_ROUNDS && st == BT_OK; round++)
+        for (int a = 0; a < n && st == BT_OK; a++)
+            for (int b = 0; b < n && st == BT_OK; b++)
+                if (a != b)
+                    st = probe_pair(comm, a, b, buf, round > 0, &in[(size_t)me * n + a]);
     if (st == BT_OK)
         st = bt_bootstrap_allgather(comm->bs, in, sizeof(double) * (size_t)n);
     for (int a = 0; a < n && st == BT_OK; a++)
         for (int b = 0; b < n; b++)
             m[(size_t)a * n + b] = in[(size_t)b * n + a];
     if (st == BT_OK && me == 0) {
-        BT_INFO(BT_LOG_INIT,
-                "TOPO_PROBE: %d pairs x %d MB in %.0f ms; GB/s from row to column:", n * (n - 1),
-                (int)(PROBE_BYTES >> 20), (double)(bt_time_ns() - t0) / 1e6);
+        BT_INFO(
+            BT_LOG_INIT,
+            "TOPO_PROBE: %d pairs x %d MB x %d rounds in %.0f ms; best GB/s from row to column:",
+            n * (n - 1), (int)(PROBE_BYTES >> 20), PROBE_ROUNDS, (double)(bt_time_ns() - t0) / 1e6);
         for (int a = 0; a < n; a++) {
             char line[512];
             int len = snprintf(line, sizeof(line), "TOPO_PROBE %3d:", a);
             for (int b = 0; b < n && len < (int)sizeof(line) - 12; b++)
                 len += snprintf(line + len, sizeof(line) - (size_t)len, " %7.2f",
                                 m[(size_t)a * n + b]);
-            BT_INFO(BT_LOG_INIT, "%s", line);
+            BT_INFO(BT_LOG_INIT | BT_LOG_TUNING, "%s", line);
         }
     }
 out:

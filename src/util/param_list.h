@@ -67,7 +67,8 @@ BT_PARAM_STR(topo_dump_file, "TOPO_DUMP_FILE", NULL,
              "write the topology found (or read) to this file")
 BT_PARAM_INT(topo_probe, "TOPO_PROBE", 0,
              "1: host-memory communicators of 3+ ranks measure each directed pair's throughput "
-             "at init (4 MB send/recv per pair) and build their rings from the measured matrix")
+             "at init (4 MB send/recv per pair, best of 4 rounds) and build their rings from the "
+             "measured matrix")
 BT_PARAM_INT(ring_split, "RING_SPLIT", 1,
              "1: where a ring's links differ (TOPO_PROBE), ring AllReduce blocks are sized in "
              "proportion to the links; 0: equal blocks")

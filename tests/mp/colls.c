@@ -241,11 +241,13 @@ static const struct colls_suite suites[] = {
          * asserted per AllReduce case and rank through batonCommGetStats (equal blocks give the
          * same results). The other ring collectives keep equal blocks (only the AllReduce schedule,
          * coll/ring.h, reads the split). ALGO=Ring keeps AllReduce on the ring at every size;
-         * MIN_NCHANNELS=2 uses both ring directions. */
+         * MIN_NCHANNELS=2 uses both ring directions. The measured matrix and the rings are
+         * logged (TUNING) for a failure's output to show. */
         .name = "colls_planned",
         .what = "the ring collectives on probed unequal links; every AllReduce splits its blocks",
         .env = {"BATON_TOPO_PROBE=1", "BATON_INJECT_LINK_BW=*>*:2000,0>*:250,*>0:250",
-                "BATON_ALGO=Ring", "BATON_MIN_NCHANNELS=2"},
+                "BATON_ALGO=Ring", "BATON_MIN_NCHANNELS=2", "BATON_DEBUG=INFO",
+                "BATON_DEBUG_SUBSYS=TUNING"},
         .ranks = {3, 4, 5},
         .colls = CT_RING_COLLS,
         .dtypes = CT_ALL_DTYPES,
