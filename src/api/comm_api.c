@@ -897,18 +897,19 @@ BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_
     p.cudaDev = c->cuda_dev;
     p.nvmlDev = nvml_index(c->cuda_dev);
     /* The device API (core/devcomm_abi.h) on a GPU communicator whose LSA peers map flat
-     * (VMM memory). A program of 2.28's headers gets GIN too (proxy type, to every rank);
-     * one of 2.29+ headers no GIN yet, so its kernels reach LSA peers only: as NCCL tells 2.29
+     * (VMM memory). A program of 2.28's or 2.30.5+'s headers gets GIN too (proxy type, every
+     * rank connected to every rank: railed requests are served by it as well); one of 2.29's
+     * or 2.30.0-2.30.4's no GIN, so its kernels reach LSA peers only: as NCCL tells 2.29
      * programs, supported where the LSA team is every rank (one host). Not offered: NVLink
      * multicast (off on these machines). */
     int lsa_base, lsa_size;
     bt_comm_lsa(c, &lsa_base, &lsa_size);
     int flat = lsa_size == 1 || bt_device_mem_is_vmm();
-    int gin = c->cuda_dev >= 0 && v < 22900;
+    int gin = c->cuda_dev >= 0 && (v < 22900 || v >= BT_DEVAPI_GIN_V2_FIRST);
     p.deviceApiSupport = c->cuda_dev >= 0 && flat && (gin || lsa_size == c->nranks);
     p.multimemSupport = 0;
     p.ginType = gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
-    p.railedGinType = NCCL_GIN_TYPE_NONE;
+    p.railedGinType = gin && v >= BT_DEVAPI_GIN_V2_FIRST ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
     p.nLsaTeams = c->nranks / (c->local_ranks > 0 ? c->local_ranks : 1);
     /* one-sided calls are served on host memory when every rank is on this host (rma.h) */
     p.hostRmaSupport = c->cuda_dev < 0 && c->local_ranks == c->nranks && c->config.num_rma_ctx;

@@ -180,7 +180,8 @@ BT_API ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t t, int nBarriers,
     return ncclSuccess;
 }
 
-/* A GIN barrier is an epoch word per GIN context in the buffer and a signal, per barrier. */
+/* A GIN barrier: for 2.28's device code an epoch word per GIN context in the buffer and a
+ * signal, per barrier; for 2.30's a signal per barrier and team rank. */
 BT_API ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t t, int nBarriers,
                                                     ncclGinBarrierHandle_t *outHandle,
                                                     ncclDevResourceRequirements_t *outReq)
@@ -193,7 +194,9 @@ BT_API ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t 
     outReq->bufferSize = sizeof(uint32_t) * (size_t)nBarriers * NCCL_GIN_MAX_CONTEXTS;
     outReq->bufferAlign = sizeof(uint32_t);
     outReq->outBufferHandle = &outHandle->bufHandle;
-    outReq->ginSignalCount = nBarriers;
+    /* a signal per barrier for 2.28's device code, per barrier and team rank for 2.30's (it
+     * signals slot signal0 + index * team.nRanks + rank; no buffer): enough for either */
+    outReq->ginSignalCount = nBarriers * (t.nRanks > 1 ? t.nRanks : 1);
     outReq->outGinSignalStart = &outHandle->signal0;
     return ncclSuccess;
 }

@@ -14,7 +14,9 @@
 
 #define UNIT 128 /* a resource handle counts 128-byte units of the resource window */
 
-#define GIN_QUEUE 64 /* descriptors per peer queue of a GIN proxy context (a power of two) */
+#define GIN_QUEUE 64        /* descriptors per peer queue of a GIN proxy context (a power of two) */
+#define GIN_QUEUE_MAX 4096  /* ... at most, whatever ginQueueDepth asks */
+#define GIN_CONTEXTS_MAX 64 /* 2.30: GIN contexts a device communicator gets at most */
 
 struct bt_devcomm {
     struct bt_devcomm *next;
@@ -98,29 +100,46 @@ static void gin_failed(void *arg, bt_status_t st)
 }
 
 /*
- * The GIN context (proxy type: NCCL's ncclGinProxyGpuCtx_t), served by the GIN proxy
- * (transport/gin_proxy.h): puts, signals and counters to every rank, this one included, over
- * the communicator's network. Collective (the proxy links every pair of ranks).
+ * The GIN contexts (proxy type: NCCL's ncclGinProxyGpuCtx_t, 2.28's or 2.30.5's), served by
+ * the GIN proxy (transport/gin_proxy.h): puts, gets, signals and counters to every rank, this
+ * one included, over the communicator's network. One connection; `ncontexts` contexts of
+ * `nsignals` signals and `ncounters` counters each, and a signal shadow per context and
+ * signal (the device's alone). Collective (the proxy links every pair of ranks).
  */
-static bt_status_t gin_context(struct bt_comm *comm, struct bt_devcomm *d, uint32_t nsignals,
-                               uint32_t ncounters, struct ncclDevComm *out)
+static bt_status_t gin_context(struct bt_comm *comm, struct bt_devcomm *d, int format,
+                               uint32_t ncontexts, uint32_t nsignals, uint32_t ncounters,
+                               uint32_t queue, struct ncclDevComm *out)
 {
-    /* a shadow per signal id (the device code indexes them by id) */
-    BT_CHECK(bt_device_alloc_zeroed(&d->shadows, sizeof(uint64_t) * (nsignals ? nsignals : 1)));
+    BT_CHECK(bt_device_alloc_zeroed(&d->shadows,
+                                    sizeof(uint64_t) * ncontexts * (nsignals ? nsignals : 1)));
     struct bt_gin_proxy_cfg cfg = {.dev = comm->cuda_dev,
+                                   .format = format,
+                                   .ncontexts = ncontexts,
                                    .nsignals = nsignals,
                                    .ncounters = ncounters,
-                                   .queue_size = GIN_QUEUE,
+                                   .queue_size = queue,
                                    .window = gin_window,
                                    .failed = gin_failed,
                                    .arg = comm};
     void *ctx = NULL;
     BT_CHECK(bt_gin_proxy_open(&comm->tctx, &cfg, &d->gin, &ctx));
-    out->ginContextCount = 1;
-    out->ginTypes[0] = 2; /* NCCL_NET_DEVICE_GIN_PROXY */
+    out->ginContextCount = 1; /* 2.30's terms: one connection */
+    out->ginTypes[0] = 2;     /* NCCL_NET_DEVICE_GIN_PROXY */
     out->ginHandles[0] = ctx;
     out->ginSignalShadows = d->shadows;
     return BT_OK;
+}
+
+/* The proxy's queue depth for a 2.30 ginQueueDepth (<= 0: the default): a power of two. */
+static uint32_t queue_depth(int asked)
+{
+    uint32_t q = GIN_QUEUE;
+    if (asked > 0) {
+        q = 16;
+        while (q < (uint32_t)asked && q < GIN_QUEUE_MAX)
+            q <<= 1;
+    }
+    return q;
 }
 
 static void gin_free(struct bt_devcomm *d)
@@ -168,37 +187,65 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     bt_comm_lsa(comm, &lsa_base, &lsa_size);
     BT_CHECK(refuse_unsupported(comm, q));
     if (q->lsaBarrierCount < 0 || q->barrierCount < 0 || q->railGinBarrierCount < 0 ||
-        q->ginSignalCount < 0 || q->ginCounterCount < 0 || q->lsaLLA2ABlockCount < 0 ||
-        q->lsaLLA2ASlotCount < 0) {
+        reqs->world_gin_barriers < 0 || q->ginSignalCount < 0 || q->ginCounterCount < 0 ||
+        q->lsaLLA2ABlockCount < 0 || q->lsaLLA2ASlotCount < 0) {
         BT_WARN("ncclDevCommCreate: a negative count (lsaBarrierCount %d, barrierCount %d, "
                 "railGinBarrierCount %d, ginSignalCount %d, ginCounterCount %d)",
                 q->lsaBarrierCount, q->barrierCount, q->railGinBarrierCount, q->ginSignalCount,
                 q->ginCounterCount);
         return BT_ERR_INVALID_ARG;
     }
-    /* a world barrier is an LSA barrier, then a GIN barrier across the rail, of one index */
-    size_t nb_lsa =
-        (size_t)(q->lsaBarrierCount > q->barrierCount ? q->lsaBarrierCount : q->barrierCount);
-    size_t nb_rail = (size_t)(q->railGinBarrierCount > q->barrierCount ? q->railGinBarrierCount
-                                                                       : q->barrierCount);
-    int gin = wants_gin(q);
+    /* 2.30.5+'s GIN: its barriers are signals alone (a GIN barrier of a team is a signal
+     * per barrier and team rank), and a world barrier an LSA barrier of its own beside a rail
+     * and a world GIN barrier; 2.28's: a world barrier is an LSA barrier, then a GIN barrier
+     * across the rail (a signal and an epoch word per context each), of one index. */
+    int v2 = reqs->abi == BT_DEVAPI_ABI_2_30 && reqs->gin_connection != 0;
+    int gin = v2 || wants_gin(q);
+    size_t nb_lsa, nb_rail, nb_hybrid_lsa = 0;
+    if (v2) {
+        nb_lsa = (size_t)q->lsaBarrierCount;
+        nb_rail = 0;
+        nb_hybrid_lsa = (size_t)q->barrierCount;
+    } else {
+        nb_lsa =
+            (size_t)(q->lsaBarrierCount > q->barrierCount ? q->lsaBarrierCount : q->barrierCount);
+        nb_rail = (size_t)(q->railGinBarrierCount > q->barrierCount ? q->railGinBarrierCount
+                                                                    : q->barrierCount);
+    }
     struct ids sig = {0}, cnt = {0};
     take(&sig, q->ginSignalCount); /* the user's: ids 0 .. ginSignalCount - 1 */
     take(&cnt, q->ginCounterCount);
+    struct bt_devcomm_fill fill;
+    memset(&fill, 0, sizeof(fill));
 
-    /* the layout: the LSA barriers, the rail GIN barriers, then each requirement's buffer at
-     * its alignment */
+    /* the layout: the LSA barriers (2.30: the world barriers' own next), the rail GIN
+     * barriers (2.28), then each requirement's buffer at its alignment */
     size_t off = 0;
     ncclDevResourceHandle_t lsa_handle = 0, rail_handle = 0;
     if (nb_lsa > 0) {
         lsa_handle = (ncclDevResourceHandle_t)(off / UNIT);
         off += round_up(sizeof(uint32_t) * nb_lsa * (3 + (size_t)lsa_size), UNIT);
     }
+    if (nb_hybrid_lsa > 0) {
+        fill.hybrid_lsa.bufHandle = (ncclDevResourceHandle_t)(off / UNIT);
+        fill.hybrid_lsa.nBarriers = (int)nb_hybrid_lsa;
+        off += round_up(sizeof(uint32_t) * nb_hybrid_lsa * (3 + (size_t)lsa_size), UNIT);
+    }
     uint32_t rail_signal0 = 0;
     if (nb_rail > 0) {
         rail_handle = (ncclDevResourceHandle_t)(off / UNIT);
         off += round_up(sizeof(uint32_t) * nb_rail * NCCL_GIN_MAX_CONTEXTS, UNIT);
         rail_signal0 = take(&sig, (int)nb_rail);
+    }
+    if (v2) {
+        int n = comm->nranks, rail = comm->nranks / lsa_size; /* a rail: one rank per host */
+        int railed = reqs->gin_connection == 2;
+        fill.world_gin.signal0 = take(&sig, reqs->world_gin_barriers * n);
+        rail_signal0 = take(&sig, q->railGinBarrierCount * rail);
+        fill.hybrid_world.signal0 = take(&sig, railed ? 0 : q->barrierCount * n);
+        fill.hybrid_rail.signal0 = take(&sig, q->barrierCount * rail);
+        fill.gin_contexts_railed = railed;
+        fill.gin_strong = reqs->gin_strong != 0;
     }
     for (const struct ncclDevResourceRequirements *r = q->resourceRequirementsList; r;
          r = r->next) {
@@ -224,9 +271,19 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     struct bt_devcomm *d = calloc(1, sizeof(*d));
     if (!d)
         return BT_ERR_SYSTEM;
-    struct bt_devcomm_fill fill;
-    memset(&fill, 0, sizeof(fill));
     struct ncclDevComm *o = &fill.v228;
+    uint32_t nctx = 1;
+    if (v2) { /* ginContextCount: contexts the kernels index (2.30's initializer asks 4) */
+        nctx = q->ginContextCount > 0 ? (uint32_t)q->ginContextCount : 1;
+        if (nctx > GIN_CONTEXTS_MAX) {
+            BT_WARN("ncclDevCommCreate: ginContextCount %d: Baton's GIN proxy gives at most %d "
+                    "contexts to a device communicator",
+                    q->ginContextCount, GIN_CONTEXTS_MAX);
+            free(d);
+            return BT_ERR_INVALID_ARG;
+        }
+    }
+    fill.gin_contexts = gin ? nctx : 0;
     int prev = bt_device_get();
     bt_status_t st = bt_device_set(comm->cuda_dev);
     if (st == BT_OK)
@@ -238,7 +295,8 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     if (st == BT_OK)
         st = bt_device_zero(d->buf, total); /* barrier epochs and inboxes start at 0 */
     if (st == BT_OK && gin)
-        st = gin_context(comm, d, sig.next, cnt.next, o);
+        st = gin_context(comm, d, v2 ? BT_GIN_V2 : BT_GIN_V1, nctx, sig.next, cnt.next,
+                         v2 ? queue_depth(reqs->gin_queue_depth) : GIN_QUEUE, o);
     if (prev >= 0)
         (void)bt_device_set(prev);
     if (st != BT_OK) { /* (the other ranks wait in the registration until TIMEOUT) */
@@ -279,17 +337,20 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     o->railGinBarrier.bufHandle = rail_handle;
     o->railGinBarrier.signal0 = rail_signal0;
     o->ginSignalBase = 0;
-    o->ginSignalCount = q->ginSignalCount;
     o->ginCounterBase = 0;
-    o->ginCounterCount = q->ginCounterCount;
+    /* 2.28: the user's (one context: the rest follow them); 2.30: every signal and counter
+     * of a context (the shadows' stride per context) */
+    o->ginSignalCount = v2 ? (int)sig.next : q->ginSignalCount;
+    o->ginCounterCount = v2 ? (int)cnt.next : q->ginCounterCount;
     bt_devcomm_write(reqs->abi, reqs->version, &fill, out);
     d->next = comm->devcomms;
     comm->devcomms = d;
     BT_INFO(BT_LOG_INIT,
-            "rank %d: device communicator: %zu bytes of resources, %zu LSA and %zu rail GIN "
-            "barriers, %s; NCCL %u.%u.%u's layout",
-            comm->rank, total, nb_lsa, nb_rail,
-            gin ? "a GIN context (proxy type, served by the GIN proxy)" : "no GIN",
+            "rank %d: device communicator: %zu bytes of resources, %zu LSA, %zu world and %zu "
+            "rail GIN barriers, %u GIN context(s) of %u signals and %u counters (proxy type, "
+            "served by the GIN proxy); NCCL %u.%u.%u's layout",
+            comm->rank, total, nb_lsa, (size_t)q->barrierCount,
+            v2 ? (size_t)q->railGinBarrierCount : nb_rail, fill.gin_contexts, sig.next, cnt.next,
             reqs->version / 10000, reqs->version / 100 % 100, reqs->version % 100);
     return BT_OK;
 }

@@ -99,15 +99,17 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
     int connection = r->ginForceEnable ? 1 /* FULL */ : r->ginConnectionType;
     /* 2.29.2-3: GIN forced or GIN resources; 2.29.5-7: GIN resources with a connection (a
      * connection alone gets a device communicator without GIN, as NCCL gives these
-     * releases); 2.30: a connection (NCCL would serve GIN: Baton does not yet) */
+     * releases); 2.30: a connection */
     int gin_asked = abi == BT_DEVAPI_ABI_2_29_2   ? r->ginForceEnable || gin_resources(r, 0)
                     : abi == BT_DEVAPI_ABI_2_29_5 ? connection != 0 && gin_resources(r, 1)
                                                   : connection != 0;
-    if (gin_asked) {
+    int gin_served = abi == BT_DEVAPI_ABI_2_30 && r->version >= BT_DEVAPI_GIN_V2_FIRST;
+    if (gin_asked && !gin_served) {
         BT_WARN("%s: the program was built against NCCL %s's device-API headers and asks for GIN "
                 "(a connection type, ginForceEnable or GIN signals/counters); Baton serves GIN "
-                "to programs built against NCCL 2.28's headers (or Baton's own) only, yet: "
-                "2.29 and 2.30 changed GIN's descriptors and context (LSA is served)",
+                "to programs built against NCCL 2.28's or 2.30.5-2.30.7's headers (or Baton's "
+                "own): 2.29.x and 2.30.0-2.30.4 wrote other versions of GIN's descriptors (LSA "
+                "is served)",
                 fn, v);
         return BT_ERR_INVALID_USAGE;
     }
@@ -121,6 +123,16 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
                 r->worldGinBarrierCount, v);
         return BT_ERR_INVALID_ARG;
     }
+    if (gin_asked && connection == 2 /* RAIL */ && r->worldGinBarrierCount > 0) {
+        BT_WARN("%s: worldGinBarrierCount %d with ginConnectionType NCCL_GIN_CONNECTION_RAIL: a "
+                "world GIN barrier needs every rank connected (NCCL_GIN_CONNECTION_FULL)",
+                fn, r->worldGinBarrierCount);
+        return BT_ERR_INVALID_ARG;
+    }
+    if (gin_asked && (connection < 0 || connection > 2)) {
+        BT_WARN("%s: ginConnectionType %d is none of NONE (0), FULL (1), RAIL (2)", fn, connection);
+        return BT_ERR_INVALID_ARG;
+    }
     struct ncclDevCommRequirements *q = &out->q;
     memset(q, 0, sizeof(*q));
     q->resourceRequirementsList = r->resourceRequirementsList;
@@ -132,9 +144,20 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
         q->lsaBarrierCount = r->barrierCount;
     q->lsaLLA2ABlockCount = r->lsaLLA2ABlockCount;
     q->lsaLLA2ASlotCount = r->lsaLLA2ASlotCount;
-    /* ginContextCount is a hint (2.30's initializer says 4): no GIN, no context */
     out->gin_connection = 0;
     out->world_gin_barriers = 0;
+    if (gin_asked) { /* 2.30.5+: GIN, and the barriers made of its signals */
+        q->barrierCount = r->barrierCount;
+        q->railGinBarrierCount = r->railGinBarrierCount;
+        q->ginContextCount = r->ginContextCount;
+        q->ginSignalCount = r->ginSignalCount;
+        q->ginCounterCount = r->ginCounterCount;
+        out->gin_connection = connection;
+        out->world_gin_barriers = r->worldGinBarrierCount;
+        out->gin_queue_depth = r->ginQueueDepth;
+        out->gin_strong = r->ginStrongSignalsRequired;
+    }
+    /* without GIN ginContextCount is a hint (2.30's initializer says 4): no context */
     return BT_OK;
 }
 
@@ -200,7 +223,23 @@ static void write_v23000(unsigned version, const struct bt_devcomm_fill *f,
     o->lsaMultimem = d->lsaMultimem;
     o->lsaBarrier = d->lsaBarrier;
     o->abortFlag = f->abort_flag;
-    /* no GIN (refused for this layout): connections, contexts, GIN barriers all none */
+    /* GIN (2.30.5+): one connection (the proxy), its contexts, the barriers of its signals;
+     * without it all of these stay none */
+    o->railGinBarrier = d->railGinBarrier;
+    o->ginConnectionCount = d->ginContextCount;
+    memcpy(o->ginNetDeviceTypes, d->ginTypes, sizeof(o->ginNetDeviceTypes));
+    memcpy(o->ginHandles, d->ginHandles, sizeof(o->ginHandles));
+    o->ginSignalCount = d->ginSignalCount;
+    o->ginCounterCount = d->ginCounterCount;
+    o->ginSignalShadows = d->ginSignalShadows;
+    o->ginContextCount = f->gin_contexts;
+    o->ginConnectionsRailed = false; /* every rank is connected to every rank */
+    o->ginStrongLegacySignals = f->gin_strong;
+    o->ginContextsRailed = f->gin_contexts_railed;
+    o->hybridLsaBarrier = f->hybrid_lsa;
+    o->hybridRailGinBarrier = f->hybrid_rail;
+    o->hybridWorldGinBarrier = f->hybrid_world;
+    o->worldGinBarrier = f->world_gin;
 }
 
 void bt_devcomm_write(enum bt_devapi_abi abi, unsigned version, const struct bt_devcomm_fill *f,

@@ -19,8 +19,9 @@
  * Field names, types, order and sizes below are those interface facts (offsets are pinned by
  * static assertions in devcomm_abi.c, and unit/test_devapi_layout checks them against NVIDIA's
  * 2.30.7 headers where a lab build points at them). Baton serves GIN to programs built against
- * 2.28's headers only: 2.29 and 2.30 changed GIN's descriptors and context (a newer layout's
- * GIN request is refused by name); their LSA windows, barriers and resource buffers are served.
+ * 2.28's headers and 2.30.5-2.30.7's (transport/gin_proxy.h: the descriptors' two formats);
+ * 2.29.x and 2.30.0-2.30.4 wrote other descriptor versions (their GIN requests are refused by
+ * name); their LSA windows, barriers and resource buffers are served.
  */
 #ifndef BT_CORE_DEVCOMM_ABI_H
 #define BT_CORE_DEVCOMM_ABI_H
@@ -146,21 +147,33 @@ struct bt_devcomm_reqs {
     enum bt_devapi_abi abi;
     unsigned version;                 /* the headers' NCCL_VERSION_CODE; 2.28: 22800 */
     struct ncclDevCommRequirements q; /* the fields 2.28 has */
-    int gin_connection;               /* 2.29.5+: ginConnectionType */
-    int world_gin_barriers;           /* 2.30+: worldGinBarrierCount */
+    int gin_connection;               /* 2.30.5+ GIN: ginConnectionType (FULL 1, RAIL 2) */
+    int world_gin_barriers;           /* 2.30.5+ GIN: worldGinBarrierCount */
+    int gin_queue_depth;              /* 2.30.5+ GIN: ginQueueDepth (<= 0: the default) */
+    int gin_strong;                   /* 2.30.5+ GIN: ginStrongSignalsRequired */
 };
+
+/* The first release whose GIN Baton serves among the versioned ones: 2.30.5 (its proxy
+ * descriptors, version 2; 2.29.x and 2.30.0-2.30.4 wrote earlier versions). */
+#define BT_DEVAPI_GIN_V2_FIRST 23005
 
 /* Read the requirements at `reqs` (any release's layout) into *out; fn names the call in
  * what is WARNed. BT_ERR_INVALID_USAGE: a release Baton does not read (newer than
  * BT_DEVAPI_NEWEST, or 2.29.0-2.29.1 / 2.29.4, which NCCL does not serve either), or a GIN
- * request of a 2.29+ layout; BT_ERR_INVALID_ARG: GIN resources asked without GIN (2.29.5+, as
- * NCCL). */
+ * request of 2.29.x or 2.30.0-2.30.4; BT_ERR_INVALID_ARG: GIN resources asked without GIN
+ * (2.29.5+), world GIN barriers on railed GIN (as NCCL). */
 bt_status_t bt_devcomm_reqs_read(const void *reqs, struct bt_devcomm_reqs *out, const char *fn);
 
-/* What bt_devcomm_create fills: 2.28's ncclDevComm and what later releases add. */
+/* What bt_devcomm_create fills: 2.28's ncclDevComm and what later releases add. In 2.30's
+ * terms v228.ginContextCount is the GIN connections, v228.ginSignalCount every signal of a
+ * context (the shadows' stride), barriers' included. */
 struct bt_devcomm_fill {
     struct ncclDevComm v228;
-    uint32_t *abort_flag; /* device-readable, nonzero once the communicator is aborted */
+    uint32_t *abort_flag;  /* device-readable, nonzero once the communicator is aborted */
+    uint32_t gin_contexts; /* 2.30: GIN contexts */
+    bool gin_strong, gin_contexts_railed;
+    struct ncclLsaBarrierHandle hybrid_lsa; /* 2.30: the world barrier session's parts */
+    struct ncclGinBarrierHandle hybrid_rail, hybrid_world, world_gin;
 };
 
 /* Write *f to `out` in the layout of release `abi` (`version`: the program's, written into a

@@ -31,11 +31,20 @@ struct bt_rma_msg {
     uint64_t bytes;      /* payload after this header */
     uint64_t signal_add; /* GIN: what the signal gains (the host calls: 1, their own board) */
     uint32_t signal;     /* GIN: which signal */
+    uint32_t context;    /* GIN: the context whose signal (and queue) it is */
+    /* GIN get request (no payload): get_bytes of win at offset, to go to the requester's
+     * window reply_win at reply_offset */
+    uint64_t get_bytes;
+    uint64_t reply_offset;
+    uint32_t reply_win;
     uint32_t reserved;
 };
 #define BT_RMA_MSG_SIGNAL 0x1
-#define BT_RMA_MSG_DATA 0x2  /* the put has bytes (a signal alone has none) */
-#define BT_RMA_MSG_CLOSE 0x4 /* the sender closes its link: nothing more comes (not landed) */
+#define BT_RMA_MSG_DATA 0x2      /* the put has bytes (a signal alone has none) */
+#define BT_RMA_MSG_CLOSE 0x4     /* the sender closes its link: nothing more comes (not landed) */
+#define BT_RMA_MSG_SIGNAL_VA 0x8 /* GIN: add signal_add to the 64-bit word at offset of win */
+#define BT_RMA_MSG_GET 0x10      /* GIN: a get request (get_bytes, reply_*) */
+#define BT_RMA_MSG_GET_DONE 0x20 /* GIN: the last reply to a get (context's queue to src) */
 
 /* Called on the link's thread for each message from rank `src`, in arrival order. */
 typedef void (*bt_rma_land_fn)(void *arg, int src, const struct bt_rma_msg *m, const void *payload);

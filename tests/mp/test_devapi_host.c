@@ -176,7 +176,8 @@ static int gin_main(int rank, int n, void *argp)
     ncclDevResourceRequirements_t q;
     memset(&q, 0x5a, sizeof(q));
     BT_TEST_OK(ncclGinBarrierCreateRequirement(comm, ncclTeamRail(comm), 3, &gb, &q));
-    /* per barrier: an epoch word per GIN context and a signal */
+    /* per barrier: an epoch word per GIN context, and a signal per barrier and team rank (one
+     * rank here) */
     BT_TEST_CHECK(q.bufferSize == 4 * 3 * 4 && q.ginSignalCount == 3 &&
                       q.outGinSignalStart == &gb.signal0 && q.outBufferHandle == &gb.bufHandle &&
                       q.ginCounterCount == 0 && q.next == NULL,

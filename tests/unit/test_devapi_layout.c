@@ -31,6 +31,83 @@ BT_DEVAPI_V2_TABLE(bt_devapi_baton_v2, struct bt_devapi_devcomm_v23000, struct b
                    struct bt_devapi_segment_window, struct bt_devapi_window);
 #ifdef BT_HAVE_NVIDIA_DEVAPI_V2
 extern const struct bt_devapi_row bt_devapi_nvidia_v2[];
+extern const long long bt_devapi_nvidia_v2_ctx[];
+void bt_devapi_nvidia_v2_gfd(int kind, uint64_t out[16]);
+
+/* 2.30.7's GIN proxy context and descriptors (NVIDIA's bitfields) against
+ * transport/gin_proxy.h: the context's offsets, and every field of each kind of descriptor
+ * as the proxy decodes it. Returns how many differ. */
+static int gin_v2(void)
+{
+    const long long mine[] = {(long long)sizeof(struct bt_gin_ctx_v2),
+                              (long long)offsetof(struct bt_gin_ctx_v2, v1.nranks),
+                              (long long)offsetof(struct bt_gin_ctx_v2, v1.queueSize),
+                              (long long)offsetof(struct bt_gin_ctx_v2, v1.queues),
+                              (long long)offsetof(struct bt_gin_ctx_v2, v1.pis),
+                              (long long)offsetof(struct bt_gin_ctx_v2, v1.cis),
+                              (long long)offsetof(struct bt_gin_ctx_v2, v1.counters),
+                              (long long)offsetof(struct bt_gin_ctx_v2, v1.signals),
+                              (long long)offsetof(struct bt_gin_ctx_v2, signalOffsets),
+                              (long long)offsetof(struct bt_gin_ctx_v2, lastIssuedGet),
+                              (long long)offsetof(struct bt_gin_ctx_v2, lastVisibleGet),
+                              (long long)(BT_GIN_V2_QWORDS * sizeof(uint64_t)),
+                              -1};
+    int bad = 0;
+    for (int i = 0; mine[i] >= 0 || bt_devapi_nvidia_v2_ctx[i] >= 0; i++) {
+        if (mine[i] != bt_devapi_nvidia_v2_ctx[i]) {
+            fprintf(stderr, "2.30.7 GIN proxy context, item %d: Baton %lld, NVIDIA %lld\n", i,
+                    mine[i], bt_devapi_nvidia_v2_ctx[i]);
+            bad++;
+        }
+    }
+    const unsigned ops[BT_DEVAPI_GFD2_KINDS] = {
+        ncclGinProxyOpPut | ncclGinProxyOpWithCounter | ncclGinProxyOpWithSignalAdd,
+        ncclGinProxyOpPut | ncclGinProxyOpWithInline | ncclGinProxyOpWithSignalInc,
+        BT_GIN_OP_VA_SIGNAL | ncclGinProxyOpWithSignalAdd, BT_GIN_OP_GET, BT_GIN_OP_FLUSH};
+    for (int k = 0; k < BT_DEVAPI_GFD2_KINDS; k++) {
+        uint64_t q[BT_GIN_V2_QWORDS];
+        struct bt_gin_gfd f;
+        bt_devapi_nvidia_v2_gfd(k, q);
+        int ok = bt_gin_gfd_decode(BT_GIN_V2, q, &f) == BT_OK && f.op == ops[k];
+        if (k == BT_DEVAPI_GFD2_FLUSH) {
+            ok = ok && f.size == 0;
+        } else {
+            ok = ok && f.dst_off == BT_DEVAPI_GFD_DST_OFF &&
+                 f.dst_handle == BT_DEVAPI_GFD_DST_HANDLE && f.counter == BT_DEVAPI_GFD2_COUNTER &&
+                 f.signal == BT_DEVAPI_GFD2_SIGNAL && f.signal_val == BT_DEVAPI_GFD_SIGNAL_VALUE &&
+                 f.strong == (k == BT_DEVAPI_GFD2_PUT);
+            if (k == BT_DEVAPI_GFD2_INLINE)
+                ok = ok && f.size == 8 && f.inline_val == BT_DEVAPI_GFD_INLINE;
+            else
+                ok = ok && f.size == BT_DEVAPI_GFD_SIZE && f.src_off == BT_DEVAPI_GFD_SRC_OFF &&
+                     f.src_handle == BT_DEVAPI_GFD_SRC_HANDLE;
+        }
+        if (!ok) {
+            fprintf(stderr,
+                    "2.30.7 GIN descriptor kind %d as the proxy decodes it: op %#x, size %#llx, "
+                    "src %#llx+%#llx, dst %#llx+%#llx, counter %#x, signal %#x (+%#llx, strong "
+                    "%d), inline %#llx\n",
+                    k, f.op, (unsigned long long)f.size, (unsigned long long)f.src_handle,
+                    (unsigned long long)f.src_off, (unsigned long long)f.dst_handle,
+                    (unsigned long long)f.dst_off, f.counter, f.signal,
+                    (unsigned long long)f.signal_val, f.strong, (unsigned long long)f.inline_val);
+            bad++;
+        }
+    }
+    /* a descriptor of another version is refused, not misread */
+    uint64_t q[BT_GIN_V2_QWORDS];
+    struct bt_gin_gfd f;
+    bt_devapi_nvidia_v2_gfd(BT_DEVAPI_GFD2_PUT, q);
+    q[BT_GIN_V2_HEADER] &= ~(0xfull << 1);
+    q[BT_GIN_V2_HEADER] |= 1ull << 1;
+    if (bt_gin_gfd_decode(BT_GIN_V2, q, &f) != BT_ERR_INVALID_USAGE) {
+        fprintf(stderr, "a version-1 descriptor was decoded as version 2\n");
+        bad++;
+    }
+    printf("NCCL 2.30.7's GIN proxy context (72 bytes) and its 5 kinds of descriptor (NVIDIA's "
+           "bitfields) as Baton's GIN proxy reads them: checked\n");
+    return bad;
+}
 #endif
 
 /* The rows of `other` against Baton's rows `mine`; returns how many differ. */
@@ -105,7 +182,7 @@ int main(void)
         uint64_t theirs[8];
         struct bt_gin_gfd f;
         bt_devapi_nvidia_gfd(inl, theirs);
-        bt_gin_gfd_decode(theirs, &f);
+        bt_gin_gfd_decode(BT_GIN_V1, theirs, &f);
         unsigned op = ncclGinProxyOpPut | ncclGinProxyOpWithCounter | ncclGinProxyOpWithSignalAdd |
                       (inl ? ncclGinProxyOpWithInline : 0);
         int ok =
@@ -132,6 +209,7 @@ int main(void)
 #endif
 #ifdef BT_HAVE_NVIDIA_DEVAPI_V2
     bad += compare_rows(bt_devapi_baton_v2, "NVIDIA's 2.30.7 nccl_device.h", bt_devapi_nvidia_v2);
+    bad += gin_v2();
 #else
     int nv2 = 0;
     while (bt_devapi_baton_v2[nv2].name)

@@ -86,7 +86,7 @@ static void reading(void)
 
     /* 2.29.7, 2.30.3, 2.30.7: LSA served; the context hint is not GIN; a world barrier (GIN
      * there) without GIN is the caller's error; GIN asked is refused by name */
-    const unsigned lsa_ok[] = {22905, 22907, 23000, 23003, 23007};
+    const unsigned lsa_ok[] = {22905, 22907, 23000, 23003, 23004, 23005, 23007};
     for (size_t i = 0; i < sizeof(lsa_ok) / sizeof(lsa_ok[0]); i++) {
         unsigned v = lsa_ok[i];
         init_v2(&r, v);
@@ -111,23 +111,61 @@ static void reading(void)
             BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_ARG,
                           "%u: worldGinBarrierCount without GIN not refused", v);
         }
-        /* a connection: 2.30 would get GIN (refused); 2.29.5-7 get none from NCCL either,
-         * so a connection alone is served without it, with GIN resources refused */
-        bt_status_t want_conn = v < 23000 ? BT_OK : BT_ERR_INVALID_USAGE;
+        /* a connection: 2.30.5+ get GIN (read below); 2.30.0-2.30.4 would get GIN of other
+         * descriptor versions (refused); 2.29.5-7 get none from NCCL either, so a connection
+         * alone is served without it, with GIN resources refused */
+        int gin_v2 = v >= BT_DEVAPI_GIN_V2_FIRST;
+        bt_status_t want_conn = v < 23000 || gin_v2 ? BT_OK : BT_ERR_INVALID_USAGE;
         init_v2(&r, v);
         r.ginConnectionType = 1; /* NCCL_GIN_CONNECTION_FULL */
         BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == want_conn,
                       "%u: a GIN connection alone", v);
+        BT_TEST_CHECK(want_conn != BT_OK || out.gin_connection == (gin_v2 ? 1 : 0),
+                      "%u: connection read as %d", v, out.gin_connection);
         init_v2(&r, v);
         r.ginForceEnable = true;
         BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == want_conn,
                       "%u: ginForceEnable alone", v);
+        BT_TEST_CHECK(want_conn != BT_OK || out.gin_connection == (gin_v2 ? 1 : 0),
+                      "%u: ginForceEnable read as connection %d", v, out.gin_connection);
         init_v2(&r, v);
         r.ginConnectionType = 1;
         r.ginSignalCount = 2;
-        BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_USAGE,
-                      "%u: GIN signals with a connection not refused", v);
+        BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") ==
+                          (gin_v2 ? BT_OK : BT_ERR_INVALID_USAGE),
+                      "%u: GIN signals with a connection", v);
     }
+
+    /* 2.30.7's GIN, read: every count the device communicator's layout needs */
+    init_v2(&r, 23007);
+    r.ginConnectionType = 2; /* RAIL */
+    r.ginContextCount = 3;
+    r.ginSignalCount = 5;
+    r.ginCounterCount = 6;
+    r.barrierCount = 2;
+    r.railGinBarrierCount = 7;
+    r.ginQueueDepth = 100;
+    r.ginStrongSignalsRequired = false;
+    BT_TEST_OK(bt_devcomm_reqs_read(&r, &out, "test"));
+    BT_TEST_CHECK(
+        out.gin_connection == 2 && out.q.ginContextCount == 3 && out.q.ginSignalCount == 5 &&
+            out.q.ginCounterCount == 6 && out.q.barrierCount == 2 &&
+            out.q.railGinBarrierCount == 7 && out.gin_queue_depth == 100 && !out.gin_strong,
+        "2.30.7 GIN: connection %d, contexts %d, signals %d, counters %d, barriers %d, "
+        "rail %d, depth %d, strong %d",
+        out.gin_connection, out.q.ginContextCount, out.q.ginSignalCount, out.q.ginCounterCount,
+        out.q.barrierCount, out.q.railGinBarrierCount, out.gin_queue_depth, out.gin_strong);
+    /* world GIN barriers need every rank connected (NCCL's rule); no fourth connection type */
+    r.worldGinBarrierCount = 1;
+    BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_ARG,
+                  "2.30.7: world GIN barriers on RAIL not refused");
+    r.ginConnectionType = 1;
+    BT_TEST_OK(bt_devcomm_reqs_read(&r, &out, "test"));
+    BT_TEST_CHECK(out.world_gin_barriers == 1, "2.30.7: world GIN barriers %d",
+                  out.world_gin_barriers);
+    r.ginConnectionType = 3;
+    BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_ARG,
+                  "2.30.7: connection type 3 not refused");
 
     /* releases not read: before 2.29.2, 2.29.4 (NCCL serves neither), newer than 2.30.7; a
      * size too small for any versioned layout */
@@ -141,7 +179,8 @@ static void reading(void)
     r.size = 16;
     BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_ARG,
                   "a 16-byte 2.30.7 struct not refused");
-    printf("requirements: 2.28, 2.29.2-3, 2.29.5-7, 2.30.0-7 read; GIN and 6 releases refused\n");
+    printf("requirements: 2.28, 2.29.2-3, 2.29.5-7, 2.30.0-7 read; GIN of 2.30.5-7 read, of "
+           "2.29.x and 2.30.0-4 refused; 6 releases refused\n");
 }
 
 /* The ncclDevComm bt_devcomm_write makes for `abi`, in a buffer poisoned past `size`. */
@@ -216,7 +255,43 @@ static void writing(void)
     for (int off = 216; off < 240; off++) /* hybrid and world barriers: none */
         BT_TEST_CHECK(buf[off] == 0, "2.30: byte %d", off);
     BT_TEST_CHECK(bt_devcomm_resource_window(buf) == window, "2.30: resource window");
-    printf("ncclDevComm written as 2.28 / 2.29.2 (200 bytes), 2.29.7 (224), 2.30 (240)\n");
+
+    /* 2.30 with GIN: one connection of the proxy type, its contexts, signals, barriers */
+    static char gin_ctx[1];
+    static uint64_t shadows[1];
+    f.v228.ginContextCount = 1;
+    f.v228.ginTypes[0] = 2;
+    f.v228.ginHandles[0] = gin_ctx;
+    f.v228.ginSignalCount = 11;
+    f.v228.ginCounterCount = 12;
+    f.v228.ginSignalShadows = shadows;
+    f.v228.railGinBarrier.signal0 = 13;
+    f.gin_contexts = 4;
+    f.gin_strong = true;
+    f.gin_contexts_railed = true;
+    f.hybrid_lsa.bufHandle = 14;
+    f.hybrid_lsa.nBarriers = 15;
+    f.hybrid_rail.signal0 = 16;
+    f.hybrid_world.signal0 = 17;
+    f.world_gin.signal0 = 18;
+    written(BT_DEVAPI_ABI_2_30, 23007, 240, &f, buf, sizeof(buf));
+    BT_TEST_CHECK(AT(buf, 112, uint32_t) == 17 && AT(buf, 136, uint32_t) == 13,
+                  "2.30 GIN: hybridWorldGinBarrier %u, railGinBarrier %u", AT(buf, 112, uint32_t),
+                  AT(buf, 136, uint32_t));
+    BT_TEST_CHECK(buf[144] == 1 && buf[145] == 2 && AT(buf, 152, char *) == gin_ctx,
+                  "2.30 GIN: connections %d, type %d", buf[144], buf[145]);
+    BT_TEST_CHECK(AT(buf, 184, int) == 11 && AT(buf, 188, int) == 12 &&
+                      AT(buf, 192, uint64_t *) == shadows && AT(buf, 200, uint32_t) == 4,
+                  "2.30 GIN: signals %d, counters %d, contexts %u", AT(buf, 184, int),
+                  AT(buf, 188, int), AT(buf, 200, uint32_t));
+    BT_TEST_CHECK(buf[204] == 0 && buf[205] == 1 && buf[206] == 1,
+                  "2.30 GIN: connections railed %d, strong %d, contexts railed %d", buf[204],
+                  buf[205], buf[206]);
+    BT_TEST_CHECK(AT(buf, 216, uint32_t) == 14 && AT(buf, 220, int) == 15 &&
+                      AT(buf, 224, uint32_t) == 16 && AT(buf, 232, uint32_t) == 18,
+                  "2.30 GIN: hybrid LSA, hybrid rail, world GIN barriers");
+    printf("ncclDevComm written as 2.28 / 2.29.2 (200 bytes), 2.29.7 (224), 2.30 (240; without "
+           "and with GIN)\n");
 }
 
 /* ncclGetVersion under REPORT_VERSION (read once per process: set before the first call);

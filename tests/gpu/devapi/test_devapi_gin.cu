@@ -15,6 +15,12 @@
  * through ncclGetLsaPointer).
  * Ranks of one process (ncclCommInitAll), or processes under MPS (BATON_TEST_MPS=1).
  *
+ * Built against NCCL 2.30.5+'s headers (gpu_test_devapi_gin_v2: the descriptors and
+ * contexts of those releases) each round also runs on one of two GIN contexts in turn, with a
+ * world GIN barrier (2.30's) in place of the rail one, and every rank adds 5 to a VA signal
+ * (a word of each peer's receive window) and gets the next rank's part for it out of that
+ * rank's send window; the host checks those bytes and values too.
+ *
  * DEVAPI_GIN_LAT=1 (processes, 2 or more ranks): ranks 0 and 1 measure GIN's latency
  * instead: a kernel ping-pongs a put + signal of 8 B .. 64 KB between them (half the round
  * trip), beside ncclSend/ncclRecv ping-pong of the same sizes over the same communicator.
@@ -35,7 +41,26 @@ extern "C" {
 #define CU BT_TEST_CUDA
 #define NC(call) BT_TEST_CHECK((call) == ncclSuccess, "%s failed", #call)
 
+#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER /* 2.29+'s headers */
+#define DEVAPI_V2 1
+#define NCTX 2 /* GIN contexts the rounds take in turn */
+#else
+#define DEVAPI_V2 0
+#define NCTX 1
+#endif
+
 static const size_t kSlot = 3u << 19; /* bytes of each peer's part: 1.5 MB */
+
+/* The receive window: each rank's part, each rank's value, then (2.30) the part got from the
+ * next rank and the VA signal's word. Everything before the word is cleared each round. */
+static __host__ __device__ size_t get_at(int n)
+{
+    return n * kSlot + n * sizeof(uint64_t);
+}
+static __host__ __device__ size_t va_at(int n)
+{
+    return get_at(n) + kSlot;
+}
 
 static __host__ __device__ unsigned char pattern(int src, int dst, int round, size_t i)
 {
@@ -55,16 +80,24 @@ __global__ void fill_send(unsigned char *send, int me, int n, int round, size_t 
             send[dst * kSlot + i] = pattern(me, dst, round, i);
 }
 
-/* One round: a world GIN barrier, then a put + value to every rank, waits, flush. got[0..2]:
- * the signals' and the counter's advance this round (the host checks them). */
-__global__ void alltoall(ncclWindow_t send, ncclWindow_t recv, size_t bytes, int round,
+/* One round: a world GIN barrier, then a put + value to every rank (2.30: a VA signal to
+ * every rank and a get from the next), waits, flush (2.30: then the barrier again, so that
+ * no rank's send window changes before every get of it is done). got[0..3]: the signals',
+ * the counter's and (2.30) the VA signal's advance this round (the host checks them). */
+__global__ void alltoall(ncclWindow_t send, ncclWindow_t recv, size_t bytes, int round, int ctx,
                          struct ncclDevComm dc, unsigned long long *got, int *lsa_peer_byte)
 {
-    ncclGin gin{dc, 0};
+    ncclGin gin{dc, ctx};
     const int n = dc.nRanks, me = dc.rank;
     uint64_t s0 = gin.readSignal(0), s1 = gin.readSignal(1), c0 = gin.readCounter(0);
+#if DEVAPI_V2
+    uint64_t v0 = gin.readSignal(recv, va_at(n));
+    ncclGinBarrierSession<ncclCoopCta> bar{ncclCoopCta(), gin, ncclTeamWorld(dc),
+                                           dc.worldGinBarrier, 0};
+#else
     ncclGinBarrierSession<ncclCoopCta> bar{ncclCoopCta(), gin, ncclTeamWorld(dc), dc.railGinBarrier,
                                            0};
+#endif
     bar.sync(ncclCoopCta(), cuda::memory_order_relaxed, ncclGinFenceLevel::Relaxed);
     if (threadIdx.x == 0) {
         /* the next LSA peer's send window, read through the flat mapping (its own when the
@@ -72,21 +105,39 @@ __global__ void alltoall(ncclWindow_t send, ncclWindow_t recv, size_t bytes, int
          * this rank's puts, which come after this read */
         int p = (dc.lsaRank + 1) % dc.lsaSize;
         *lsa_peer_byte = *(const volatile unsigned char *)ncclGetLsaPointer(send, 0, p);
+#if DEVAPI_V2
+        int from = (me + 1) % n;
+        gin.get(ncclTeamWorld(dc), from, send, me * kSlot, recv, get_at(n), bytes);
+#endif
     }
     for (int r = threadIdx.x; r < n; r += blockDim.x) {
         gin.put(ncclTeamWorld(dc), r, recv, me * kSlot, send, r * kSlot, bytes,
                 ncclGin_SignalInc{0}, ncclGin_CounterInc{0});
         gin.putValue(ncclTeamWorld(dc), r, recv, n * kSlot + me * sizeof(uint64_t),
                      (uint64_t)tag(me, round), ncclGin_SignalAdd{1, 3});
+#if DEVAPI_V2
+        gin.signal(ncclTeamWorld(dc), r, ncclGin_VASignalAdd{recv, va_at(n), 5});
+#endif
     }
     gin.waitSignal(ncclCoopCta(), 0, s0 + n);
     gin.waitSignal(ncclCoopCta(), 1, s1 + 3 * n);
     gin.waitCounter(ncclCoopCta(), 0, c0 + n);
+#if DEVAPI_V2
+    gin.waitSignal(ncclCoopCta(), recv, va_at(n), v0 + 5 * n);
+#endif
     gin.flush(ncclCoopCta());
+#if DEVAPI_V2
+    bar.sync(ncclCoopCta(), cuda::memory_order_relaxed, ncclGinFenceLevel::Relaxed);
+#endif
     if (threadIdx.x == 0) {
         got[0] = gin.readSignal(0) - s0;
         got[1] = gin.readSignal(1) - s1;
         got[2] = gin.readCounter(0) - c0;
+#if DEVAPI_V2
+        got[3] = gin.readSignal(recv, va_at(n)) - v0;
+#else
+        got[3] = 0;
+#endif
     }
 }
 
@@ -122,7 +173,13 @@ struct rank_state {
 
 static size_t recv_bytes(int n)
 {
-    return n * kSlot + n * sizeof(uint64_t);
+    return DEVAPI_V2 ? va_at(n) + sizeof(uint64_t) : get_at(n);
+}
+
+/* What each round clears (all but the VA signal's word). */
+static size_t cleared_bytes(int n)
+{
+    return DEVAPI_V2 ? va_at(n) : get_at(n);
 }
 
 static void alloc(struct rank_state *s)
@@ -130,7 +187,7 @@ static void alloc(struct rank_state *s)
     CU(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     NC(ncclMemAlloc((void **)&s->send, s->n * kSlot));
     NC(ncclMemAlloc((void **)&s->recv, recv_bytes(s->n)));
-    CU(cudaMalloc((void **)&s->got, 3 * sizeof(unsigned long long)));
+    CU(cudaMalloc((void **)&s->got, 4 * sizeof(unsigned long long)));
     CU(cudaMalloc((void **)&s->peer_byte, sizeof(int)));
 }
 
@@ -142,10 +199,17 @@ static void register_windows(struct rank_state *s)
 
 static ncclDevCommRequirements gin_reqs(void)
 {
+#if DEVAPI_V2
+    ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.ginConnectionType = NCCL_GIN_CONNECTION_FULL;
+    reqs.worldGinBarrierCount = 1;
+    reqs.ginContextCount = NCTX;
+#else
     ncclDevCommRequirements reqs;
     memset(&reqs, 0, sizeof(reqs));
     reqs.railGinBarrierCount = 1;
     reqs.ginContextCount = 1;
+#endif
     reqs.ginSignalCount = 3; /* 0: puts, 1: values, 2: the latency ping-pong */
     reqs.ginCounterCount = 1;
     return reqs;
@@ -155,8 +219,9 @@ static void round_launch(struct rank_state *s, int round)
 {
     size_t bytes = round_bytes(round);
     fill_send<<<32, 256, 0, s->stream>>>(s->send, s->rank, s->n, round, bytes);
-    CU(cudaMemsetAsync(s->recv, 0xee, recv_bytes(s->n), s->stream));
-    alltoall<<<1, 128, 0, s->stream>>>(s->sw, s->rw, bytes, round, s->dc, s->got, s->peer_byte);
+    CU(cudaMemsetAsync(s->recv, 0xee, cleared_bytes(s->n), s->stream));
+    alltoall<<<1, 128, 0, s->stream>>>(s->sw, s->rw, bytes, round, round % NCTX, s->dc, s->got,
+                                       s->peer_byte);
     CU(cudaGetLastError());
 }
 
@@ -164,7 +229,7 @@ static void round_verify(struct rank_state *s, int round)
 {
     size_t bytes = round_bytes(round);
     std::vector<unsigned char> h(recv_bytes(s->n));
-    unsigned long long got[3];
+    unsigned long long got[4];
     int peer_byte = -1;
     CU(cudaStreamSynchronize(s->stream));
     CU(cudaMemcpy(h.data(), s->recv, h.size(), cudaMemcpyDeviceToHost));
@@ -182,9 +247,22 @@ static void round_verify(struct rank_state *s, int round)
     }
     int p = s->dc.lsaRank + 1 == s->dc.lsaSize ? s->rank + 1 - s->dc.lsaSize : s->rank + 1;
     bad += peer_byte != pattern(p, 0, round, 0);
-    if (got[0] != (unsigned)s->n || got[1] != 3ull * s->n || got[2] != (unsigned)s->n) {
-        fprintf(stderr, "rank %d round %d: signals advanced %llu and %llu, the counter %llu\n",
-                s->rank, round, got[0], got[1], got[2]);
+#if DEVAPI_V2
+    int from = (s->rank + 1) % s->n; /* what the get brought: the next rank's part for this one */
+    for (size_t i = 0; i < bytes; i++)
+        bad += h[get_at(s->n) + i] != pattern(from, s->rank, round, i);
+    for (size_t i = bytes; i < kSlot && i < bytes + 64; i++)
+        bad += h[get_at(s->n) + i] != 0xee;
+    unsigned long long want_va = 5ull * s->n;
+#else
+    unsigned long long want_va = 0;
+#endif
+    if (got[0] != (unsigned)s->n || got[1] != 3ull * s->n || got[2] != (unsigned)s->n ||
+        got[3] != want_va) {
+        fprintf(stderr,
+                "rank %d round %d: signals advanced %llu and %llu, the counter %llu, the VA "
+                "signal %llu\n",
+                s->rank, round, got[0], got[1], got[2], got[3]);
         bad++;
     }
     if (bad && !s->bad)
@@ -214,7 +292,7 @@ static int hosts(void)
 static void check_lsa(const struct rank_state *s)
 {
     int want = hosts() > 1 && s->n % hosts() == 0 ? s->n / hosts() : s->dc.lsaSize;
-    BT_TEST_CHECK(s->dc.lsaSize == want && s->dc.ginContextCount == 1,
+    BT_TEST_CHECK(s->dc.lsaSize == want && s->dc.ginContextCount == NCTX,
                   "rank %d: LSA size %d (want %d for %d hosts), %d GIN contexts", s->rank,
                   s->dc.lsaSize, want, hosts(), (int)s->dc.ginContextCount);
 }

@@ -83,3 +83,16 @@
 #define BT_DEVAPI_V2_TABLE(tab, DC, RQ, SEG, WIN)                                                  \
     const struct bt_devapi_row tab[] = {                                                           \
         BT_DEVAPI_LAYOUT_V2(BT_DEVAPI_V2_ROW_F, BT_DEVAPI_V2_ROW_S, DC, RQ, SEG, WIN){NULL, 0, 0}}
+
+/* NCCL 2.30.5+'s GIN proxy descriptors (version 2, 16 qwords), one of each kind, fields as
+ * fields.h's descriptor has them but for ids of 2.30's widths (23-bit counter, 24-bit signal):
+ * a put adding to a signal and counting (strong), an 8-byte inline put incrementing a signal,
+ * a VA signal (its word at the source fields), a get (from the source fields), a flush. */
+#define BT_DEVAPI_GFD2_PUT 0
+#define BT_DEVAPI_GFD2_INLINE 1
+#define BT_DEVAPI_GFD2_VA_SIGNAL 2
+#define BT_DEVAPI_GFD2_GET 3
+#define BT_DEVAPI_GFD2_FLUSH 4
+#define BT_DEVAPI_GFD2_KINDS 5
+#define BT_DEVAPI_GFD2_COUNTER 0x6a5b3cu
+#define BT_DEVAPI_GFD2_SIGNAL 0xa1b2c3u
