@@ -28,16 +28,17 @@ struct bt_devcomm {
     void *shadows;
 };
 
-/* The ids the communicator hands out: signals or counters, the user's first. */
+/* The ids the communicator hands out: signals or counters, the user's first. Counted past
+ * 32 bits, so that a request too large for the descriptors is refused, not wrapped. */
 struct ids {
-    uint32_t next;
+    uint64_t next;
 };
 
-static uint32_t take(struct ids *a, int n)
+static uint32_t take(struct ids *a, long long n)
 {
-    uint32_t first = a->next;
-    a->next += n > 0 ? (uint32_t)n : 0;
-    return first;
+    uint64_t first = a->next;
+    a->next += n > 0 ? (uint64_t)n : 0;
+    return (uint32_t)first;
 }
 
 /* 2^32 / x as NCCL's device code divides with it (a power of two's rounds up to 2^32 / x). */
@@ -240,10 +241,10 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     if (v2) {
         int n = comm->nranks, rail = comm->nranks / lsa_size; /* a rail: one rank per host */
         int railed = reqs->gin_connection == 2;
-        fill.world_gin.signal0 = take(&sig, reqs->world_gin_barriers * n);
-        rail_signal0 = take(&sig, q->railGinBarrierCount * rail);
-        fill.hybrid_world.signal0 = take(&sig, railed ? 0 : q->barrierCount * n);
-        fill.hybrid_rail.signal0 = take(&sig, q->barrierCount * rail);
+        fill.world_gin.signal0 = take(&sig, (long long)reqs->world_gin_barriers * n);
+        rail_signal0 = take(&sig, (long long)q->railGinBarrierCount * rail);
+        fill.hybrid_world.signal0 = take(&sig, railed ? 0 : (long long)q->barrierCount * n);
+        fill.hybrid_rail.signal0 = take(&sig, (long long)q->barrierCount * rail);
         fill.gin_contexts_railed = railed;
         fill.gin_strong = reqs->gin_strong != 0;
     }
@@ -267,6 +268,18 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
             *r->outGinCounterStart = c0;
     }
     size_t total = off > UNIT ? off : UNIT;
+    /* every id must fit its descriptor field: 16 bits each in 2.28's, 24 (signals) and 23
+     * (counters) in 2.30's */
+    uint32_t max_sig = v2 ? 1u << 24 : 1u << 16, max_cnt = v2 ? 1u << 23 : 1u << 16;
+    if (gin && (sig.next > max_sig || cnt.next > max_cnt)) {
+        BT_WARN(
+            "ncclDevCommCreate: rank %d: %llu GIN signals and %llu counters (the user's, the GIN "
+            "barriers' and the resource requirements'): NCCL %u.%u's GIN descriptors name at "
+            "most %u and %u",
+            comm->rank, (unsigned long long)sig.next, (unsigned long long)cnt.next,
+            reqs->version / 10000, reqs->version / 100 % 100, max_sig, max_cnt);
+        return BT_ERR_INVALID_ARG;
+    }
 
     struct bt_devcomm *d = calloc(1, sizeof(*d));
     if (!d)
@@ -350,8 +363,9 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
             "rail GIN barriers, %u GIN context(s) of %u signals and %u counters (proxy type, "
             "served by the GIN proxy); NCCL %u.%u.%u's layout",
             comm->rank, total, nb_lsa, (size_t)q->barrierCount,
-            v2 ? (size_t)q->railGinBarrierCount : nb_rail, fill.gin_contexts, sig.next, cnt.next,
-            reqs->version / 10000, reqs->version / 100 % 100, reqs->version % 100);
+            v2 ? (size_t)q->railGinBarrierCount : nb_rail, fill.gin_contexts, (unsigned)sig.next,
+            (unsigned)cnt.next, reqs->version / 10000, reqs->version / 100 % 100,
+            reqs->version % 100);
     return BT_OK;
 }
 

@@ -322,10 +322,15 @@ bt_status_t bt_device_host_func(void *stream, void (*fn)(void *), void *arg)
 static CUresult (*wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 static pthread_once_t wait_once = PTHREAD_ONCE_INIT;
 
+/* ... and cuStreamWriteValue64 */
+static CUresult (*write_value64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+
 static void wait_resolve(void)
 {
     wait_value32 = (CUresult(*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int))driver_fn(
         "cuStreamWaitValue32");
+    write_value64 = (CUresult(*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int))driver_fn(
+        "cuStreamWriteValue64");
 }
 
 bt_status_t bt_device_stream_wait_check(void)
@@ -355,4 +360,19 @@ bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t val
         return BT_ERR_CUDA;
     }
     return BT_OK;
+}
+
+bt_status_t bt_device_write_u64(void *stream, void *dev_addr, uint64_t value)
+{
+    pthread_once(&wait_once, wait_resolve);
+    if (!write_value64) {
+        BT_WARN("the driver has no cuStreamWriteValue64");
+        return BT_ERR_CUDA;
+    }
+    CUresult r = write_value64((CUstream)stream, (CUdeviceptr)(uintptr_t)dev_addr, value, 0);
+    if (r != CUDA_SUCCESS) {
+        BT_WARN("cuStreamWriteValue64 failed: CUresult %d", (int)r);
+        return BT_ERR_CUDA;
+    }
+    return cuda_status(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
 }

@@ -86,6 +86,11 @@ bt_status_t bt_device_stream_wait_u32(void *stream, void *dev_addr, uint32_t val
 /* BT_OK when bt_device_stream_wait_u32 can be used (the driver has the call). */
 bt_status_t bt_device_stream_wait_check(void);
 
+/* Write the 64-bit word at `dev_addr` (device memory) whole, on `stream` once its work so far
+ * is done, and wait until it is written (cuStreamWriteValue64: one 64-bit write, which a
+ * kernel polling the word never sees torn, as it might a copy's). */
+bt_status_t bt_device_write_u64(void *stream, void *dev_addr, uint64_t value);
+
 /* This thread's CUDA calls allowed while another thread captures a graph in global mode
  * (cudaThreadExchangeStreamCaptureMode relaxed): for the library's own threads. */
 void bt_device_thread_capture_relaxed(void);

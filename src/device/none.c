@@ -161,6 +161,14 @@ bt_status_t bt_device_stream_wait_check(void)
     return BT_ERR_INTERNAL;
 }
 
+bt_status_t bt_device_write_u64(void *stream, void *dev_addr, uint64_t value)
+{
+    (void)stream;
+    (void)dev_addr;
+    (void)value;
+    return BT_ERR_INTERNAL;
+}
+
 void bt_device_thread_capture_relaxed(void)
 {
 }

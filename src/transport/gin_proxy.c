@@ -56,7 +56,9 @@ struct bt_gin_proxy {
     void *queues_d, *cis_d, *signals_d, *counters_d;
     uint32_t *taken;     /* [nqueues]: descriptors taken from each queue (the next slot's) */
     uint32_t *gets_sent; /* [nqueues]: V2 gets sent from each queue ... */
-    _Atomic uint32_t *gets_done; /* ... and those whose bytes have all landed here */
+    _Atomic uint32_t *gets_done; /* ... those whose bytes have all landed here ... */
+    uint32_t *gets_given_up;     /* ... and those given up (TIMEOUT, abort: never a hang) */
+    uint64_t *get_deadline;      /* [nqueues]: when the queue's pending get is given up */
     char *stage_h;               /* pinned: a put's bytes on their way out (BT_RMA_NET_CHUNK) */
     void *stage_d;
     void *stream;      /* the serving thread's copies */
@@ -136,10 +138,8 @@ static bt_status_t va_signal_add(struct bt_gin_proxy *gp, uint64_t handle, uint6
     BT_CHECK(on_device(gp));
     pthread_mutex_lock(&gp->lock);
     bt_status_t st = bt_device_copy_wait(gp->va_word_h, word, sizeof(uint64_t), stream);
-    if (st == BT_OK) {
-        *gp->va_word_h += add;
-        st = bt_device_copy_wait(word, gp->va_word_h, sizeof(uint64_t), stream);
-    }
+    if (st == BT_OK) /* written whole: the kernel polls the word */
+        st = bt_device_write_u64(stream, word, *gp->va_word_h + add);
     pthread_mutex_unlock(&gp->lock);
     return st;
 }
@@ -358,7 +358,9 @@ static bt_status_t serve_get(struct bt_gin_proxy *gp, uint32_t cx, int pe,
                            .reply_win = (uint32_t)f->dst_handle,
                            .reply_offset = f->dst_off};
     BT_CHECK(send_from(gp, pe, &m, NULL, 0));
-    gp->gets_sent[(size_t)cx * gp->nranks + pe]++;
+    size_t q = (size_t)cx * gp->nranks + pe;
+    gp->gets_sent[q]++;
+    gp->get_deadline[q] = bt_deadline_from_now();
     *pending = 1;
     return BT_OK;
 }
@@ -390,6 +392,11 @@ static int answer_gets(struct bt_gin_proxy *gp)
             st = send_from(gp, g->from, &m, k ? src + off : NULL, k);
             off += k;
         } while (st == BT_OK && src && off < r->get_bytes);
+        if (st != BT_OK) { /* the asker's queue moves on at once if this still goes */
+            struct bt_rma_msg m = {
+                .win = r->reply_win, .context = r->context, .flags = BT_RMA_MSG_GET_DONE};
+            (void)send_from(gp, g->from, &m, NULL, 0);
+        }
         if (st != BT_OK || !src) {
             BT_WARN("rank %d: a GIN get of rank %d (%llu bytes of window %u) could not be "
                     "answered%s",
@@ -417,12 +424,32 @@ static bt_status_t serve(struct bt_gin_proxy *gp, uint32_t cx, int pe, const str
     return serve_put(gp, cx, pe, f);
 }
 
+/* Whether queue q waits for a get's bytes. Past TIMEOUT, or once the communicator is aborted,
+ * the get is given up (WARNed, the communicator's error): a kernel must never wait forever
+ * on the queue (its wait for credit does not look at the abort flag). */
+static int get_pending(struct bt_gin_proxy *gp, uint32_t q)
+{
+    uint32_t done = atomic_load_explicit(&gp->gets_done[q], memory_order_acquire);
+    if ((int32_t)(gp->gets_sent[q] - done - gp->gets_given_up[q]) <= 0)
+        return 0;
+    int aborted = gp->ctx->abort_flag && *gp->ctx->abort_flag;
+    if (!aborted && bt_time_ns() < gp->get_deadline[q])
+        return 1;
+    if (!aborted)
+        BT_WARN("rank %d: a GIN get from rank %d (context %u) got no answer within TIMEOUT: "
+                "given up (its bytes never come)",
+                gp->rank, (int)(q % (uint32_t)gp->nranks), q / (uint32_t)gp->nranks);
+    fail(gp, BT_ERR_REMOTE);
+    gp->gets_given_up[q] = gp->gets_sent[q] - done;
+    return 0;
+}
+
 /* Take and serve what queue q has; its consumer index follows. Returns how many. */
 static int serve_queue(struct bt_gin_proxy *gp, uint32_t q)
 {
     uint32_t cx = q / (uint32_t)gp->nranks;
     int pe = (int)(q % (uint32_t)gp->nranks);
-    if (gp->gets_sent[q] != atomic_load_explicit(&gp->gets_done[q], memory_order_acquire))
+    if (get_pending(gp, q))
         return 0; /* a get's bytes are on their way: the queue waits for them */
     int n = 0;
     if (__atomic_load_n(&gp->cis_h[q], __ATOMIC_RELAXED) != gp->taken[q]) {
@@ -521,6 +548,8 @@ static void release(struct bt_gin_proxy *gp)
     free(gp->taken);
     free(gp->gets_sent);
     free((void *)gp->gets_done);
+    free(gp->gets_given_up);
+    free(gp->get_deadline);
     free(gp);
 }
 
@@ -568,7 +597,9 @@ static bt_status_t alloc_all(struct bt_gin_proxy *gp)
     gp->taken = calloc(nq, sizeof(uint32_t));
     gp->gets_sent = calloc(nq, sizeof(uint32_t));
     gp->gets_done = calloc(nq, sizeof(*gp->gets_done));
-    if (!gp->taken || !gp->gets_sent || !gp->gets_done)
+    gp->gets_given_up = calloc(nq, sizeof(uint32_t));
+    gp->get_deadline = calloc(nq, sizeof(uint64_t));
+    if (!gp->taken || !gp->gets_sent || !gp->gets_done || !gp->gets_given_up || !gp->get_deadline)
         return BT_ERR_SYSTEM;
     BT_CHECK(
         bt_device_host_mapped((void **)&gp->queues_h, &gp->queues_d,
