@@ -1,0 +1,86 @@
+#!/bin/bash
+# What the open issues still need from the GPU machine, as named phases run in order, each
+# bounded by PHASE_S seconds (default 280), its output under $OUT/<phase>/, all of it in one
+# tarball at the end ($OUT/open_lines.tgz: a call returns few files). Carry build-pack (from
+#   NT_BUILD=build-nt230 PACK="build-libs/3452d54 ... build-libs/2f3a788" \
+#       tests/gpu/lab/stage.sh build build-gpu
+# here); on the GPU machine, from the repository root:
+#   tar xJf build-pack/stage.tar.xz && OUT=$OUT tests/gpu/lab/open_lines.sh tests rma1 sweep32
+# Phases (the issue each serves):
+#   tests     (32) the gpu tests with the default build: gpu_test_gpu_colls at 2 and 8 ranks,
+#             default and LL128 forced; parity, random, nonblocking, fault
+#   rma1      (34) gpu_test_gpu_rma as 2 ranks of one process, traced (rma_diag.sh)
+#   sweep32   (32) 2-rank AllReduce and AllGather 8 B..64 MB against 3452d54, 5 rounds
+#   bisect    (32) 2-rank AllReduce 1..64 MB over the libraries between 3452d54 and e407cc3
+#   gin       (34, 36) devapi_gin.sh: GIN across hosts, 2.28's and 2.30.7's headers
+#   devapi    (36) devapi_v2.sh: LSA of every release, nccl-tests of 2.30.7's headers
+#   rma       (34) rma_gpu.sh: one-sided calls, processes and hosts
+#   sweep35   (35) 2- and 8-rank sweeps against 2f3a788
+#   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
+#             the 16-core VM's 1 MB takes 2.5x the 2-core one's
+set -uo pipefail
+OUT=${OUT:-/tmp/baton-open}
+mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+cd "$(dirname "$0")/../../.." || exit 1
+export BUILD=${BUILD:-build-gpu}
+B=$(realpath "$BUILD")
+L=$(realpath build-libs 2>/dev/null || echo build-libs)
+export NCCL_NVLS_ENABLE=0
+echo "open_lines: $(cat "$B/COMMIT" 2>/dev/null || echo '?'), $(nvidia-smi -L | head -1), $(nproc) cores" |
+    tee "$OUT/summary.txt"
+phase() { # NAME CMD...: one phase, bounded, its console kept
+    local name=$1 start=$SECONDS
+    shift
+    mkdir -p "$OUT/$name"
+    OUT="$OUT/$name" timeout -k 10 "${PHASE_S:-280}" "$@" >"$OUT/$name/console.txt" 2>&1
+    echo "==== $name: rc=$? in $((SECONDS - start)) s" | tee -a "$OUT/summary.txt"
+    tail -n 40 "$OUT/$name/console.txt" >>"$OUT/summary.txt"
+}
+membw() {
+    python3 - <<'EOF'
+import time
+for mb in (1, 4, 64):
+    a = bytearray(b"x" * (mb << 20))
+    b = bytearray(mb << 20)
+    best = 1e9
+    for _ in range(20 if mb < 64 else 5):
+        t = time.perf_counter()
+        b[:] = a  # a memcpy
+        best = min(best, time.perf_counter() - t)
+    print(f"one core, copy of {mb} MB: {mb / 1024 / best:.1f} GB/s (best of runs)")
+EOF
+    lscpu | grep -E 'Model name|L2|L3|NUMA node\(s\)|Socket'
+    for _ in 1 2 3; do
+        "$B/bin/baton-run" -n 2 "$B/bin/baton-allreduce-bench" 4194304 2>&1
+    done
+}
+export B
+export -f membw # phase runs it under timeout, in a shell of its own
+for p in "$@"; do
+    case $p in
+    tests)
+        phase tests env TESTS=1 NLIST="2 8" VARIANTS="BATON_X=1;BATON_PROTO=LL128" \
+            tests/gpu/lab/kernels_build.sh
+        ;;
+    rma1) phase rma1 tests/gpu/lab/rma_diag.sh ;;
+    sweep32)
+        phase sweep32 env TESTS=0 RANKS_LIST=2 ROUNDS=5 tests/gpu/lab/kernels_build.sh "$L/3452d54"
+        ;;
+    bisect)
+        phase bisect env RANKS=2 ROUNDS=3 COLLS=allreduce MIN=1M tests/gpu/lab/sweep_libs.sh \
+            "$L/3452d54" "$L/4c52e59" "$L/e7fb9a6" "$L/873264c" "$L/94e2952" "$L/665e831" \
+            "$L/e407cc3" "$B/lib"
+        ;;
+    gin) phase gin tests/gpu/lab/devapi_gin.sh ;;
+    devapi) phase devapi tests/gpu/lab/devapi_v2.sh ;;
+    rma) phase rma tests/gpu/lab/rma_gpu.sh ;;
+    sweep35)
+        phase sweep35 env TESTS=0 RANKS_LIST="2 8" ROUNDS=3 tests/gpu/lab/kernels_build.sh \
+            "$L/2f3a788"
+        ;;
+    membw) phase membw bash -c membw ;;
+    *) echo "open_lines: no phase '$p'" | tee -a "$OUT/summary.txt" ;;
+    esac
+done
+tar -C "$OUT" -czf "$OUT/open_lines.tgz" --exclude=open_lines.tgz . && echo "open_lines: $OUT/open_lines.tgz"
