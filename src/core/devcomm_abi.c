@@ -103,13 +103,16 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
     int gin_asked = abi == BT_DEVAPI_ABI_2_29_2   ? r->ginForceEnable || gin_resources(r, 0)
                     : abi == BT_DEVAPI_ABI_2_29_5 ? connection != 0 && gin_resources(r, 1)
                                                   : connection != 0;
-    int gin_served = abi == BT_DEVAPI_ABI_2_30 && r->version >= BT_DEVAPI_GIN_V2_FIRST;
+    /* 2.29.2-2.29.3's GIN is 2.28's (descriptors, contexts, barriers); 2.30.5+'s the second
+     * format; 2.29.5-2.30.4 wrote others */
+    int gin_served = abi == BT_DEVAPI_ABI_2_29_2 ||
+                     (abi == BT_DEVAPI_ABI_2_30 && r->version >= BT_DEVAPI_GIN_V2_FIRST);
     if (gin_asked && !gin_served) {
         BT_WARN("%s: the program was built against NCCL %s's device-API headers and asks for GIN "
                 "(a connection type, ginForceEnable or GIN signals/counters); Baton serves GIN "
-                "to programs built against NCCL 2.28's or 2.30.5-2.30.7's headers (or Baton's "
-                "own): 2.29.x and 2.30.0-2.30.4 wrote other versions of GIN's descriptors (LSA "
-                "is served)",
+                "to programs built against NCCL 2.28's, 2.29.2-2.29.3's or 2.30.5-2.30.7's "
+                "headers (or Baton's own): 2.29.5-2.30.4 wrote other versions of GIN's "
+                "descriptors (LSA is served)",
                 fn, v);
         return BT_ERR_INVALID_USAGE;
     }
@@ -146,7 +149,13 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
     q->lsaLLA2ASlotCount = r->lsaLLA2ASlotCount;
     out->gin_connection = 0;
     out->world_gin_barriers = 0;
-    if (gin_asked) { /* 2.30.5+: GIN, and the barriers made of its signals */
+    if (gin_asked && abi == BT_DEVAPI_ABI_2_29_2) { /* 2.28's GIN, read by 2.28's rules */
+        q->railGinBarrierCount = r->railGinBarrierCount;
+        q->ginForceEnable = r->ginForceEnable;
+        q->ginContextCount = r->ginContextCount;
+        q->ginSignalCount = r->ginSignalCount;
+        q->ginCounterCount = r->ginCounterCount;
+    } else if (gin_asked) { /* 2.30.5+: GIN, and the barriers made of its signals */
         q->barrierCount = r->barrierCount;
         q->railGinBarrierCount = r->railGinBarrierCount;
         q->ginContextCount = r->ginContextCount;

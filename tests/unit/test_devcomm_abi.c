@@ -58,7 +58,7 @@ static void reading(void)
     BT_TEST_CHECK(out.abi == BT_DEVAPI_ABI_2_28 && out.version == 22800, "2.28: abi %d", out.abi);
     BT_TEST_CHECK(memcmp(&out.q, &q28, sizeof(q28)) == 0, "2.28's requirements not kept");
 
-    /* 2.29.2: a world barrier is an LSA barrier; GIN refused */
+    /* 2.29.2: a world barrier is an LSA barrier; GIN is 2.28's, read by 2.28's rules */
     struct bt_devapi_reqs_v2 r;
     init_v2(&r, 22902);
     r.resourceRequirementsList = &res;
@@ -75,13 +75,25 @@ static void reading(void)
                   out.q.barrierCount, out.q.railGinBarrierCount, out.q.ginContextCount);
     init_v2(&r, 22903);
     r.ginCounterCount = 1;
-    BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_USAGE,
-                  "2.29.3 GIN counters not refused");
+    BT_TEST_OK(bt_devcomm_reqs_read(&r, &out, "test"));
+    BT_TEST_CHECK(out.q.ginCounterCount == 1 && out.gin_connection == 0,
+                  "2.29.3 GIN counters: %d, connection %d", out.q.ginCounterCount,
+                  out.gin_connection);
+    init_v2(&r, 22902);
+    r.ginForceEnable = true;
+    r.barrierCount = 3;
+    r.railGinBarrierCount = 7;
+    r.ginSignalCount = 2;
+    BT_TEST_OK(bt_devcomm_reqs_read(&r, &out, "test"));
+    BT_TEST_CHECK(
+        out.q.ginForceEnable && out.q.railGinBarrierCount == 7 && out.q.ginSignalCount == 2 &&
+            out.q.barrierCount == 0 && out.q.lsaBarrierCount == 3 && out.gin_connection == 0,
+        "2.29.2 GIN: force %d, rail %d, signals %d, world %d, lsa %d", out.q.ginForceEnable,
+        out.q.railGinBarrierCount, out.q.ginSignalCount, out.q.barrierCount, out.q.lsaBarrierCount);
     init_v2(&r, 22902);
     res.ginSignalCount = 1;
     r.resourceRequirementsList = &res;
-    BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_USAGE,
-                  "2.29.2 GIN signals of a resource not refused");
+    BT_TEST_OK(bt_devcomm_reqs_read(&r, &out, "test"));
     res.ginSignalCount = 0;
 
     /* 2.29.7, 2.30.3, 2.30.7: LSA served; the context hint is not GIN; a world barrier (GIN
@@ -179,8 +191,8 @@ static void reading(void)
     r.size = 16;
     BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_ARG,
                   "a 16-byte 2.30.7 struct not refused");
-    printf("requirements: 2.28, 2.29.2-3, 2.29.5-7, 2.30.0-7 read; GIN of 2.30.5-7 read, of "
-           "2.29.x and 2.30.0-4 refused; 6 releases refused\n");
+    printf("requirements: 2.28, 2.29.2-3, 2.29.5-7, 2.30.0-7 read; GIN of 2.29.2-3 and 2.30.5-7 "
+           "read, of 2.29.5-7 and 2.30.0-4 refused; 6 releases refused\n");
 }
 
 /* The ncclDevComm bt_devcomm_write makes for `abi`, in a buffer poisoned past `size`. */

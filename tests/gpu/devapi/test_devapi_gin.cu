@@ -15,6 +15,8 @@
  * through ncclGetLsaPointer).
  * Ranks of one process (ncclCommInitAll), or processes under MPS (BATON_TEST_MPS=1).
  *
+ * Built against NCCL 2.29.3's headers (gpu_test_devapi_gin_v229: versioned requirements,
+ * 2.28's GIN) it runs as with 2.28's.
  * Built against NCCL 2.30.5+'s headers (gpu_test_devapi_gin_v2: the descriptors and
  * contexts of those releases) each round also runs on one of two GIN contexts in turn, with a
  * world GIN barrier (2.30's) in place of the rail one, and every rank adds 5 to a VA signal
@@ -41,10 +43,15 @@ extern "C" {
 #define CU BT_TEST_CUDA
 #define NC(call) BT_TEST_CHECK((call) == ncclSuccess, "%s failed", #call)
 
-#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER /* 2.29+'s headers */
+#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER /* 2.29+'s headers: versioned requirements */
+#define DEVAPI_VERSIONED 1
+#else
+#define DEVAPI_VERSIONED 0
+#endif
+#if DEVAPI_VERSIONED && NCCL_VERSION_CODE >= NCCL_VERSION(2, 30, 5) /* 2.30.5's GIN */
 #define DEVAPI_V2 1
 #define NCTX 2 /* GIN contexts the rounds take in turn */
-#else
+#else          /* 2.28's GIN (2.29.2-2.29.3's is the same) */
 #define DEVAPI_V2 0
 #define NCTX 1
 #endif
@@ -204,6 +211,11 @@ static ncclDevCommRequirements gin_reqs(void)
     reqs.ginConnectionType = NCCL_GIN_CONNECTION_FULL;
     reqs.worldGinBarrierCount = 1;
     reqs.ginContextCount = NCTX;
+#elif DEVAPI_VERSIONED /* 2.29.2-2.29.3 */
+    ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.ginForceEnable = true;
+    reqs.railGinBarrierCount = 1;
+    reqs.ginContextCount = 1;
 #else
     ncclDevCommRequirements reqs;
     memset(&reqs, 0, sizeof(reqs));

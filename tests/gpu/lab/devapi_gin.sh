@@ -2,7 +2,9 @@
 # GIN across hosts on one GPU machine (bench/results/devapi-gin-*.md): the device API's GIN
 # all-to-all (gpu_test_devapi_gin, built against NVIDIA's headers; _baton: against Baton's;
 # _v2: against NVIDIA's 2.30.7, in a lab build with BATON_NVIDIA_DEVAPI_V2_DIR: 2.30's
-# descriptors, two contexts, gets and VA signals) at several ranks x hosts layouts, as ranks of one process and as processes under MPS, over
+# descriptors, two contexts, gets and VA signals; _v229: against 2.29.3's, with
+# BATON_NVIDIA_DEVAPI_V229_DIR: versioned requirements, 2.28's GIN) at several ranks x hosts
+# layouts, as ranks of one process and as processes under MPS, over
 # sockets and OFI, then GIN's latency beside send/recv. Run from the repository root on the
 # GPU machine, after tests/gpu/lab/stage.sh build build-gpu here:
 #   OUT=/some/dir tests/gpu/lab/devapi_gin.sh      -> $OUT/r.tgz (a log per run, summary.txt)
@@ -31,7 +33,9 @@ run() { # name, then env assignments and the command
 nvidia-smi -L >>"$S"
 V2=_v2
 [ -x "$T/gpu_test_devapi_gin_v2" ] || { echo "== gin_v2: not built" >>"$S"; V2=; }
-for v in "" $V2; do
+V229=_v229
+[ -x "$T/gpu_test_devapi_gin_v229" ] || { echo "== gin_v229: not built" >>"$S"; V229=; }
+for v in "" $V2 $V229; do
     run gin${v}_1p_4h_sock BATON_TEST_GPUS=4 BATON_TEST_HOSTS=4 DEVAPI_ROUNDS=200 timeout 90 "$T/gpu_test_devapi_gin$v"
     run gin${v}_1p_4h_ofi "${OFI[@]}" BATON_TEST_GPUS=4 BATON_TEST_HOSTS=4 timeout 100 "$T/gpu_test_devapi_gin$v"
 done
