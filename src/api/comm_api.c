@@ -897,16 +897,15 @@ BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_
     p.cudaDev = c->cuda_dev;
     p.nvmlDev = nvml_index(c->cuda_dev);
     /* The device API (core/devcomm_abi.h) on a GPU communicator whose LSA peers map flat
-     * (VMM memory). A program of 2.28's, 2.29.2-2.29.3's or 2.30.5+'s headers gets GIN too
-     * (proxy type, every rank connected to every rank: railed requests are served by it as
-     * well); one of 2.29.5-2.30.4's no GIN, so its kernels reach LSA peers only: as NCCL tells
-     * 2.29 programs, supported where the LSA team is every rank (one host). Not offered:
-     * NVLink multicast (off on these machines). */
+     * (VMM memory). A program of 2.28's, 2.29's or 2.30.5+'s headers gets GIN too (proxy
+     * type, every rank connected to every rank: railed requests are served by it as well);
+     * one of 2.30.0-2.30.4's no GIN, so its kernels reach LSA peers only: as NCCL tells such
+     * programs, supported where the LSA team is every rank (one host). Not offered: NVLink
+     * multicast (off on these machines). */
     int lsa_base, lsa_size;
     bt_comm_lsa(c, &lsa_base, &lsa_size);
     int flat = lsa_size == 1 || bt_device_mem_is_vmm();
-    int gin = c->cuda_dev >= 0 &&
-              (v < 22900 || (v >= 22902 && v <= 22903) || v >= BT_DEVAPI_GIN_V2_FIRST);
+    int gin = c->cuda_dev >= 0 && (v < 23000 || v >= BT_DEVAPI_GIN_V2_FIRST);
     p.deviceApiSupport = c->cuda_dev >= 0 && flat && (gin || lsa_size == c->nranks);
     p.multimemSupport = 0;
     p.ginType = gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;

@@ -196,12 +196,16 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
                 q->ginCounterCount);
         return BT_ERR_INVALID_ARG;
     }
-    /* 2.30.5+'s GIN: its barriers are signals alone (a GIN barrier of a team is a signal
-     * per barrier and team rank), and a world barrier an LSA barrier of its own beside a rail
-     * and a world GIN barrier; 2.28's: a world barrier is an LSA barrier, then a GIN barrier
-     * across the rail (a signal and an epoch word per context each), of one index. */
+    /* Whose rules lay the GIN out. 2.28's (and 2.29.2-3's): a world barrier is an LSA
+     * barrier, then a GIN barrier across the rail (a signal and an epoch word per context
+     * each), of one index; one context. 2.29.5's and 2.30.5's: a GIN barrier of a team is a
+     * signal per barrier and team rank, no buffer, and contexts come in an array. 2.29.5's
+     * world barrier is still an LSA and a rail GIN barrier of one index; 2.30.5's has an LSA
+     * barrier of its own beside a rail and a world GIN barrier. */
     int v2 = reqs->abi == BT_DEVAPI_ABI_2_30 && reqs->gin_connection != 0;
-    int gin = v2 || wants_gin(q);
+    int v229 = reqs->abi == BT_DEVAPI_ABI_2_29_5 && reqs->gin_connection != 0;
+    int wide = v2 || v229; /* 2.29.5+'s GIN: contexts, ids of 24 and 23 bits */
+    int gin = wide || wants_gin(q);
     size_t nb_lsa, nb_rail, nb_hybrid_lsa = 0;
     if (v2) {
         nb_lsa = (size_t)q->lsaBarrierCount;
@@ -233,14 +237,16 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
         off += round_up(sizeof(uint32_t) * nb_hybrid_lsa * (3 + (size_t)lsa_size), UNIT);
     }
     uint32_t rail_signal0 = 0;
-    if (nb_rail > 0) {
+    int rail = comm->nranks / lsa_size; /* a rail: one rank per host */
+    if (v229) {                         /* its rail GIN barriers are signals alone */
+        rail_signal0 = take(&sig, (long long)nb_rail * rail);
+    } else if (nb_rail > 0) {
         rail_handle = (ncclDevResourceHandle_t)(off / UNIT);
         off += round_up(sizeof(uint32_t) * nb_rail * NCCL_GIN_MAX_CONTEXTS, UNIT);
         rail_signal0 = take(&sig, (int)nb_rail);
     }
     if (v2) {
-        int n = comm->nranks, rail = comm->nranks / lsa_size; /* a rail: one rank per host */
-        int railed = reqs->gin_connection == 2;
+        int n = comm->nranks, railed = reqs->gin_connection == 2;
         fill.world_gin.signal0 = take(&sig, (long long)reqs->world_gin_barriers * n);
         rail_signal0 = take(&sig, (long long)q->railGinBarrierCount * rail);
         fill.hybrid_world.signal0 = take(&sig, railed ? 0 : (long long)q->barrierCount * n);
@@ -270,7 +276,7 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     size_t total = off > UNIT ? off : UNIT;
     /* every id must fit its descriptor field: 16 bits each in 2.28's, 24 (signals) and 23
      * (counters) in 2.30's */
-    uint32_t max_sig = v2 ? 1u << 24 : 1u << 16, max_cnt = v2 ? 1u << 23 : 1u << 16;
+    uint32_t max_sig = wide ? 1u << 24 : 1u << 16, max_cnt = wide ? 1u << 23 : 1u << 16;
     if (gin && (sig.next > max_sig || cnt.next > max_cnt)) {
         BT_WARN(
             "ncclDevCommCreate: rank %d: %llu GIN signals and %llu counters (the user's, the GIN "
@@ -286,7 +292,7 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
         return BT_ERR_SYSTEM;
     struct ncclDevComm *o = &fill.v228;
     uint32_t nctx = 1;
-    if (v2) { /* ginContextCount: contexts the kernels index (2.30's initializer asks 4) */
+    if (wide) { /* ginContextCount: contexts the kernels index (2.30's initializer asks 4) */
         nctx = q->ginContextCount > 0 ? (uint32_t)q->ginContextCount : 1;
         if (nctx > GIN_CONTEXTS_MAX) {
             BT_WARN("ncclDevCommCreate: ginContextCount %d: Baton's GIN proxy gives at most %d "
@@ -308,8 +314,12 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     if (st == BT_OK)
         st = bt_device_zero(d->buf, total); /* barrier epochs and inboxes start at 0 */
     if (st == BT_OK && gin)
-        st = gin_context(comm, d, v2 ? BT_GIN_V2 : BT_GIN_V1, nctx, sig.next, cnt.next,
-                         v2 ? queue_depth(reqs->gin_queue_depth) : GIN_QUEUE, o);
+        st = gin_context(comm, d,
+                         v2     ? BT_GIN_V2
+                         : v229 ? BT_GIN_V1_WIDE
+                                : BT_GIN_V1,
+                         nctx, sig.next, cnt.next,
+                         wide ? queue_depth(reqs->gin_queue_depth) : GIN_QUEUE, o);
     if (prev >= 0)
         (void)bt_device_set(prev);
     if (st != BT_OK) { /* (the other ranks wait in the registration until TIMEOUT) */
@@ -351,10 +361,10 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
     o->railGinBarrier.signal0 = rail_signal0;
     o->ginSignalBase = 0;
     o->ginCounterBase = 0;
-    /* 2.28: the user's (one context: the rest follow them); 2.30: every signal and counter
-     * of a context (the shadows' stride per context) */
-    o->ginSignalCount = v2 ? (int)sig.next : q->ginSignalCount;
-    o->ginCounterCount = v2 ? (int)cnt.next : q->ginCounterCount;
+    /* 2.28: the user's (one context: the rest follow them); 2.29.5+: every signal and
+     * counter of a context (the shadows' stride per context) */
+    o->ginSignalCount = wide ? (int)sig.next : q->ginSignalCount;
+    o->ginCounterCount = wide ? (int)cnt.next : q->ginCounterCount;
     bt_devcomm_write(reqs->abi, reqs->version, &fill, out);
     d->next = comm->devcomms;
     comm->devcomms = d;

@@ -103,16 +103,17 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
     int gin_asked = abi == BT_DEVAPI_ABI_2_29_2   ? r->ginForceEnable || gin_resources(r, 0)
                     : abi == BT_DEVAPI_ABI_2_29_5 ? connection != 0 && gin_resources(r, 1)
                                                   : connection != 0;
-    /* 2.29.2-2.29.3's GIN is 2.28's (descriptors, contexts, barriers); 2.30.5+'s the second
-     * format; 2.29.5-2.30.4 wrote others */
-    int gin_served = abi == BT_DEVAPI_ABI_2_29_2 ||
+    /* 2.29.2-2.29.3's GIN is 2.28's (descriptors, contexts, barriers); 2.29.5-2.29.7's and
+     * 2.30.5+'s have formats of their own (transport/gin_proxy.h); 2.30.0-2.30.4 wrote
+     * others */
+    int gin_served = abi == BT_DEVAPI_ABI_2_29_2 || abi == BT_DEVAPI_ABI_2_29_5 ||
                      (abi == BT_DEVAPI_ABI_2_30 && r->version >= BT_DEVAPI_GIN_V2_FIRST);
     if (gin_asked && !gin_served) {
         BT_WARN("%s: the program was built against NCCL %s's device-API headers and asks for GIN "
                 "(a connection type, ginForceEnable or GIN signals/counters); Baton serves GIN "
-                "to programs built against NCCL 2.28's, 2.29.2-2.29.3's or 2.30.5-2.30.7's "
-                "headers (or Baton's own): 2.29.5-2.30.4 wrote other versions of GIN's "
-                "descriptors (LSA is served)",
+                "to programs built against NCCL 2.28's, 2.29's or 2.30.5-2.30.7's headers (or "
+                "Baton's own): 2.30.0-2.30.4 wrote other versions of GIN's descriptors (LSA is "
+                "served)",
                 fn, v);
         return BT_ERR_INVALID_USAGE;
     }
@@ -155,6 +156,15 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
         q->ginContextCount = r->ginContextCount;
         q->ginSignalCount = r->ginSignalCount;
         q->ginCounterCount = r->ginCounterCount;
+    } else if (gin_asked && abi == BT_DEVAPI_ABI_2_29_5) { /* contexts; barrierCount counts
+                                                            * world barriers (LSA + rail) */
+        q->barrierCount = r->barrierCount;
+        q->railGinBarrierCount = r->railGinBarrierCount;
+        q->ginContextCount = r->ginContextCount;
+        q->ginSignalCount = r->ginSignalCount;
+        q->ginCounterCount = r->ginCounterCount;
+        out->gin_connection = connection;
+        out->gin_queue_depth = r->ginQueueDepth;
     } else if (gin_asked) { /* 2.30.5+: GIN, and the barriers made of its signals */
         q->barrierCount = r->barrierCount;
         q->railGinBarrierCount = r->railGinBarrierCount;
@@ -262,8 +272,10 @@ void bt_devcomm_write(enum bt_devapi_abi abi, unsigned version, const struct bt_
     case BT_DEVAPI_ABI_2_29_5: {
         struct bt_devapi_devcomm_v22907 o;
         memset(&o, 0, sizeof(o));
-        o.v228 = f->v228;
-        o.ginContextCount = f->v228.ginContextCount;
+        o.v228 = f->v228; /* its ginContextCount: the connections (one, the proxy's) */
+        o.ginContextCount = f->gin_contexts;
+        o.ginContextBase = 0;  /* each device communicator has contexts of its own */
+        o.ginIsRailed = false; /* every rank is connected to every rank */
         o.abortFlag = f->abort_flag;
         memcpy(out, &o, sizeof(o));
         return;

@@ -19,10 +19,10 @@
  * Field names, types, order and sizes below are those interface facts (offsets are pinned by
  * static assertions in devcomm_abi.c, and unit/test_devapi_layout checks them against NVIDIA's
  * 2.30.7 headers where a lab build points at them). Baton serves GIN to programs built against
- * 2.28's headers, 2.29.2-2.29.3's (their GIN is 2.28's) and 2.30.5-2.30.7's
- * (transport/gin_proxy.h: the descriptors' two formats); 2.29.5-2.30.4 wrote other descriptor
- * versions (their GIN requests are refused by name); their LSA windows, barriers and resource
- * buffers are served.
+ * 2.28's headers, 2.29's (2.29.2-2.29.3's GIN is 2.28's) and 2.30.5-2.30.7's
+ * (transport/gin_proxy.h: the descriptors' three formats); 2.30.0-2.30.4 wrote other
+ * descriptor versions (their GIN requests are refused by name); their LSA windows, barriers
+ * and resource buffers are served.
  */
 #ifndef BT_CORE_DEVCOMM_ABI_H
 #define BT_CORE_DEVCOMM_ABI_H
@@ -148,21 +148,21 @@ struct bt_devcomm_reqs {
     enum bt_devapi_abi abi;
     unsigned version;                 /* the headers' NCCL_VERSION_CODE; 2.28: 22800 */
     struct ncclDevCommRequirements q; /* the fields 2.28 has */
-    int gin_connection;               /* 2.30.5+ GIN: ginConnectionType (FULL 1, RAIL 2); 0
+    int gin_connection;               /* 2.29.5+ GIN: ginConnectionType (FULL 1, RAIL 2); 0
                                        * otherwise (2.28's rules: GIN when q asks for it) */
     int world_gin_barriers;           /* 2.30.5+ GIN: worldGinBarrierCount */
-    int gin_queue_depth;              /* 2.30.5+ GIN: ginQueueDepth (<= 0: the default) */
+    int gin_queue_depth;              /* 2.29.5+ GIN: ginQueueDepth (<= 0: the default) */
     int gin_strong;                   /* 2.30.5+ GIN: ginStrongSignalsRequired */
 };
 
 /* The first 2.30 release whose GIN Baton serves: 2.30.5 (its proxy descriptors, version 2;
- * 2.29.5-2.30.4 wrote earlier versions; 2.29.2-2.29.3's GIN is 2.28's, served too). */
+ * 2.30.0-2.30.4 wrote earlier ones). */
 #define BT_DEVAPI_GIN_V2_FIRST 23005
 
 /* Read the requirements at `reqs` (any release's layout) into *out; fn names the call in
  * what is WARNed. BT_ERR_INVALID_USAGE: a release Baton does not read (newer than
  * BT_DEVAPI_NEWEST, or 2.29.0-2.29.1 / 2.29.4, which NCCL does not serve either), or a GIN
- * request of 2.29.5-2.30.4; BT_ERR_INVALID_ARG: GIN resources asked without GIN
+ * request of 2.30.0-2.30.4; BT_ERR_INVALID_ARG: GIN resources asked without GIN
  * (2.29.5+), world GIN barriers on railed GIN (as NCCL). */
 bt_status_t bt_devcomm_reqs_read(const void *reqs, struct bt_devcomm_reqs *out, const char *fn);
 

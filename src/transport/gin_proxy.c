@@ -223,20 +223,27 @@ static uint64_t inline_value(uint64_t lo, uint64_t hi)
 bt_status_t bt_gin_gfd_decode(int format, const uint64_t *q, struct bt_gin_gfd *f)
 {
     memset(f, 0, sizeof(*f));
-    if (format == BT_GIN_V1) {
+    if (format != BT_GIN_V2) { /* V1, V1_WIDE: the op in the header */
         f->op = (unsigned)(q[ncclGinProxyGfdHeader] >> 1) & 0x3f;
         f->strong = 1;
         f->size = q[ncclGinProxyGfdHeader] >> 7;
-        f->src_off = q[ncclGinProxyGfdSrcOff] >> 1;
+        f->src_off = q[ncclGinProxyGfdSrcOff] >> 1; /* V1_WIDE's VA signal: the same words */
         f->src_handle = q[ncclGinProxyGfdSrcHandle] >> 1;
         f->dst_off = q[ncclGinProxyGfdDstOff] >> 1;
         f->dst_handle = q[ncclGinProxyGfdDstHandle] >> 1;
         f->inline_val = inline_value(q[ncclGinProxyGfdInlineLow], q[ncclGinProxyGfdInlineHigh]);
         uint64_t c = q[ncclGinProxyGfdCompletion], s = q[ncclGinProxyGfdSignalVal];
-        f->counter = (uint32_t)((c >> 8) & 0xffff);
-        f->signal = (uint32_t)((c >> 24) & 0xffff);
-        f->signal_val = ((c >> 40) & 0xffff) | (((s >> 8) & 0xffff) << 16) |
-                        (((s >> 24) & 0xffffffffull) << 32);
+        uint64_t value_hi = (((s >> 8) & 0xffff) << 16) | (((s >> 24) & 0xffffffffull) << 32);
+        if (format == BT_GIN_V1) { /* 16-bit ids in bytes 1-2 and 3-4; no VA signals */
+            f->op &= 0x1f;
+            f->counter = (uint32_t)((c >> 8) & 0xffff);
+            f->signal = (uint32_t)((c >> 24) & 0xffff);
+            f->signal_val = ((c >> 40) & 0xffff) | value_hi;
+        } else { /* V2's completion word */
+            f->counter = (uint32_t)((c >> 1) & 0x7fffff);
+            f->signal = (uint32_t)((c >> 24) & 0xffffff);
+            f->signal_val = (c >> 48) | value_hi;
+        }
         return BT_OK;
     }
     uint64_t h = q[BT_GIN_V2_HEADER];
@@ -559,7 +566,7 @@ static bt_status_t upload_contexts(struct bt_gin_proxy *gp)
 {
     size_t n = (size_t)gp->nranks, ns = gp->cfg.nsignals, nc = gp->cfg.ncounters;
     size_t one =
-        gp->cfg.format == BT_GIN_V1 ? sizeof(ncclGinProxyGpuCtx_t) : sizeof(struct bt_gin_ctx_v2);
+        gp->cfg.format == BT_GIN_V2 ? sizeof(struct bt_gin_ctx_v2) : sizeof(ncclGinProxyGpuCtx_t);
     size_t bytes = one * gp->cfg.ncontexts;
     char *all = calloc(1, bytes);
     if (!all)
@@ -575,7 +582,7 @@ static bt_status_t upload_contexts(struct bt_gin_proxy *gp)
         x.v1.cis = (uint32_t *)gp->cis_d + c * n;
         x.v1.counters = (uint64_t *)gp->counters_d + c * nc;
         x.v1.signals = (uint64_t *)gp->signals_d + c * ns;
-        if (gp->cfg.format != BT_GIN_V1) {
+        if (gp->cfg.format == BT_GIN_V2) {
             x.signalOffsets = (uint64_t *)gp->sigoff_d + c * ns;
             x.lastIssuedGet = (uint32_t *)gp->gets_d + c * 2 * n;
             x.lastVisibleGet = (uint32_t *)gp->gets_d + c * 2 * n + n;
@@ -613,7 +620,7 @@ static bt_status_t alloc_all(struct bt_gin_proxy *gp)
     void *unused;
     BT_CHECK(bt_device_host_mapped((void **)&gp->va_word_h, &unused, sizeof(uint64_t)));
     BT_CHECK(bt_device_alloc_zeroed(&gp->pis_d, sizeof(uint32_t) * nq));
-    if (gp->cfg.format != BT_GIN_V1) {
+    if (gp->cfg.format == BT_GIN_V2) {
         BT_CHECK(bt_device_alloc_zeroed(&gp->sigoff_d, sizeof(uint64_t) * ns * cx));
         BT_CHECK(bt_device_alloc_zeroed(&gp->gets_d, sizeof(uint32_t) * 2 * nq));
     }
@@ -628,7 +635,7 @@ bt_status_t bt_gin_proxy_open(struct bt_transport_ctx *ctx, const struct bt_gin_
     *gp_p = NULL;
     *dev_ctx = NULL;
     if (!cfg->queue_size || (cfg->queue_size & (cfg->queue_size - 1)) || !cfg->ncontexts ||
-        (cfg->format != BT_GIN_V1 && cfg->format != BT_GIN_V2) ||
+        cfg->format < BT_GIN_V1 || cfg->format > BT_GIN_V1_WIDE ||
         (cfg->format == BT_GIN_V1 && cfg->ncontexts != 1))
         return BT_ERR_INTERNAL;
     struct bt_gin_proxy *gp = calloc(1, sizeof(*gp));
@@ -639,7 +646,7 @@ bt_status_t bt_gin_proxy_open(struct bt_transport_ctx *ctx, const struct bt_gin_
     gp->rank = ctx->rank;
     gp->nranks = ctx->nranks;
     gp->nqueues = cfg->ncontexts * (uint32_t)ctx->nranks;
-    gp->qwords = cfg->format == BT_GIN_V1 ? ncclGinProxyGfdQwords : BT_GIN_V2_QWORDS;
+    gp->qwords = cfg->format == BT_GIN_V2 ? BT_GIN_V2_QWORDS : ncclGinProxyGfdQwords;
     pthread_mutex_init(&gp->lock, NULL);
     gp->gets_tail = &gp->gets_head;
     bt_status_t st = alloc_all(gp);

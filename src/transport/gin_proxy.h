@@ -5,9 +5,11 @@
  * device claims a slot (its producer index, device memory), writes the slot's flagged qwords,
  * and waits for credit on the consumer index this thread advances.
  *
- * Two formats, by the headers the program was built with (the device code is theirs):
- *   V1 (NCCL 2.28): 64-byte descriptors, the op in the header; one context
+ * Three formats, by the headers the program was built with (the device code is theirs):
+ *   V1 (NCCL 2.28, 2.29.2-2.29.3): 64-byte descriptors, the op in the header; one context
  *       (include/nccl_device/layout.h);
+ *   V1_WIDE (NCCL 2.29.5-2.29.7): V1's, with 23-bit counter and 24-bit signal ids (V2's
+ *       completion word) and VA signals; contexts in an array of V1's context struct;
  *   V2 (NCCL 2.30.5 on): 128-byte descriptors, a version in the header and the op in qword 7;
  *       contexts in an array (the device indexes it by context id), each with its own queues,
  *       signals and counters, the signals' offsets (the device's resets) and get tracking;
@@ -56,8 +58,9 @@ struct bt_gin_proxy;
 
 /* The descriptor formats (NCCL's, by release). */
 enum bt_gin_format {
-    BT_GIN_V1 = 1, /* NCCL 2.28: 64-byte descriptors (ncclGinProxyGfd_t of layout.h) */
-    BT_GIN_V2 = 2, /* NCCL 2.30.5-2.30.7: 128-byte descriptors, several contexts */
+    BT_GIN_V1 = 1,      /* NCCL 2.28: 64-byte descriptors (ncclGinProxyGfd_t of layout.h) */
+    BT_GIN_V2 = 2,      /* NCCL 2.30.5-2.30.7: 128-byte descriptors, several contexts */
+    BT_GIN_V1_WIDE = 3, /* NCCL 2.29.5-2.29.7: V1's with wider ids, VA signals, contexts */
 };
 
 struct bt_gin_proxy_cfg {
@@ -114,8 +117,8 @@ struct bt_gin_ctx_v2 {
 
 /* Collective over every rank of ctx (the link, when there are other ranks): allocate the
  * queues, signals and counters, link with every other rank, start the thread. *dev_ctx: the
- * contexts as kernels read them (device memory; ncclDevComm.ginHandles[0]: V1 one
- * ncclGinProxyGpuCtx_t, V2 an array of ncontexts struct bt_gin_ctx_v2). caller: the owner;
+ * contexts as kernels read them (device memory; ncclDevComm.ginHandles[0]: an array of
+ * ncontexts ncclGinProxyGpuCtx_t, V2 of struct bt_gin_ctx_v2). caller: the owner;
  * the current device is cfg->dev. */
 bt_status_t bt_gin_proxy_open(struct bt_transport_ctx *ctx, const struct bt_gin_proxy_cfg *cfg,
                               struct bt_gin_proxy **gp_p, void **dev_ctx);
@@ -129,8 +132,8 @@ struct bt_gin_gfd {
     uint64_t size, src_off, src_handle, dst_off, dst_handle, inline_val, signal_val;
     uint32_t counter, signal;
 };
-/* q: the descriptor's qwords (V1: 8, V2: 16). BT_OK, or BT_ERR_INVALID_USAGE for a V2
- * descriptor of another version. */
+/* q: the descriptor's qwords (V1, V1_WIDE: 8, V2: 16). BT_OK, or BT_ERR_INVALID_USAGE for a
+ * V2 descriptor of another version. */
 bt_status_t bt_gin_gfd_decode(int format, const uint64_t *q, struct bt_gin_gfd *f);
 
 /* Stop the thread, close the link, free everything (the kernels using it must be done). NULL

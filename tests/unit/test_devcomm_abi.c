@@ -143,10 +143,31 @@ static void reading(void)
         init_v2(&r, v);
         r.ginConnectionType = 1;
         r.ginSignalCount = 2;
-        BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") ==
-                          (gin_v2 ? BT_OK : BT_ERR_INVALID_USAGE),
+        bt_status_t want_gin = v < 23000 || gin_v2 ? BT_OK : BT_ERR_INVALID_USAGE;
+        BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == want_gin,
                       "%u: GIN signals with a connection", v);
+        BT_TEST_CHECK(want_gin != BT_OK || (out.gin_connection == 1 && out.q.ginSignalCount == 2),
+                      "%u: GIN signals read as connection %d, %d signals", v, out.gin_connection,
+                      out.q.ginSignalCount);
     }
+
+    /* 2.29.7's GIN: contexts; barrierCount a world barrier (LSA and rail GIN) */
+    init_v2(&r, 22907);
+    r.ginConnectionType = 1;
+    r.ginContextCount = 3;
+    r.ginSignalCount = 5;
+    r.barrierCount = 2;
+    r.lsaBarrierCount = 1;
+    r.railGinBarrierCount = 4;
+    r.ginQueueDepth = 32;
+    BT_TEST_OK(bt_devcomm_reqs_read(&r, &out, "test"));
+    BT_TEST_CHECK(out.abi == BT_DEVAPI_ABI_2_29_5 && out.gin_connection == 1 &&
+                      out.q.ginContextCount == 3 && out.q.ginSignalCount == 5 &&
+                      out.q.barrierCount == 2 && out.q.lsaBarrierCount == 1 &&
+                      out.q.railGinBarrierCount == 4 && out.gin_queue_depth == 32,
+                  "2.29.7 GIN: connection %d, contexts %d, signals %d, barriers %d/%d/%d",
+                  out.gin_connection, out.q.ginContextCount, out.q.ginSignalCount,
+                  out.q.barrierCount, out.q.lsaBarrierCount, out.q.railGinBarrierCount);
 
     /* 2.30.7's GIN, read: every count the device communicator's layout needs */
     init_v2(&r, 23007);
@@ -191,8 +212,8 @@ static void reading(void)
     r.size = 16;
     BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_ARG,
                   "a 16-byte 2.30.7 struct not refused");
-    printf("requirements: 2.28, 2.29.2-3, 2.29.5-7, 2.30.0-7 read; GIN of 2.29.2-3 and 2.30.5-7 "
-           "read, of 2.29.5-7 and 2.30.0-4 refused; 6 releases refused\n");
+    printf("requirements: 2.28, 2.29.2-3, 2.29.5-7, 2.30.0-7 read; GIN of 2.29.x and 2.30.5-7 "
+           "read, of 2.30.0-4 refused; 6 releases refused\n");
 }
 
 /* The ncclDevComm bt_devcomm_write makes for `abi`, in a buffer poisoned past `size`. */
@@ -302,8 +323,15 @@ static void writing(void)
     BT_TEST_CHECK(AT(buf, 216, uint32_t) == 14 && AT(buf, 220, int) == 15 &&
                       AT(buf, 224, uint32_t) == 16 && AT(buf, 232, uint32_t) == 18,
                   "2.30 GIN: hybrid LSA, hybrid rail, world GIN barriers");
-    printf("ncclDevComm written as 2.28 / 2.29.2 (200 bytes), 2.29.7 (224), 2.30 (240; without "
-           "and with GIN)\n");
+    /* 2.29.7 with GIN: 2.28's fields (one connection), then the contexts, base 0, not railed */
+    written(BT_DEVAPI_ABI_2_29_5, 22907, 224, &f, buf, sizeof(buf));
+    BT_TEST_CHECK(buf[136] == 1 && AT(buf, 144, char *) == gin_ctx && AT(buf, 200, uint32_t) == 4 &&
+                      AT(buf, 204, uint32_t) == 0 && buf[208] == 0 &&
+                      AT(buf, 216, uint32_t *) == &abort_word,
+                  "2.29.7 GIN: connections %d, contexts %u, base %u, railed %d", buf[136],
+                  AT(buf, 200, uint32_t), AT(buf, 204, uint32_t), buf[208]);
+    printf("ncclDevComm written as 2.28 / 2.29.2 (200 bytes), 2.29.7 (224), 2.30 (240); 2.29.7 "
+           "and 2.30 without and with GIN\n");
 }
 
 /* ncclGetVersion under REPORT_VERSION (read once per process: set before the first call);

@@ -10,6 +10,7 @@
  *     counter, an inline 8-byte value with a signal add of 3, a VA signal adding 5 to a word
  *     of its window, and a get of the next rank's part for it, made visible by a flush; the
  *     signals and counters of each context move only with that context's descriptors;
+ *   - 2.29.5's format (V1_WIDE), two contexts: the same but the gets (2.29 has none);
  *   - 2.28's format (V1), one context: the puts, values, signals and counters;
  *   - errors: a put and a get naming no window at the target are WARNed there (its failure
  *     callback), and the asker's queue still moves on (a kernel never waits forever).
@@ -50,7 +51,7 @@ struct rank {
     int format, nctx;
     struct bt_gin_proxy *gp;
     struct bt_gin_ctx_v2 *v2;   /* the contexts, as the device reads them (V2) */
-    ncclGinProxyGpuCtx_t *v1;   /* (V1) */
+    ncclGinProxyGpuCtx_t *v1;   /* (V1, V1_WIDE) */
     unsigned char *send, *recv; /* the windows */
     uint32_t pi[CTXS][NRANKS];  /* what the "kernel" has posted to each queue */
     _Atomic int failed;         /* the proxy's failure callback ran */
@@ -122,8 +123,9 @@ static void encode_v2(const struct gfd *g, uint64_t q[BT_GIN_V2_QWORDS])
     q[BT_GIN_V2_HEADER_EXT] |= (uint64_t)g->op << 8;
 }
 
-/* 2.28's: 8 flagged qwords, the op in the header (include/nccl_device/layout.h) */
-static void encode_v1(const struct gfd *g, uint64_t q[ncclGinProxyGfdQwords])
+/* 2.28's: 8 flagged qwords, the op in the header (include/nccl_device/layout.h); `wide`:
+ * 2.29.5's, whose completion word is 2.30.5's (23-bit counter, 24-bit signal ids) */
+static void encode_v1(const struct gfd *g, int wide, uint64_t q[ncclGinProxyGfdQwords])
 {
     for (int k = 0; k < ncclGinProxyGfdQwords; k++)
         q[k] = 1;
@@ -138,15 +140,19 @@ static void encode_v1(const struct gfd *g, uint64_t q[ncclGinProxyGfdQwords])
     }
     q[ncclGinProxyGfdDstOff] |= g->dst_off << 1;
     q[ncclGinProxyGfdDstHandle] |= g->dst_handle << 1;
-    q[ncclGinProxyGfdCompletion] |=
-        (uint64_t)g->counter << 8 | (uint64_t)g->signal << 24 | (g->signal_val & 0xffff) << 40;
+    if (wide)
+        q[ncclGinProxyGfdCompletion] |=
+            (uint64_t)g->counter << 1 | (uint64_t)g->signal << 24 | (g->signal_val & 0xffff) << 48;
+    else
+        q[ncclGinProxyGfdCompletion] |=
+            (uint64_t)g->counter << 8 | (uint64_t)g->signal << 24 | (g->signal_val & 0xffff) << 40;
     q[ncclGinProxyGfdSignalVal] |= ((g->signal_val >> 16) & 0xffff) << 8 | (g->signal_val >> 32)
                                                                                << 24;
 }
 
 static ncclGinProxyGpuCtx_t *ctx_of(struct rank *r, int c)
 {
-    return r->format == BT_GIN_V2 ? &r->v2[c].v1 : r->v1;
+    return r->format == BT_GIN_V2 ? &r->v2[c].v1 : &r->v1[c];
 }
 
 /* Wait (as a kernel spins) until *p reaches `want` (cyclic), or give up after TIMEOUT. */
@@ -189,7 +195,7 @@ static uint32_t post(struct rank *r, int c, int pe, const struct gfd *g)
     if (r->format == BT_GIN_V2)
         encode_v2(g, q);
     else
-        encode_v1(g, q);
+        encode_v1(g, r->format == BT_GIN_V1_WIDE, q);
     uint32_t idx = r->pi[c][pe]++;
     if (!wait_u32(&x->cis[pe], idx - QS + 1, "credit", r->rank))
         r->ok = 0;
@@ -211,6 +217,7 @@ static size_t round_bytes(int k)
 static void round_run(struct rank *r, int k)
 {
     int me = r->rank, n = NRANKS, c = k % r->nctx, v2 = r->format == BT_GIN_V2;
+    int va = r->format != BT_GIN_V1; /* VA signals: 2.29.5 on; gets: 2.30.5 on (v2) */
     size_t bytes = round_bytes(k);
     ncclGinProxyGpuCtx_t *x = ctx_of(r, c);
     for (int p = 0; p < n; p++)
@@ -247,13 +254,13 @@ static void round_run(struct rank *r, int k)
                           .signal = 1,
                           .signal_val = 3};
         post(r, c, p, &val);
-        if (v2) {
-            struct gfd va = {.op = BT_GIN_OP_VA_SIGNAL | ncclGinProxyOpWithSignalAdd,
-                             .src_off = VA,
-                             .src_handle = WIN_RECV,
-                             .signal_val = 5,
-                             .strong = 1};
-            post(r, c, p, &va);
+        if (va) {
+            struct gfd sig = {.op = BT_GIN_OP_VA_SIGNAL | ncclGinProxyOpWithSignalAdd,
+                              .src_off = VA,
+                              .src_handle = WIN_RECV,
+                              .signal_val = 5,
+                              .strong = 1};
+            post(r, c, p, &sig);
         }
     }
     if (v2) { /* the next rank's part for this one, out of its send window */
@@ -268,9 +275,10 @@ static void round_run(struct rank *r, int k)
     int ok = wait_u64(&x->signals[0], s0 + n, "signal 0", me) &&
              wait_u64(&x->signals[1], s1 + 3ull * n, "signal 1", me) &&
              wait_u64(&x->counters[0], c0 + n, "counter 0", me);
+    if (ok && va)
+        ok = wait_u64((uint64_t *)(r->recv + VA), v0 + 5ull * n, "the VA signal", me);
     if (ok && v2) {
-        ok = wait_u64((uint64_t *)(r->recv + VA), v0 + 5ull * n, "the VA signal", me) &&
-             wait_u32(&x->cis[from], got_ci, "the get's queue", me);
+        ok = wait_u32(&x->cis[from], got_ci, "the get's queue", me);
         struct gfd flush = {.op = BT_GIN_OP_FLUSH}; /* as ncclGin's wait posts it: to itself */
         uint32_t f = post(r, c, me, &flush);
         ok = ok && wait_u32(&x->cis[me], f, "the flush", me);
@@ -299,7 +307,10 @@ static void round_run(struct rank *r, int k)
     }
     if (!ok || bad) {
         fprintf(stderr, "rank %d round %d (%s, context %d, %zu bytes): %zu wrong%s\n", me, k,
-                v2 ? "V2" : "V1", c, bytes, bad, ok ? "" : ", a wait gave up");
+                v2   ? "V2"
+                : va ? "V1_WIDE"
+                     : "V1",
+                c, bytes, bad, ok ? "" : ", a wait gave up");
         r->ok = 0;
     }
 }
@@ -335,7 +346,7 @@ static void *rank_thread(void *p)
     struct rank *r = a->r;
     struct bt_comm *comm = (struct bt_comm *)comms[r->rank];
     r->format = a->format;
-    r->nctx = a->format == BT_GIN_V2 ? CTXS : 1;
+    r->nctx = a->format == BT_GIN_V1 ? 1 : CTXS;
     memset(r->pi, 0, sizeof(r->pi));
     atomic_store(&r->failed, 0);
     struct bt_gin_proxy_cfg cfg = {.dev = -1,
@@ -382,7 +393,9 @@ static void run(struct rank *ranks, int format)
         pthread_join(t[i], NULL);
     for (int i = 0; i < NRANKS; i++)
         BT_TEST_CHECK(ranks[i].ok, "rank %d failed (%s format)", i,
-                      format == BT_GIN_V2 ? "2.30.5's" : "2.28's");
+                      format == BT_GIN_V2        ? "2.30.5's"
+                      : format == BT_GIN_V1_WIDE ? "2.29.5's"
+                                                 : "2.28's");
 }
 
 int main(void)
@@ -404,6 +417,9 @@ int main(void)
     printf("2.30.5's descriptors, %d contexts: %d rounds of puts, values, VA signals and gets "
            "between %d ranks exact; a bad put and get WARNed at the target, the queue went on\n",
            CTXS, ROUNDS, NRANKS);
+    run(ranks, BT_GIN_V1_WIDE);
+    printf("2.29.5's descriptors, %d contexts: %d rounds of puts, values and VA signals exact\n",
+           CTXS, ROUNDS);
     run(ranks, BT_GIN_V1);
     printf("2.28's descriptors: %d rounds of puts and values exact\n", ROUNDS);
     for (int i = 0; i < NRANKS; i++) {

@@ -16,7 +16,9 @@
  * Ranks of one process (ncclCommInitAll), or processes under MPS (BATON_TEST_MPS=1).
  *
  * Built against NCCL 2.29.3's headers (gpu_test_devapi_gin_v229: versioned requirements,
- * 2.28's GIN) it runs as with 2.28's.
+ * 2.28's GIN) it runs as with 2.28's; against 2.29.5-2.29.7's each round also runs on one of
+ * two contexts in turn, behind 2.29's world barrier (LSA, then GIN across the rail), with
+ * the VA signal below.
  * Built against NCCL 2.30.5+'s headers (gpu_test_devapi_gin_v2: the descriptors and
  * contexts of those releases) each round also runs on one of two GIN contexts in turn, with a
  * world GIN barrier (2.30's) in place of the rail one, and every rank adds 5 to a VA signal
@@ -48,12 +50,20 @@ extern "C" {
 #else
 #define DEVAPI_VERSIONED 0
 #endif
-#if DEVAPI_VERSIONED && NCCL_VERSION_CODE >= NCCL_VERSION(2, 30, 5) /* 2.30.5's GIN */
-#define DEVAPI_V2 1
+/* 2.29.5+'s GIN: contexts, VA signals, a world barrier from barrierCount (2.29) or
+ * worldGinBarrierCount (2.30); 2.30.5+'s: gets too. Before: 2.28's GIN (2.29.2-3's is the
+ * same). */
+#if DEVAPI_VERSIONED && NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 5)
+#define DEVAPI_CTXS 1
 #define NCTX 2 /* GIN contexts the rounds take in turn */
-#else          /* 2.28's GIN (2.29.2-2.29.3's is the same) */
-#define DEVAPI_V2 0
+#else
+#define DEVAPI_CTXS 0
 #define NCTX 1
+#endif
+#if DEVAPI_VERSIONED && NCCL_VERSION_CODE >= NCCL_VERSION(2, 30, 5)
+#define DEVAPI_V2 1
+#else
+#define DEVAPI_V2 0
 #endif
 
 static const size_t kSlot = 3u << 19; /* bytes of each peer's part: 1.5 MB */
@@ -97,10 +107,14 @@ __global__ void alltoall(ncclWindow_t send, ncclWindow_t recv, size_t bytes, int
     ncclGin gin{dc, ctx};
     const int n = dc.nRanks, me = dc.rank;
     uint64_t s0 = gin.readSignal(0), s1 = gin.readSignal(1), c0 = gin.readCounter(0);
-#if DEVAPI_V2
+#if DEVAPI_CTXS
     uint64_t v0 = gin.readSignal(recv, va_at(n));
+#endif
+#if DEVAPI_V2
     ncclGinBarrierSession<ncclCoopCta> bar{ncclCoopCta(), gin, ncclTeamWorld(dc),
                                            dc.worldGinBarrier, 0};
+#elif DEVAPI_CTXS /* 2.29.5-2.29.7: the world barrier (LSA, then GIN across the rail) */
+    ncclBarrierSession<ncclCoopCta> bar{ncclCoopCta(), ncclTeamTagWorld(), gin, 0};
 #else
     ncclGinBarrierSession<ncclCoopCta> bar{ncclCoopCta(), gin, ncclTeamWorld(dc), dc.railGinBarrier,
                                            0};
@@ -122,14 +136,14 @@ __global__ void alltoall(ncclWindow_t send, ncclWindow_t recv, size_t bytes, int
                 ncclGin_SignalInc{0}, ncclGin_CounterInc{0});
         gin.putValue(ncclTeamWorld(dc), r, recv, n * kSlot + me * sizeof(uint64_t),
                      (uint64_t)tag(me, round), ncclGin_SignalAdd{1, 3});
-#if DEVAPI_V2
+#if DEVAPI_CTXS
         gin.signal(ncclTeamWorld(dc), r, ncclGin_VASignalAdd{recv, va_at(n), 5});
 #endif
     }
     gin.waitSignal(ncclCoopCta(), 0, s0 + n);
     gin.waitSignal(ncclCoopCta(), 1, s1 + 3 * n);
     gin.waitCounter(ncclCoopCta(), 0, c0 + n);
-#if DEVAPI_V2
+#if DEVAPI_CTXS
     gin.waitSignal(ncclCoopCta(), recv, va_at(n), v0 + 5 * n);
 #endif
     gin.flush(ncclCoopCta());
@@ -140,7 +154,7 @@ __global__ void alltoall(ncclWindow_t send, ncclWindow_t recv, size_t bytes, int
         got[0] = gin.readSignal(0) - s0;
         got[1] = gin.readSignal(1) - s1;
         got[2] = gin.readCounter(0) - c0;
-#if DEVAPI_V2
+#if DEVAPI_CTXS
         got[3] = gin.readSignal(recv, va_at(n)) - v0;
 #else
         got[3] = 0;
@@ -180,13 +194,13 @@ struct rank_state {
 
 static size_t recv_bytes(int n)
 {
-    return DEVAPI_V2 ? va_at(n) + sizeof(uint64_t) : get_at(n);
+    return DEVAPI_CTXS ? va_at(n) + sizeof(uint64_t) : get_at(n);
 }
 
 /* What each round clears (all but the VA signal's word). */
 static size_t cleared_bytes(int n)
 {
-    return DEVAPI_V2 ? va_at(n) : get_at(n);
+    return DEVAPI_CTXS ? va_at(n) : get_at(n);
 }
 
 static void alloc(struct rank_state *s)
@@ -210,6 +224,11 @@ static ncclDevCommRequirements gin_reqs(void)
     ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
     reqs.ginConnectionType = NCCL_GIN_CONNECTION_FULL;
     reqs.worldGinBarrierCount = 1;
+    reqs.ginContextCount = NCTX;
+#elif DEVAPI_CTXS      /* 2.29.5-2.29.7 */
+    ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.ginConnectionType = NCCL_GIN_CONNECTION_FULL;
+    reqs.barrierCount = 1;
     reqs.ginContextCount = NCTX;
 #elif DEVAPI_VERSIONED /* 2.29.2-2.29.3 */
     ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
@@ -265,10 +284,8 @@ static void round_verify(struct rank_state *s, int round)
         bad += h[get_at(s->n) + i] != pattern(from, s->rank, round, i);
     for (size_t i = bytes; i < kSlot && i < bytes + 64; i++)
         bad += h[get_at(s->n) + i] != 0xee;
-    unsigned long long want_va = 5ull * s->n;
-#else
-    unsigned long long want_va = 0;
 #endif
+    unsigned long long want_va = DEVAPI_CTXS ? 5ull * s->n : 0;
     if (got[0] != (unsigned)s->n || got[1] != 3ull * s->n || got[2] != (unsigned)s->n ||
         got[3] != want_va) {
         fprintf(stderr,

@@ -2,9 +2,9 @@
 # GIN across hosts on one GPU machine (bench/results/devapi-gin-*.md): the device API's GIN
 # all-to-all (gpu_test_devapi_gin, built against NVIDIA's headers; _baton: against Baton's;
 # _v2: against NVIDIA's 2.30.7, in a lab build with BATON_NVIDIA_DEVAPI_V2_DIR: 2.30's
-# descriptors, two contexts, gets and VA signals; _v229: against 2.29.3's, with
-# BATON_NVIDIA_DEVAPI_V229_DIR: versioned requirements, 2.28's GIN) at several ranks x hosts
-# layouts, as ranks of one process and as processes under MPS, over
+# descriptors, two contexts, gets and VA signals; _v229: against a 2.29 release's, with
+# BATON_NVIDIA_DEVAPI_V229_DIR: 2.29.7's two contexts, VA signals and world barrier) at
+# several ranks x hosts layouts, as ranks of one process and as processes under MPS, over
 # sockets and OFI, then GIN's latency beside send/recv. Run from the repository root on the
 # GPU machine, after tests/gpu/lab/stage.sh build build-gpu here:
 #   OUT=/some/dir tests/gpu/lab/devapi_gin.sh      -> $OUT/r.tgz (a log per run, summary.txt)
