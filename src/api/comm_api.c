@@ -909,7 +909,7 @@ BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_
     p.deviceApiSupport = c->cuda_dev >= 0 && flat && (gin || lsa_size == c->nranks);
     p.multimemSupport = 0;
     p.ginType = gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
-    p.railedGinType = gin && v >= BT_DEVAPI_GIN_V2_FIRST ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
+    p.railedGinType = gin && v >= 22905 ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
     p.nLsaTeams = c->nranks / (c->local_ranks > 0 ? c->local_ranks : 1);
     /* one-sided calls are served on host memory when every rank is on this host (rma.h) */
     p.hostRmaSupport = c->cuda_dev < 0 && c->local_ranks == c->nranks && c->config.num_rma_ctx;

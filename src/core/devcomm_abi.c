@@ -97,12 +97,11 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
     char v[16];
     version_string(r->version, v, sizeof(v));
     int connection = r->ginForceEnable ? 1 /* FULL */ : r->ginConnectionType;
-    /* 2.29.2-3: GIN forced or GIN resources; 2.29.5-7: GIN resources with a connection (a
-     * connection alone gets a device communicator without GIN, as NCCL gives these
-     * releases); 2.30: a connection */
-    int gin_asked = abi == BT_DEVAPI_ABI_2_29_2   ? r->ginForceEnable || gin_resources(r, 0)
-                    : abi == BT_DEVAPI_ABI_2_29_5 ? connection != 0 && gin_resources(r, 1)
-                                                  : connection != 0;
+    /* 2.29.2-3: GIN forced or GIN resources; from 2.29.5 a connection type (or
+     * ginForceEnable), resources or not: a kernel that only puts, flushes or signals VA
+     * words asks none */
+    int gin_asked =
+        abi == BT_DEVAPI_ABI_2_29_2 ? r->ginForceEnable || gin_resources(r, 0) : connection != 0;
     /* 2.29.2-2.29.3's GIN is 2.28's (descriptors, contexts, barriers); 2.29.5-2.29.7's and
      * 2.30.5+'s have formats of their own (transport/gin_proxy.h); 2.30.0-2.30.4 wrote
      * others */
@@ -151,6 +150,7 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
     out->gin_connection = 0;
     out->world_gin_barriers = 0;
     if (gin_asked && abi == BT_DEVAPI_ABI_2_29_2) { /* 2.28's GIN, read by 2.28's rules */
+        q->barrierCount = r->barrierCount;          /* the world barrier's rail GIN barrier too */
         q->railGinBarrierCount = r->railGinBarrierCount;
         q->ginForceEnable = r->ginForceEnable;
         q->ginContextCount = r->ginContextCount;

@@ -87,7 +87,7 @@ static void reading(void)
     BT_TEST_OK(bt_devcomm_reqs_read(&r, &out, "test"));
     BT_TEST_CHECK(
         out.q.ginForceEnable && out.q.railGinBarrierCount == 7 && out.q.ginSignalCount == 2 &&
-            out.q.barrierCount == 0 && out.q.lsaBarrierCount == 3 && out.gin_connection == 0,
+            out.q.barrierCount == 3 && out.q.lsaBarrierCount == 3 && out.gin_connection == 0,
         "2.29.2 GIN: force %d, rail %d, signals %d, world %d, lsa %d", out.q.ginForceEnable,
         out.q.railGinBarrierCount, out.q.ginSignalCount, out.q.barrierCount, out.q.lsaBarrierCount);
     init_v2(&r, 22902);
@@ -123,22 +123,23 @@ static void reading(void)
             BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == BT_ERR_INVALID_ARG,
                           "%u: worldGinBarrierCount without GIN not refused", v);
         }
-        /* a connection: 2.30.5+ get GIN (read below); 2.30.0-2.30.4 would get GIN of other
-         * descriptor versions (refused); 2.29.5-7 get none from NCCL either, so a connection
-         * alone is served without it, with GIN resources refused */
+        /* a connection (or ginForceEnable) alone asks for GIN, resources or not: served for
+         * 2.29.5-7 and 2.30.5+ (read below), refused for 2.30.0-2.30.4 (other descriptor
+         * versions) */
         int gin_v2 = v >= BT_DEVAPI_GIN_V2_FIRST;
-        bt_status_t want_conn = v < 23000 || gin_v2 ? BT_OK : BT_ERR_INVALID_USAGE;
+        int gin_ok = v < 23000 || gin_v2;
+        bt_status_t want_conn = gin_ok ? BT_OK : BT_ERR_INVALID_USAGE;
         init_v2(&r, v);
         r.ginConnectionType = 1; /* NCCL_GIN_CONNECTION_FULL */
         BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == want_conn,
                       "%u: a GIN connection alone", v);
-        BT_TEST_CHECK(want_conn != BT_OK || out.gin_connection == (gin_v2 ? 1 : 0),
+        BT_TEST_CHECK(want_conn != BT_OK || out.gin_connection == gin_ok,
                       "%u: connection read as %d", v, out.gin_connection);
         init_v2(&r, v);
         r.ginForceEnable = true;
         BT_TEST_CHECK(bt_devcomm_reqs_read(&r, &out, "test") == want_conn,
                       "%u: ginForceEnable alone", v);
-        BT_TEST_CHECK(want_conn != BT_OK || out.gin_connection == (gin_v2 ? 1 : 0),
+        BT_TEST_CHECK(want_conn != BT_OK || out.gin_connection == gin_ok,
                       "%u: ginForceEnable read as connection %d", v, out.gin_connection);
         init_v2(&r, v);
         r.ginConnectionType = 1;
