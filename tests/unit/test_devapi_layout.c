@@ -110,6 +110,57 @@ static int gin_v2(void)
 }
 #endif
 
+#ifdef BT_HAVE_NVIDIA_DEVAPI_V229
+extern const long long bt_devapi_nvidia_v229_ctx;
+void bt_devapi_nvidia_v229_gfd(int kind, uint64_t out[8]);
+
+/* 2.29.5-2.29.7's GIN proxy descriptors (NVIDIA's bitfields) as the proxy decodes them
+ * (BT_GIN_V1_WIDE), and their context's size; returns how many differ. */
+static int gin_v229(void)
+{
+    int bad = bt_devapi_nvidia_v229_ctx != (long long)sizeof(ncclGinProxyGpuCtx_t);
+    if (bad)
+        fprintf(stderr, "2.29's GIN proxy context: %lld bytes, Baton's %zu\n",
+                bt_devapi_nvidia_v229_ctx, sizeof(ncclGinProxyGpuCtx_t));
+    const int kinds[] = {BT_DEVAPI_GFD2_PUT, BT_DEVAPI_GFD2_INLINE, BT_DEVAPI_GFD2_VA_SIGNAL};
+    const unsigned ops[] = {
+        ncclGinProxyOpPut | ncclGinProxyOpWithCounter | ncclGinProxyOpWithSignalAdd,
+        ncclGinProxyOpPut | ncclGinProxyOpWithInline | ncclGinProxyOpWithSignalInc,
+        BT_GIN_OP_VA_SIGNAL | ncclGinProxyOpWithSignalAdd};
+    for (int i = 0; i < 3; i++) {
+        uint64_t q[ncclGinProxyGfdQwords];
+        struct bt_gin_gfd f;
+        bt_devapi_nvidia_v229_gfd(kinds[i], q);
+        int ok = bt_gin_gfd_decode(BT_GIN_V1_WIDE, q, &f) == BT_OK && f.op == ops[i] &&
+                 f.dst_off == BT_DEVAPI_GFD_DST_OFF && f.dst_handle == BT_DEVAPI_GFD_DST_HANDLE &&
+                 f.counter == BT_DEVAPI_GFD2_COUNTER && f.signal == BT_DEVAPI_GFD2_SIGNAL &&
+                 f.signal_val == BT_DEVAPI_GFD_SIGNAL_VALUE;
+        if (kinds[i] == BT_DEVAPI_GFD2_INLINE)
+            ok = ok && f.size == 8 && f.inline_val == BT_DEVAPI_GFD_INLINE;
+        else
+            ok = ok && f.src_off == BT_DEVAPI_GFD_SRC_OFF &&
+                 f.src_handle == BT_DEVAPI_GFD_SRC_HANDLE &&
+                 f.size == (kinds[i] == BT_DEVAPI_GFD2_PUT ? BT_DEVAPI_GFD_SIZE : 0);
+        for (int k = 0; k < ncclGinProxyGfdQwords; k++)
+            ok = ok && (q[k] & 1); /* the proxy waits for every flag */
+        if (!ok) {
+            fprintf(stderr,
+                    "2.29's GIN descriptor kind %d as the proxy decodes it: op %#x, size %#llx, "
+                    "src %#llx+%#llx, dst %#llx+%#llx, counter %#x, signal %#x (+%#llx)\n",
+                    kinds[i], f.op, (unsigned long long)f.size, (unsigned long long)f.src_handle,
+                    (unsigned long long)f.src_off, (unsigned long long)f.dst_handle,
+                    (unsigned long long)f.dst_off, f.counter, f.signal,
+                    (unsigned long long)f.signal_val);
+            bad++;
+        }
+    }
+    printf("NCCL 2.29's GIN proxy context (%lld bytes) and its 3 kinds of descriptor (NVIDIA's "
+           "bitfields) as Baton's GIN proxy reads them: checked\n",
+           bt_devapi_nvidia_v229_ctx);
+    return bad;
+}
+#endif
+
 /* The rows of `other` against Baton's rows `mine`; returns how many differ. */
 static int compare_rows(const struct bt_devapi_row *mine, const char *what,
                         const struct bt_devapi_row *other)
@@ -217,6 +268,9 @@ int main(void)
     printf("NCCL 2.30.7's layouts (%d rows): pinned by devcomm_abi.c's static assertions; "
            "NVIDIA's 2.30.7 headers not configured (BATON_NVIDIA_DEVAPI_V2_DIR)\n",
            nv2);
+#endif
+#ifdef BT_HAVE_NVIDIA_DEVAPI_V229
+    bad += gin_v229();
 #endif
     BT_TEST_CHECK(bad == 0, "%d layout differences (above)", bad);
     printf("test_devapi_layout: ok\n");
