@@ -122,7 +122,10 @@ struct bt_conn {
     void *tp_priv;           /* transport resources (segment, sockets) */
     size_t held;             /* bytes of FIFO memory this end made (not mapped from the peer) */
     struct bt_link_cap *cap; /* send rate cap (core/links.h: INJECT_LINK_BW), or NULL */
-    const char *kind;        /* "ring", "tree", "p2p": for logs */
+    int gpu_slots;    /* a GPU executor's kernels fill and drain it (exec/cuda/host_conns.c): its
+                       * Simple slots may be GPU memory where the transport reaches it */
+    int gdr;          /* ... and they are (GPUDirect RDMA: transport/net.c); ctrl stays host */
+    const char *kind; /* "ring", "tree", "p2p": for logs */
     int channel;
 };
 

@@ -21,6 +21,14 @@
  * connector, deregistered when the connector is freed).
  * Only the Simple protocol crosses the network (the tuner keeps LL for shared memory): a
  * network receive lands in arbitrary pieces, which LL's per-line flags cannot tolerate.
+ *
+ * GPUDirect RDMA: a connector the GPU executor's kernels fill or drain, whose GPU's path to
+ * its NIC NET_GDR_LEVEL admits (conn->gpu_slots: the executor decides), keeps its Simple
+ * slots in GPU memory, registered as NCCL_PTR_CUDA, when the device reports NCCL_PTR_CUDA
+ * (the sending side also needs NET_GDR_READ); its control block (head, tail, sizes) stays in host
+ * memory, which the proxy reads and writes. A receive into GPU memory is flushed (iflush)
+ * before the kernel may read it where the device asks (forceFlush) or NET_FORCE_FLUSH says.
+ * Everything else keeps host memory.
  */
 #include <ctype.h>
 #include <limits.h>
@@ -31,6 +39,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "device/device.h"
 #include "net/net.h"
 #include "proxy/proxy.h"
 #include "transport/transport.h"
@@ -64,11 +73,13 @@ struct net_conn {
     void *listen_comm, *send_comm, *recv_comm;
     void *fifo;
     size_t fifo_bytes;
-    void *fifo_mh;   /* the FIFO's registration with send_comm / recv_comm */
-    int dev;         /* the backend's device (NIC) this connector uses */
-    int flush;       /* the device asks for iflush after every receive (forceFlush) */
-    uint64_t posted; /* next step to isend / irecv */
-    uint64_t done;   /* next step whose request is not complete */
+    void *fifo_mh;    /* the FIFO's registration with send_comm / recv_comm */
+    char *gpu_data;   /* GPUDirect RDMA: the Simple slots in GPU memory (the FIFO is then the */
+    size_t gpu_bytes; /* control block alone), registered as fifo_mh */
+    int dev;          /* the backend's device (NIC) this connector uses */
+    int flush;        /* the device asks for iflush after every receive (forceFlush) */
+    uint64_t posted;  /* next step to isend / irecv */
+    uint64_t done;    /* next step whose request is not complete */
     void *req[BT_NSTEPS];
     struct {
         void *data, *mh; /* where step s's receive lands, and its registration (iflush) */
@@ -118,10 +129,22 @@ static int net_can_connect(const struct bt_transport_ctx *ctx, int peer)
     return !bt_param_net_disable();
 }
 
+/* Whether connector conn's Simple slots go in GPU memory (GPUDirect RDMA, above): the
+ * executor asks for them (conn->gpu_slots: NET_GDR_LEVEL admitted its GPU's path to the
+ * NIC) and the device can reach GPU memory. */
+static int gdr_wanted(const struct bt_conn *conn, const struct bt_net *net, int dev)
+{
+    if (!conn->gpu_slots || !(net->props[dev].ptrSupport & NCCL_PTR_CUDA))
+        return 0;
+    return !conn->is_send || bt_param_net_gdr_read() != 0;
+}
+
 static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
                               const struct bt_fifo_sizes *sizes)
 {
-    size_t bytes = bt_fifo_bytes(sizes);
+    int gdr = gdr_wanted(conn, nc->net, nc->dev);
+    /* GPUDirect RDMA: the control block in host memory, the Simple slots in GPU memory */
+    size_t bytes = gdr ? bt_fifo_proto_offset(sizes, 0) : bt_fifo_bytes(sizes);
     bytes = (bytes + 4095) & ~(size_t)4095;
     void *p = aligned_alloc(4096, bytes);
     if (!p) {
@@ -138,6 +161,28 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
         atomic_store_explicit(&conn->ctrl->sizes[s], -1, memory_order_relaxed);
     for (int pr = 0; pr < BT_NUM_PROTOS; pr++)
         conn->buf[pr] = (char *)p + bt_fifo_proto_offset(sizes, pr);
+    if (gdr) {
+        nc->gpu_bytes = (size_t)sizes->slot_bytes[BT_PROTO_SIMPLE] * BT_NSTEPS;
+        void *d = NULL;
+        bt_status_t st = bt_device_alloc_zeroed(&d, nc->gpu_bytes ? nc->gpu_bytes : 1);
+        if (st != BT_OK) {
+            BT_WARN("%s: %zu bytes of GPU memory for a GPUDirect RDMA FIFO: not given", nc->via,
+                    nc->gpu_bytes);
+            return st;
+        }
+        nc->gpu_data = d;
+        for (int pr = 0; pr < BT_NUM_PROTOS; pr++) /* Simple alone crosses the network */
+            conn->buf[pr] = pr == BT_PROTO_SIMPLE ? nc->gpu_data : NULL;
+        conn->gdr = 1;
+        conn->zero_copy = 0; /* the kernels fill the slots; user buffers are not the proxy's */
+        /* (held counts host memory; the GPU executor counts these bytes) */
+        nc->flush = nc->flush || bt_param_net_force_flush() != 0;
+        BT_INFO(BT_LOG_NET | BT_LOG_INIT,
+                "%s: %s channel %d with rank %d: Simple slots in GPU memory (GPUDirect RDMA, "
+                "%zu bytes)%s",
+                nc->via, conn->kind, conn->channel, conn->peer, nc->gpu_bytes,
+                !conn->is_send && nc->flush ? ", receives flushed" : "");
+    }
     return BT_OK;
 }
 
@@ -300,13 +345,17 @@ static bt_status_t net_listen_rpc(void *arg)
     return bt_net_status(nc->t->listen(nc->net->ctx, nc->dev, nc->handle, &nc->listen_comm));
 }
 
-/* The FIFO is registered once, with the comm that moves it. */
+/* The FIFO's slots are registered once, with the comm that moves them: the host FIFO, or
+ * (GPUDirect RDMA) the Simple slots in GPU memory. */
 static bt_status_t fifo_register(struct net_conn *nc, void *comm)
 {
-    ncclResult_t r = nc->t->regMr(comm, nc->fifo, nc->fifo_bytes, NCCL_PTR_HOST, &nc->fifo_mh);
+    void *data = nc->gpu_data ? (void *)nc->gpu_data : nc->fifo;
+    size_t bytes = nc->gpu_data ? nc->gpu_bytes : nc->fifo_bytes;
+    int type = nc->gpu_data ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
+    ncclResult_t r = nc->t->regMr(comm, data, bytes, type, &nc->fifo_mh);
     if (r != ncclSuccess) {
-        BT_WARN("%s: registering the %zu-byte FIFO with rank %d failed (error %d)", nc->via,
-                nc->fifo_bytes, nc->conn->peer, (int)r);
+        BT_WARN("%s: registering the %zu-byte FIFO (%s memory) with rank %d failed (error %d)",
+                nc->via, bytes, nc->gpu_data ? "GPU" : "host", nc->conn->peer, (int)r);
         return bt_net_status(r);
     }
     return BT_OK;
@@ -371,6 +420,7 @@ static void net_free(struct bt_conn *conn)
     if (nc->listen_comm)
         nc->t->closeListen(nc->listen_comm);
     free(nc->fifo);
+    bt_device_free(nc->gpu_data);
     free(nc);
     conn->tp_priv = NULL;
 }
@@ -389,7 +439,8 @@ static const char *net_via(const struct bt_conn *conn)
 static bt_status_t net_mr(struct net_conn *nc, void *comm, void *ptr, size_t bytes, void **mh_p)
 {
     char *p = ptr;
-    if (p >= (char *)nc->fifo && p + bytes <= (char *)nc->fifo + nc->fifo_bytes) {
+    if ((p >= (char *)nc->fifo && p + bytes <= (char *)nc->fifo + nc->fifo_bytes) ||
+        (nc->gpu_data && p >= nc->gpu_data && p + bytes <= nc->gpu_data + nc->gpu_bytes)) {
         *mh_p = nc->fifo_mh;
         return BT_OK;
     }

@@ -64,6 +64,7 @@ struct bt_transport_ctx {
     struct bt_proxy *proxy; /* the CPU proxy, started by the first connector that needs one */
     char proxy_cpus[256];   /* cpulist for the proxy's threads (a GPU's NUMA node), or "" */
     char nic[32];           /* network device nearest this rank's GPU (topology), or "" */
+    int nic_path;           /* its path class from the GPU (topo/topo.h BT_PATH_*), or -1 */
     /* The network (net/net.h), opened when first needed (at init across hosts, else by the
      * first NET connector); what it asks for:
      * a network by name (the config's netName; "" : NCCL_NET, else any), the comm's id and

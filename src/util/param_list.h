@@ -96,9 +96,6 @@ BT_PARAM_STR(p2p_level, "P2P_LEVEL", NULL,
              "GPU connectors over P2P only when every pair of the communicator's GPUs is within "
              "this path class: LOC (never), NVL, PIX, PXB, PHB, NODE, SYS; else host shared "
              "memory (unset: wherever CUDA allows peer access)")
-BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", NULL,
-             "accepted for NCCL compatibility: the NET transport stages GPU buffers through "
-             "host memory (no GPUDirect RDMA), so there is nothing to choose")
 BT_PARAM_INT(cross_nic, "CROSS_NIC", 2,
              "with several network devices: 0 keeps each channel on one rail (channel c on "
              "device c mod n on every rank); 1 or 2 let a GPU rank use the device nearest its "
@@ -188,6 +185,18 @@ BT_PARAM_INT(
 BT_PARAM_INT(socket_buffsize, "SOCKET_BUFFSIZE", 0,
              "SO_SNDBUF and SO_RCVBUF of each NET socket in bytes (capped by the kernel's "
              "wmem_max/rmem_max); 0: the kernel's autotuning")
+BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", "LOC",
+             "GPUDirect RDMA: GPU communicators' network FIFOs in GPU memory, for a network "
+             "device that reports NCCL_PTR_CUDA, where the GPU and the NIC are no further apart "
+             "than this path class (PIX, PXB, PHB, NODE, SYS; SYS also where the topology does "
+             "not place them); LOC: never (the default until GPUDirect RDMA has run on an RDMA "
+             "NIC: docs/NETWORK.md)")
+BT_PARAM_INT(net_gdr_read, "NET_GDR_READ", 1,
+             "with NET_GDR_LEVEL: 1: the sending side's FIFO in GPU memory too (the NIC reads "
+             "it); 0: the receiving side's only")
+BT_PARAM_INT(net_force_flush, "NET_FORCE_FLUSH", 0,
+             "1: flush (iflush) every network receive into GPU memory before the kernel reads "
+             "it, whether or not the device asks (forceFlush)")
 BT_PARAM_INT(net_zero_copy, "NET_ZERO_COPY", -1,
              "NET connectors send steps that only forward the user's input from it and land "
              "steps that only write the output in it (when input and output do not overlap), "

@@ -13,6 +13,10 @@
  *   7 FakeRails  the socket backend behind a v11 table of 4 devices (rails), all the
  *                socket's first: it counts the devices listened on and every connect made
  *                on another device than its listener's (below)
+ *   8 FakeCuda   GPUDirect RDMA's fixture (built where CUDA is): the socket backend behind a
+ *                v11 table whose devices report NCCL_PTR_CUDA and forceFlush; buffers
+ *                registered as CUDA memory move through host staging by cudaMemcpy; it checks
+ *                every buffer it is handed against its registration's kind and counts (below)
  */
 #include <string.h>
 
@@ -22,7 +26,7 @@
 
 static void *sock_ctx __attribute__((unused));
 
-#if FAKE_MODE == 5 || FAKE_MODE == 6 || FAKE_MODE == 7
+#if FAKE_MODE == 5 || FAKE_MODE == 6 || FAKE_MODE == 7 || FAKE_MODE == 8
 /* The fakes that wrap the socket backend's own v11 table: that table, the logger init() was
  * given, and the table they export (the socket's, their own functions put in by fill()); a
  * lock for their counts, and what finalize() logs of them (summarize, when a fake sets it). */
@@ -480,6 +484,206 @@ __attribute__((constructor)) static void fill(void)
     ncclNetPlugin_v11.getProperties = f_props;
     ncclNetPlugin_v11.listen = f_listen;
     ncclNetPlugin_v11.connect = f_connect;
+    summarize = f_summarize;
+}
+
+#elif FAKE_MODE == 8
+
+/* What the GPUDirect RDMA contract (docs/NETWORK.md) promises a network that reports
+ * NCCL_PTR_CUDA, checked here: every registration's kind is the buffer's
+ * (cudaPointerGetAttributes), every isend/irecv/iflush names a buffer inside its registration, and
+ * only Simple slots of GPU connectors come as GPU memory. The bytes of a GPU buffer go through a
+ * host copy (cudaMemcpy) around the socket's isend and irecv; a receive into GPU memory lands at
+ * its test(). Each flush must name a landed GPU receive (what Baton flushes: forceFlush).
+ * finalize() logs the counts (INFO, NET): the GPU test's lab script reads them. */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+struct reg {
+    void *data, *inner; /* the registration, and the socket's (host buffers) */
+    size_t size;
+    int cuda;
+};
+struct req {
+    void *inner; /* the socket's request; NULL: a flush, done at its test */
+    char *stage; /* a GPU buffer's bytes in host memory */
+    void *dev;   /* a receive into GPU memory: where the staged bytes go */
+    size_t size;
+};
+static int nreg_cuda, nreg_host, nsend_gpu, nrecv_gpu, nsend_host, nrecv_host, nflush_gpu,
+    nflush_host, nbad;
+
+static int is_device(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice;
+}
+static void bad(void)
+{
+    pthread_mutex_lock(&mu);
+    nbad++;
+    pthread_mutex_unlock(&mu);
+}
+static void count(int *n)
+{
+    pthread_mutex_lock(&mu);
+    (*n)++;
+    pthread_mutex_unlock(&mu);
+}
+/* buffer [d, d + n) inside registration r, of its kind */
+static int inside(const struct reg *r, const void *d, size_t n)
+{
+    const char *p = d;
+    return r && p >= (char *)r->data && p + n <= (char *)r->data + r->size &&
+           is_device(d) == r->cuda;
+}
+static ncclResult_t f_props(int dev, ncclNetProperties_v11_t *p)
+{
+    ncclResult_t r = sock->getProperties(dev, p);
+    p->ptrSupport |= NCCL_PTR_CUDA;
+    p->forceFlush = 1;
+    return r;
+}
+static ncclResult_t f_reg(void *c, void *d, size_t n, int type, void **mh)
+{
+    struct reg *r = calloc(1, sizeof(*r));
+    if (!r)
+        return ncclSystemError;
+    r->data = d, r->size = n, r->cuda = type == NCCL_PTR_CUDA;
+    if (is_device(d) != r->cuda)
+        bad();
+    count(r->cuda ? &nreg_cuda : &nreg_host);
+    ncclResult_t res = r->cuda ? ncclSuccess : sock->regMr(c, d, n, NCCL_PTR_HOST, &r->inner);
+    if (res != ncclSuccess) {
+        free(r);
+        return res;
+    }
+    *mh = r;
+    return ncclSuccess;
+}
+static ncclResult_t f_dereg(void *c, void *mh)
+{
+    struct reg *r = mh;
+    ncclResult_t res = r && r->inner ? sock->deregMr(c, r->inner) : ncclSuccess;
+    free(r);
+    return res;
+}
+static ncclResult_t f_isend(void *c, void *d, size_t n, int tag, void *mh, void *ph, void **rq)
+{
+    struct reg *r = mh;
+    *rq = NULL;
+    if (!inside(r, d, n))
+        bad();
+    struct req *q = calloc(1, sizeof(*q));
+    if (!q)
+        return ncclSystemError;
+    void *src = d;
+    if (r && r->cuda) {
+        q->stage = malloc(n ? n : 1);
+        if (!q->stage || cudaMemcpy(q->stage, d, n, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            free(q->stage);
+            free(q);
+            return ncclSystemError;
+        }
+        src = q->stage;
+    }
+    ncclResult_t res = sock->isend(c, src, n, tag, r ? r->inner : NULL, ph, &q->inner);
+    if (res != ncclSuccess || !q->inner) { /* not now: the caller tries again */
+        free(q->stage);
+        free(q);
+        return res;
+    }
+    count(r && r->cuda ? &nsend_gpu : &nsend_host);
+    *rq = q;
+    return ncclSuccess;
+}
+static ncclResult_t f_irecv(void *c, int n, void **d, size_t *s, int *t, void **mh, void **ph,
+                            void **rq)
+{
+    struct reg *r = mh[0];
+    *rq = NULL;
+    if (n != 1 || !inside(r, d[0], s[0]))
+        bad();
+    struct req *q = calloc(1, sizeof(*q));
+    if (!q)
+        return ncclSystemError;
+    void *dst = d[0];
+    if (r && r->cuda) {
+        q->stage = malloc(s[0] ? s[0] : 1);
+        q->dev = d[0];
+        q->size = s[0];
+        if (!q->stage) {
+            free(q);
+            return ncclSystemError;
+        }
+        dst = q->stage;
+    }
+    void *inner_mh = r ? r->inner : NULL;
+    ncclResult_t res = sock->irecv(c, 1, &dst, s, t, &inner_mh, ph, &q->inner);
+    if (res != ncclSuccess || !q->inner) {
+        free(q->stage);
+        free(q);
+        return res;
+    }
+    count(r && r->cuda ? &nrecv_gpu : &nrecv_host);
+    *rq = q;
+    return ncclSuccess;
+}
+static ncclResult_t f_test(void *rq, int *done, int *sizes)
+{
+    struct req *q = rq;
+    int got = -1;
+    if (!q->inner) { /* a flush */
+        *done = 1;
+        free(q);
+        return ncclSuccess;
+    }
+    ncclResult_t res = sock->test(q->inner, done, &got);
+    if (sizes)
+        *sizes = got;
+    if (res != ncclSuccess || !*done)
+        return res;
+    if (q->dev && got > 0 &&
+        cudaMemcpy(q->dev, q->stage, (size_t)got, cudaMemcpyHostToDevice) != cudaSuccess)
+        res = ncclSystemError;
+    free(q->stage);
+    free(q);
+    return res;
+}
+static ncclResult_t f_iflush(void *c, int n, void **d, int *s, void **mh, void **rq)
+{
+    (void)c;
+    struct reg *r = mh[0];
+    if (n != 1 || !inside(r, d[0], (size_t)(s[0] > 0 ? s[0] : 0)))
+        bad();
+    count(r && r->cuda ? &nflush_gpu : &nflush_host);
+    *rq = calloc(1, sizeof(struct req));
+    return *rq ? ncclSuccess : ncclSystemError;
+}
+static void f_summarize(char *line, size_t len)
+{
+    snprintf(line, len,
+             "FakeCuda: %d GPU and %d host registrations; %d sends from GPU memory, %d receives "
+             "into it, %d of them flushed; %d sends and %d receives of host memory, %d flushed; "
+             "%d buffers of another kind or outside their registration",
+             nreg_cuda, nreg_host, nsend_gpu, nrecv_gpu, nflush_gpu, nsend_host, nrecv_host,
+             nflush_host, nbad);
+}
+
+__attribute__((constructor)) static void fill(void)
+{
+    wrap_socket("FakeCuda");
+    ncclNetPlugin_v11.getProperties = f_props;
+    ncclNetPlugin_v11.regMr = f_reg;
+    ncclNetPlugin_v11.deregMr = f_dereg;
+    ncclNetPlugin_v11.isend = f_isend;
+    ncclNetPlugin_v11.irecv = f_irecv;
+    ncclNetPlugin_v11.test = f_test;
+    ncclNetPlugin_v11.iflush = f_iflush;
     summarize = f_summarize;
 }
 

@@ -117,6 +117,20 @@ for cn in 0 2; do
             bad rails.$cn "channel $c not on rail $c"
     done
 done
+# GPUDirect RDMA's fixture (built where CUDA is) on host memory: its devices report
+# NCCL_PTR_CUDA, yet host communicators register and move host memory only (GPU memory is
+# for GPU connectors: docs/NETWORK.md), every buffer of its registration's kind; GPUDirect
+# RDMA asked everywhere (NET_GDR_LEVEL=SYS) changes nothing for them
+if [ -f "$lib/libnccl-net-fakecuda.so" ]; then
+    expect_ok cuda-host FakeCuda 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-fakecuda.so" \
+        BATON_NET_GDR_LEVEL=SYS
+    line=$(grep -h "FakeCuda: [0-9]* GPU" "$out/cuda-host" | head -n 1)
+    if ! echo "$line" | grep -qE "FakeCuda: 0 GPU and [1-9][0-9]* host registrations; 0 sends from GPU memory, 0 receives into it, 0 of them flushed; [1-9][0-9]* sends and [1-9][0-9]* receives of host memory, [1-9][0-9]* flushed; 0 buffers"; then
+        bad cuda-host "counts: '${line:-none logged}'"
+    fi
+else
+    echo "loader: cuda-host: skipped (no libnccl-net-fakecuda.so: a build without CUDA)"
+fi
 expect_fail asked-absent "asks for network 'Bogus', which is not available" -- NCCL_NET=Bogus
 expect_fail asked-failing "asks for network 'FakeFail', which is not available" -- \
     NCCL_NET_PLUGIN="$lib/libnccl-net-fakefail.so" NCCL_NET=FakeFail

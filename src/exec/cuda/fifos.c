@@ -146,8 +146,10 @@ static int gpu_topology(struct bt_transport_ctx *ctx, const struct fifo_info *al
             snprintf(ctx->proxy_cpus, sizeof(ctx->proxy_cpus), "%s", cpus);
         int nic[BT_TOPO_MAX_GPUS];
         bt_topo_nics(t, nic);
-        if (nic[mine] >= 0)
+        if (nic[mine] >= 0) {
             snprintf(ctx->nic, sizeof(ctx->nic), "%s", t->nodes[nic[mine]].name);
+            ctx->nic_path = bt_topo_path(t, t->gpu_node[mine], nic[mine]).cls;
+        }
         BT_INFO(BT_LOG_INIT, "topology: GPU %s: proxy threads on CPUs %s, nearest NIC %s",
                 all[me].bus, ctx->proxy_cpus[0] ? ctx->proxy_cpus : "(any)",
                 ctx->nic[0] ? ctx->nic : "(none)");

@@ -13,9 +13,11 @@
  *           wait: the ops are reaped at later launches and when the comm is freed.
  *
  * These connectors are the GPU's own (their own link keys): the host executor's connectors
- * of the same comm keep their own step counters. Only Simple crosses (LL needs whole
- * 16-byte stores, which a network receive does not make), BT_GPU_NET_NCHANNELS ring
- * channels (or MIN_NCHANNELS), one part per send/recv.
+ * of the same comm keep their own step counters. Where NET_GDR_LEVEL admits the GPU's path to
+ * its NIC they are marked gpu_slots, so that a network that reaches GPU memory (GPUDirect
+ * RDMA, transport/net.c) keeps their Simple slots there. Only
+ * Simple crosses (LL needs whole 16-byte stores, which a network receive does not make),
+ * BT_GPU_NET_NCHANNELS ring channels (or MIN_NCHANNELS), one part per send/recv.
  */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
@@ -27,10 +29,12 @@
 #include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
 #include "exec/cuda/kargs.h"
+#include "topo/topo.h"
 #include "transport/connect.h"
 #include "transport/transport.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/param.h"
 #include "util/time.h"
 
 static size_t page_round(size_t b)
@@ -56,10 +60,12 @@ void bt_cuda_hostconn_geometry(const struct bt_exec_comm *ec, struct bt_cuda_com
     cc->slot = ec->simple_slot; /* steps are the host connectors' slots */
 }
 
-/* The device view of a connected host connector: its FIFO registered with CUDA. */
+/* The device view of a connected host connector: its FIFO registered with CUDA (with
+ * GPUDirect RDMA, h->gdr: its control block alone; the Simple slots are GPU memory already). */
 static bt_status_t dview(const struct bt_conn *h, struct bt_conn *d, int ch)
 {
-    size_t bytes = page_round(bt_fifo_bytes(&h->sizes));
+    size_t bytes =
+        page_round(h->gdr ? bt_fifo_proto_offset(&h->sizes, 0) : bt_fifo_bytes(&h->sizes));
     void *dptr = NULL;
     cudaError_t e =
         cudaHostRegister(h->ctrl, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
@@ -71,12 +77,39 @@ static bt_status_t dview(const struct bt_conn *h, struct bt_conn *d, int ch)
         return BT_ERR_CUDA;
     }
     bt_cuda_dconn_init(d, dptr, &h->sizes, h->peer, h->is_send, ch);
+    if (h->gdr)
+        d->buf[BT_PROTO_SIMPLE] = h->buf[BT_PROTO_SIMPLE];
     return BT_OK;
+}
+
+/* GPU memory a connected host connector's transport holds for the kernels (GPUDirect RDMA's
+ * slots), for the executor's count (ncclCommMemStats). */
+static size_t gpu_slot_bytes(const struct bt_conn *h)
+{
+    return h->gdr ? (size_t)h->sizes.slot_bytes[BT_PROTO_SIMPLE] * BT_NSTEPS : 0;
+}
+
+/* Whether NET_GDR_LEVEL admits GPU memory for this rank's network FIFOs (GPUDirect RDMA,
+ * transport/net.c): the topology's path between its GPU and its nearest NIC (fifos.c found
+ * it) within the level; where the topology does not place them, only SYS admits. */
+static int gdr_admitted(const struct bt_transport_ctx *ctx)
+{
+    const char *s = bt_param_str_net_gdr_level();
+    int level = bt_topo_path_parse(s);
+    if (level == -2) {
+        BT_WARN("NET_GDR_LEVEL=%s names no path class (LOC, PIX, PXB, PHB, NODE, SYS): "
+                "GPUDirect RDMA stays off",
+                s);
+        return 0;
+    }
+    int path = ctx->nic_path >= 0 ? ctx->nic_path : BT_PATH_SYS;
+    return level >= 0 && path <= level;
 }
 
 bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc,
                                      struct bt_channel *ch, int *order, struct bt_conn *p2p)
 {
+    int gdr = gdr_admitted(ec->tctx);
     int n = cc->nranks, me = cc->rank;
     /* Simple only through host connectors; their slots are the communicator's */
     struct bt_fifo_sizes z = {{0}};
@@ -94,6 +127,7 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
 #define REQ(conn_, peer_, send_, kind_, ch_)                                                       \
     do {                                                                                           \
         bt_connect_prepare((conn_), (peer_), (send_), (kind_), (ch_), &z);                         \
+        (conn_)->gpu_slots = gdr; /* GPUDirect RDMA where the network reaches GPU memory */        \
         reqs[nreq].ctx = ec->tctx;                                                                 \
         reqs[nreq].conn = (conn_);                                                                 \
         reqs[nreq++].key = bt_link_key((kind_), (ch_));                                            \
@@ -127,11 +161,13 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
         ch[c].ring.split_max = 0;
         BT_CHECK(dview(&h->ring_send, &ch[c].ring_send, c));
         BT_CHECK(dview(&h->ring_recv, &ch[c].ring_recv, c));
+        cc->dev_bytes += gpu_slot_bytes(&h->ring_send) + gpu_slot_bytes(&h->ring_recv);
     }
     for (int r = 0; r < n; r++) {
         for (int d = 0; d < 2 && r != me; d++) {
             int i = bt_cuda_p2p_index(cc, r, d, 0);
             BT_CHECK(dview(&cc->hp2p[i], &p2p[i], 0));
+            cc->dev_bytes += gpu_slot_bytes(&cc->hp2p[i]);
             cc->hpeer[(size_t)d * n + r] = &cc->hp2p[i]; /* laid out as fifos.c's upload */
         }
     }

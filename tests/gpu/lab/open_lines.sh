@@ -16,6 +16,7 @@
 #   devapi    (36) devapi_v2.sh: LSA of every release, nccl-tests of 2.30.7's headers
 #   rma       (34) rma_gpu.sh: one-sided calls, processes and hosts
 #   sweep35   (35) 2- and 8-rank sweeps against 2f3a788
+#   gdr       (35) gdr.sh: GPUDirect RDMA's contract over the FakeCuda fixture plugin
 #   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
 #             the 16-core VM's 1 MB takes 2.5x the 2-core one's
 set -uo pipefail
@@ -79,6 +80,7 @@ for p in "$@"; do
         phase sweep35 env TESTS=0 RANKS_LIST="2 8" ROUNDS=3 tests/gpu/lab/kernels_build.sh \
             "$L/2f3a788"
         ;;
+    gdr) phase gdr tests/gpu/lab/gdr.sh ;;
     membw) phase membw bash -c membw ;;
     *) echo "open_lines: no phase '$p'" | tee -a "$OUT/summary.txt" ;;
     esac
