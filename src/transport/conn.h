@@ -122,9 +122,11 @@ struct bt_conn {
     void *tp_priv;           /* transport resources (segment, sockets) */
     size_t held;             /* bytes of FIFO memory this end made (not mapped from the peer) */
     struct bt_link_cap *cap; /* send rate cap (core/links.h: INJECT_LINK_BW), or NULL */
-    int gpu_slots;    /* a GPU executor's kernels fill and drain it (exec/cuda/host_conns.c): its
-                       * Simple slots may be GPU memory where the transport reaches it */
-    int gdr;          /* ... and they are (GPUDirect RDMA: transport/net.c); ctrl stays host */
+    /* GPUDirect RDMA (transport/net.c), set by a GPU executor for connectors its kernels
+     * fill and drain (exec/cuda/host_conns.c): whether NET_GDR_LEVEL admits GPU memory for
+     * the slots on the GPU's nearest NIC (gpu_near) and on any other (gpu_far); and whether
+     * the transport put them there (gdr: Simple slots GPU memory, ctrl host memory) */
+    int gpu_near, gpu_far, gdr;
     const char *kind; /* "ring", "tree", "p2p": for logs */
     int channel;
 };

@@ -23,12 +23,12 @@
  * network receive lands in arbitrary pieces, which LL's per-line flags cannot tolerate.
  *
  * GPUDirect RDMA: a connector the GPU executor's kernels fill or drain, whose GPU's path to
- * its NIC NET_GDR_LEVEL admits (conn->gpu_slots: the executor decides), keeps its Simple
- * slots in GPU memory, registered as NCCL_PTR_CUDA, when the device reports NCCL_PTR_CUDA
- * (the sending side also needs NET_GDR_READ); its control block (head, tail, sizes) stays in host
- * memory, which the proxy reads and writes. A receive into GPU memory is flushed (iflush)
- * before the kernel may read it where the device asks (forceFlush) or NET_FORCE_FLUSH says.
- * Everything else keeps host memory.
+ * the NIC it uses NET_GDR_LEVEL admits (GDR_ENABLE=1; conn->gpu_near / gpu_far: the executor
+ * decides), keeps its Simple slots in GPU memory, registered as NCCL_PTR_CUDA, when the
+ * device reports NCCL_PTR_CUDA (the sending side also needs NET_GDR_READ); its control block (head,
+ * tail, sizes) stays in host memory, which the proxy reads and writes. A receive into GPU memory is
+ * flushed (iflush) before the kernel may read it (unless NET_FORCE_FLUSH=0 and the device does not
+ * ask: forceFlush). Everything else keeps host memory.
  */
 #include <ctype.h>
 #include <limits.h>
@@ -75,11 +75,12 @@ struct net_conn {
     size_t fifo_bytes;
     void *fifo_mh;    /* the FIFO's registration with send_comm / recv_comm */
     char *gpu_data;   /* GPUDirect RDMA: the Simple slots in GPU memory (the FIFO is then the */
-    size_t gpu_bytes; /* control block alone), registered as fifo_mh */
-    int dev;          /* the backend's device (NIC) this connector uses */
-    int flush;        /* the device asks for iflush after every receive (forceFlush) */
-    uint64_t posted;  /* next step to isend / irecv */
-    uint64_t done;    /* next step whose request is not complete */
+    size_t gpu_bytes; /* control block alone), registered as fifo_mh, of device gpu_dev */
+    int gpu_dev;
+    int dev;         /* the backend's device (NIC) this connector uses */
+    int flush;       /* the device asks for iflush after every receive (forceFlush) */
+    uint64_t posted; /* next step to isend / irecv */
+    uint64_t done;   /* next step whose request is not complete */
     void *req[BT_NSTEPS];
     struct {
         void *data, *mh; /* where step s's receive lands, and its registration (iflush) */
@@ -129,12 +130,16 @@ static int net_can_connect(const struct bt_transport_ctx *ctx, int peer)
     return !bt_param_net_disable();
 }
 
+static int dev_is_nic(const ncclNetProperties_v11_t *p, const char *nic);
+
 /* Whether connector conn's Simple slots go in GPU memory (GPUDirect RDMA, above): the
- * executor asks for them (conn->gpu_slots: NET_GDR_LEVEL admitted its GPU's path to the
- * NIC) and the device can reach GPU memory. */
-static int gdr_wanted(const struct bt_conn *conn, const struct bt_net *net, int dev)
+ * executor admitted it for the NIC this connector uses (its GPU's nearest, or another: the
+ * topology's path, or SYS) and the device can reach GPU memory. */
+static int gdr_wanted(const struct bt_transport_ctx *ctx, const struct bt_conn *conn,
+                      const struct bt_net *net, int dev)
 {
-    if (!conn->gpu_slots || !(net->props[dev].ptrSupport & NCCL_PTR_CUDA))
+    int near = ctx->nic[0] && dev_is_nic(&net->props[dev], ctx->nic);
+    if (!(near ? conn->gpu_near : conn->gpu_far) || !(net->props[dev].ptrSupport & NCCL_PTR_CUDA))
         return 0;
     return !conn->is_send || bt_param_net_gdr_read() != 0;
 }
@@ -142,7 +147,7 @@ static int gdr_wanted(const struct bt_conn *conn, const struct bt_net *net, int 
 static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
                               const struct bt_fifo_sizes *sizes)
 {
-    int gdr = gdr_wanted(conn, nc->net, nc->dev);
+    int gdr = gdr_wanted(nc->ctx, conn, nc->net, nc->dev);
     /* GPUDirect RDMA: the control block in host memory, the Simple slots in GPU memory */
     size_t bytes = gdr ? bt_fifo_proto_offset(sizes, 0) : bt_fifo_bytes(sizes);
     bytes = (bytes + 4095) & ~(size_t)4095;
@@ -163,11 +168,14 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
         conn->buf[pr] = (char *)p + bt_fifo_proto_offset(sizes, pr);
     if (gdr) {
         nc->gpu_bytes = (size_t)sizes->slot_bytes[BT_PROTO_SIMPLE] * BT_NSTEPS;
+        nc->gpu_dev = bt_device_get(); /* the comm's: registrations run on the proxy's thread */
         void *d = NULL;
         bt_status_t st = bt_device_alloc_zeroed(&d, nc->gpu_bytes ? nc->gpu_bytes : 1);
         if (st != BT_OK) {
             BT_WARN("%s: %zu bytes of GPU memory for a GPUDirect RDMA FIFO: not given", nc->via,
                     nc->gpu_bytes);
+            for (int pr = 0; pr < BT_NUM_PROTOS; pr++)
+                conn->buf[pr] = NULL;
             return st;
         }
         nc->gpu_data = d;
@@ -176,7 +184,7 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
         conn->gdr = 1;
         conn->zero_copy = 0; /* the kernels fill the slots; user buffers are not the proxy's */
         /* (held counts host memory; the GPU executor counts these bytes) */
-        nc->flush = nc->flush || bt_param_net_force_flush() != 0;
+        nc->flush = nc->flush || bt_param_net_force_flush() != 0; /* -1 (default): flush */
         BT_INFO(BT_LOG_NET | BT_LOG_INIT,
                 "%s: %s channel %d with rank %d: Simple slots in GPU memory (GPUDirect RDMA, "
                 "%zu bytes)%s",
@@ -352,6 +360,8 @@ static bt_status_t fifo_register(struct net_conn *nc, void *comm)
     void *data = nc->gpu_data ? (void *)nc->gpu_data : nc->fifo;
     size_t bytes = nc->gpu_data ? nc->gpu_bytes : nc->fifo_bytes;
     int type = nc->gpu_data ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
+    if (nc->gpu_data && bt_device_set(nc->gpu_dev) != BT_OK) /* a backend asks which GPU */
+        return BT_ERR_CUDA;
     ncclResult_t r = nc->t->regMr(comm, data, bytes, type, &nc->fifo_mh);
     if (r != ncclSuccess) {
         BT_WARN("%s: registering the %zu-byte FIFO (%s memory) with rank %d failed (error %d)",

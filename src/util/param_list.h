@@ -185,6 +185,10 @@ BT_PARAM_INT(
 BT_PARAM_INT(socket_buffsize, "SOCKET_BUFFSIZE", 0,
              "SO_SNDBUF and SO_RCVBUF of each NET socket in bytes (capped by the kernel's "
              "wmem_max/rmem_max); 0: the kernel's autotuning")
+BT_PARAM_INT(gdr_enable, "GDR_ENABLE", 0,
+             "1: let NET_GDR_LEVEL turn GPUDirect RDMA on (experimental: it has not run on an "
+             "RDMA NIC yet, docs/NETWORK.md); 0: GPU communicators' network FIFOs stay in host "
+             "memory whatever NET_GDR_LEVEL says")
 BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", "LOC",
              "GPUDirect RDMA: GPU communicators' network FIFOs in GPU memory, for a network "
              "device that reports NCCL_PTR_CUDA, where the GPU and the NIC are no further apart "
@@ -194,9 +198,10 @@ BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", "LOC",
 BT_PARAM_INT(net_gdr_read, "NET_GDR_READ", 1,
              "with NET_GDR_LEVEL: 1: the sending side's FIFO in GPU memory too (the NIC reads "
              "it); 0: the receiving side's only")
-BT_PARAM_INT(net_force_flush, "NET_FORCE_FLUSH", 0,
-             "1: flush (iflush) every network receive into GPU memory before the kernel reads "
-             "it, whether or not the device asks (forceFlush)")
+BT_PARAM_INT(net_force_flush, "NET_FORCE_FLUSH", -1,
+             "GPUDirect RDMA: flush (iflush) every network receive into GPU memory before the "
+             "kernel reads it (-1, the default, and 1), or only where the device asks "
+             "(forceFlush: 0)")
 BT_PARAM_INT(net_zero_copy, "NET_ZERO_COPY", -1,
              "NET connectors send steps that only forward the user's input from it and land "
              "steps that only write the output in it (when input and output do not overlap), "

@@ -120,9 +120,9 @@ done
 # GPUDirect RDMA's fixture (built where CUDA is) on host memory: its devices report
 # NCCL_PTR_CUDA, yet host communicators register and move host memory only (GPU memory is
 # for GPU connectors: docs/NETWORK.md), every buffer of its registration's kind; GPUDirect
-# RDMA asked everywhere (NET_GDR_LEVEL=SYS) changes nothing for them
+# RDMA asked everywhere (GDR_ENABLE=1, NET_GDR_LEVEL=SYS) changes nothing for them
 if [ -f "$lib/libnccl-net-fakecuda.so" ]; then
-    expect_ok cuda-host FakeCuda 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-fakecuda.so" \
+    expect_ok cuda-host FakeCuda 0 "" -- NCCL_NET_PLUGIN="$lib/libnccl-net-fakecuda.so" BATON_GDR_ENABLE=1 \
         BATON_NET_GDR_LEVEL=SYS
     line=$(grep -h "FakeCuda: [0-9]* GPU" "$out/cuda-host" | head -n 1)
     if ! echo "$line" | grep -qE "FakeCuda: 0 GPU and [1-9][0-9]* host registrations; 0 sends from GPU memory, 0 receives into it, 0 of them flushed; [1-9][0-9]* sends and [1-9][0-9]* receives of host memory, [1-9][0-9]* flushed; 0 buffers"; then

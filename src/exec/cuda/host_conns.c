@@ -14,8 +14,8 @@
  *
  * These connectors are the GPU's own (their own link keys): the host executor's connectors
  * of the same comm keep their own step counters. Where NET_GDR_LEVEL admits the GPU's path to
- * its NIC they are marked gpu_slots, so that a network that reaches GPU memory (GPUDirect
- * RDMA, transport/net.c) keeps their Simple slots there. Only
+ * a NIC (gpu_near, gpu_far), a network that reaches GPU memory keeps their Simple slots there
+ * (GPUDirect RDMA, transport/net.c). Only
  * Simple crosses (LL needs whole 16-byte stores, which a network receive does not make),
  * BT_GPU_NET_NCHANNELS ring channels (or MIN_NCHANNELS), one part per send/recv.
  */
@@ -77,8 +77,8 @@ static bt_status_t dview(const struct bt_conn *h, struct bt_conn *d, int ch)
         return BT_ERR_CUDA;
     }
     bt_cuda_dconn_init(d, dptr, &h->sizes, h->peer, h->is_send, ch);
-    if (h->gdr)
-        d->buf[BT_PROTO_SIMPLE] = h->buf[BT_PROTO_SIMPLE];
+    for (int pr = 0; h->gdr && pr < BT_NUM_PROTOS; pr++) /* Simple alone: GPU memory */
+        d->buf[pr] = pr == BT_PROTO_SIMPLE ? h->buf[pr] : NULL;
     return BT_OK;
 }
 
@@ -90,26 +90,30 @@ static size_t gpu_slot_bytes(const struct bt_conn *h)
 }
 
 /* Whether NET_GDR_LEVEL admits GPU memory for this rank's network FIFOs (GPUDirect RDMA,
- * transport/net.c): the topology's path between its GPU and its nearest NIC (fifos.c found
- * it) within the level; where the topology does not place them, only SYS admits. */
-static int gdr_admitted(const struct bt_transport_ctx *ctx)
+ * transport/net.c; only with GDR_ENABLE=1 while it is unproven): on the GPU's nearest NIC
+ * (*near: the topology's path to it, fifos.c found it) and on any other (*far: SYS). */
+static void gdr_admitted(const struct bt_transport_ctx *ctx, int *near, int *far)
 {
+    *near = *far = 0;
+    if (!bt_param_gdr_enable())
+        return;
     const char *s = bt_param_str_net_gdr_level();
     int level = bt_topo_path_parse(s);
     if (level == -2) {
         BT_WARN("NET_GDR_LEVEL=%s names no path class (LOC, PIX, PXB, PHB, NODE, SYS): "
                 "GPUDirect RDMA stays off",
                 s);
-        return 0;
+        return;
     }
-    int path = ctx->nic_path >= 0 ? ctx->nic_path : BT_PATH_SYS;
-    return level >= 0 && path <= level;
+    *near = level >= 0 && (ctx->nic_path >= 0 ? ctx->nic_path : BT_PATH_SYS) <= level;
+    *far = level >= BT_PATH_SYS;
 }
 
 bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc,
                                      struct bt_channel *ch, int *order, struct bt_conn *p2p)
 {
-    int gdr = gdr_admitted(ec->tctx);
+    int gdr_near, gdr_far;
+    gdr_admitted(ec->tctx, &gdr_near, &gdr_far);
     int n = cc->nranks, me = cc->rank;
     /* Simple only through host connectors; their slots are the communicator's */
     struct bt_fifo_sizes z = {{0}};
@@ -127,7 +131,8 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
 #define REQ(conn_, peer_, send_, kind_, ch_)                                                       \
     do {                                                                                           \
         bt_connect_prepare((conn_), (peer_), (send_), (kind_), (ch_), &z);                         \
-        (conn_)->gpu_slots = gdr; /* GPUDirect RDMA where the network reaches GPU memory */        \
+        (conn_)->gpu_near = gdr_near; /* GPUDirect RDMA: transport/net.c */                        \
+        (conn_)->gpu_far = gdr_far;                                                                \
         reqs[nreq].ctx = ec->tctx;                                                                 \
         reqs[nreq].conn = (conn_);                                                                 \
         reqs[nreq++].key = bt_link_key((kind_), (ch_));                                            \

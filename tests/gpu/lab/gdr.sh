@@ -3,11 +3,10 @@
 # hosts on one GPU (BATON_TEST_HOSTS: 2 x 2 and 4 x 2 hosts x ranks, ranks of one process)
 # over the FakeCuda fixture plugin (tests/plugins/fake_net.c: its devices report
 # NCCL_PTR_CUDA and forceFlush; it stages GPU buffers by cudaMemcpy and checks every buffer's
-# kind), with NET_GDR_LEVEL=SYS (both sides' Simple slots in GPU memory), NET_GDR_READ=0 (the
-# receiving side's only) and the default (LOC: host memory, the baseline). Each run's log
-# keeps the plugin's counts (FakeCuda: ... registrations, sends from GPU memory, receives into
-# it, flushed, buffers of another kind) and Baton's "Simple slots in GPU memory" lines; the
-# summary has their totals. From the repository root, after tests/gpu/lab/stage.sh:
+# kind), with GDR_ENABLE=1 and NET_GDR_LEVEL=SYS (both sides' Simple slots in GPU memory),
+# NET_GDR_READ=0 (the receiving side's only), LOC (none) and SYS without GDR_ENABLE (none).
+# Each run's summary line says ok when its collectives passed and the plugin's counts are
+# what the mode promises (check(), below). From the repository root, after tests/gpu/lab/stage.sh:
 #   OUT=/some/dir tests/gpu/lab/gdr.sh      -> one log per run under $OUT, a summary
 set -u
 . tests/gpu/lab/lib.sh
@@ -15,21 +14,36 @@ P=$(realpath "$B")/lib/libnccl-net-fakecuda.so
 [ -f "$P" ] || { echo "gdr: no $P (a build without CUDA?)" | tee -a "$OUT/summary.txt"; exit 1; }
 # shellcheck disable=SC2054 # NET,INIT is one value
 NET=(NCCL_NET_PLUGIN="$P" NCCL_NET=FakeCuda BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET,INIT)
-counts() { # NAME: the plugin's and Baton's lines of a run
-    echo "   $(grep -c 'Simple slots in GPU memory' "$OUT/$1.log") connectors with GPU slots; $(grep -h 'FakeCuda: [0-9]' "$OUT/$1.log" | head -n 1 | sed 's/.*FakeCuda/FakeCuda/')" |
+# check NAME MODE: the run's exit, and the plugin's counts (its last finalize line) for MODE:
+# SYS both sides' slots in GPU memory, every GPU receive flushed; READ0 the receiving side's
+# only; LOC and OFF (GDR_ENABLE unset) none; never a buffer of another kind
+check() {
+    local name=$1 mode=$2 line
+    line=$(grep -h 'FakeCuda: [0-9]' "$OUT/$name.log" | tail -n 1 | sed 's/.*FakeCuda/FakeCuda/')
+    read -r greg _ gsend grecv gflush bad < <(echo "$line" | sed -E 's/FakeCuda: ([0-9]+) GPU and ([0-9]+) host registrations; ([0-9]+) sends from GPU memory, ([0-9]+) receives into it, ([0-9]+) of them flushed; .*; ([0-9]+) buffers.*/\1 \2 \3 \4 \5 \6/')
+    local ok=1
+    [ -n "$bad" ] && [ "$bad" = 0 ] || ok=0
+    case $mode in
+    SYS) [ "${gsend:-0}" -gt 0 ] && [ "${grecv:-0}" -gt 0 ] && [ "$gflush" = "$grecv" ] || ok=0 ;;
+    READ0) [ "${gsend:-1}" = 0 ] && [ "${grecv:-0}" -gt 0 ] || ok=0 ;;
+    *) [ "${greg:-1}" = 0 ] || ok=0 ;;
+    esac
+    grep -q "rc=0" <(tail -n 1 "$OUT/summary.txt") || ok=0
+    echo "   $mode: $([ $ok = 1 ] && echo ok || echo FAILED): $(grep -c 'Simple slots in GPU memory' "$OUT/$name.log") connectors with GPU slots; ${line:-no FakeCuda line}" |
         tee -a "$OUT/summary.txt"
 }
 for layout in "4 2" "8 4"; do
     read -r n h <<<"$layout"
-    for mode in SYS READ0 LOC; do
+    for mode in SYS READ0 LOC OFF; do
         name=gdr_${n}r_${h}h_$mode
         case $mode in
-        SYS) set -- BATON_NET_GDR_LEVEL=SYS ;;
-        READ0) set -- BATON_NET_GDR_LEVEL=SYS BATON_NET_GDR_READ=0 ;;
-        LOC) set -- ;;
+        SYS) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS ;;
+        READ0) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS BATON_NET_GDR_READ=0 ;;
+        LOC) set -- BATON_GDR_ENABLE=1 ;;
+        OFF) set -- BATON_NET_GDR_LEVEL=SYS ;;
         esac
         run "$name" "${NET[@]}" "$@" BATON_TEST_SAME_GPU=1 BATON_TEST_GPUS="$n" BATON_TEST_HOSTS="$h" \
             timeout 300 "$T/gpu_test_gpu_colls"
-        counts "$name"
+        check "$name" "$mode"
     done
 done
