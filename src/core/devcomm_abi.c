@@ -149,32 +149,24 @@ static bt_status_t read_v2(const struct bt_devapi_reqs_v2 *r, enum bt_devapi_abi
     q->lsaLLA2ASlotCount = r->lsaLLA2ASlotCount;
     out->gin_connection = 0;
     out->world_gin_barriers = 0;
-    if (gin_asked && abi == BT_DEVAPI_ABI_2_29_2) { /* 2.28's GIN, read by 2.28's rules */
-        q->barrierCount = r->barrierCount;          /* the world barrier's rail GIN barrier too */
-        q->railGinBarrierCount = r->railGinBarrierCount;
-        q->ginForceEnable = r->ginForceEnable;
-        q->ginContextCount = r->ginContextCount;
-        q->ginSignalCount = r->ginSignalCount;
-        q->ginCounterCount = r->ginCounterCount;
-    } else if (gin_asked && abi == BT_DEVAPI_ABI_2_29_5) { /* contexts; barrierCount counts
-                                                            * world barriers (LSA + rail) */
+    if (gin_asked) { /* the counts every release's GIN has */
+        /* barrierCount: a world barrier, whose rail GIN barrier (2.29) or GIN barriers of
+         * its own (2.30) are GIN's too */
         q->barrierCount = r->barrierCount;
         q->railGinBarrierCount = r->railGinBarrierCount;
         q->ginContextCount = r->ginContextCount;
         q->ginSignalCount = r->ginSignalCount;
         q->ginCounterCount = r->ginCounterCount;
-        out->gin_connection = connection;
-        out->gin_queue_depth = r->ginQueueDepth;
-    } else if (gin_asked) { /* 2.30.5+: GIN, and the barriers made of its signals */
-        q->barrierCount = r->barrierCount;
-        q->railGinBarrierCount = r->railGinBarrierCount;
-        q->ginContextCount = r->ginContextCount;
-        q->ginSignalCount = r->ginSignalCount;
-        q->ginCounterCount = r->ginCounterCount;
-        out->gin_connection = connection;
-        out->world_gin_barriers = r->worldGinBarrierCount;
-        out->gin_queue_depth = r->ginQueueDepth;
-        out->gin_strong = r->ginStrongSignalsRequired;
+        if (abi == BT_DEVAPI_ABI_2_29_2) { /* 2.28's GIN, read by 2.28's rules */
+            q->ginForceEnable = r->ginForceEnable;
+        } else { /* 2.29.5+: a connection type, contexts, a queue depth */
+            out->gin_connection = connection;
+            out->gin_queue_depth = r->ginQueueDepth;
+        }
+        if (abi == BT_DEVAPI_ABI_2_30) { /* 2.30.5+: world GIN barriers, strong signals */
+            out->world_gin_barriers = r->worldGinBarrierCount;
+            out->gin_strong = r->ginStrongSignalsRequired;
+        }
     }
     /* without GIN ginContextCount is a hint (2.30's initializer says 4): no context */
     return BT_OK;

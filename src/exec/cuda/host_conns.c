@@ -15,9 +15,9 @@
  * These connectors are the GPU's own (their own link keys): the host executor's connectors
  * of the same comm keep their own step counters. Where NET_GDR_LEVEL admits the GPU's path to
  * a NIC (gpu_near, gpu_far), a network that reaches GPU memory keeps their Simple slots there
- * (GPUDirect RDMA, transport/net.c). Only
- * Simple crosses (LL needs whole 16-byte stores, which a network receive does not make),
- * BT_GPU_NET_NCHANNELS ring channels (or MIN_NCHANNELS), one part per send/recv.
+ * (GPUDirect RDMA, transport/net.c). Only Simple crosses (LL needs whole 16-byte stores,
+ * which a network receive does not make), BT_GPU_NET_NCHANNELS ring channels (or
+ * MIN_NCHANNELS), one part per send/recv.
  */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>

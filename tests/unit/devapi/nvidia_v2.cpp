@@ -21,6 +21,8 @@ BT_DEVAPI_V2_TABLE(bt_devapi_nvidia_v2, struct ncclDevComm, struct ncclDevCommRe
 
 #include <nccl_device/gin/proxy/gin_proxy_device_host_common.h>
 
+#include "gfd_fields.h"
+
 extern "C" const long long bt_devapi_nvidia_v2_ctx[] = {
     (long long)sizeof(ncclGinProxyGpuCtx_t),
     (long long)offsetof(ncclGinProxyGpuCtx_t, nranks),
@@ -69,31 +71,7 @@ extern "C" void bt_devapi_nvidia_v2_gfd(int kind, uint64_t out[16])
                                                      : BT_DEVAPI_GFD_SIZE;
     g.qword[ncclGinProxyGfdHeaderExt].headerExt.op = (uint16_t)op;
     if (kind != BT_DEVAPI_GFD2_FLUSH) {
-        if (kind == BT_DEVAPI_GFD2_INLINE) {
-            g.qword[ncclGinProxyGfdInlineLow].inlineLow.inlineValLow =
-                (uint32_t)BT_DEVAPI_GFD_INLINE;
-            g.qword[ncclGinProxyGfdInlineLow].inlineLow.inlineValLow2 =
-                (uint16_t)(BT_DEVAPI_GFD_INLINE >> 32);
-            g.qword[ncclGinProxyGfdInlineHigh].inlineHigh.inlineValHigh =
-                (uint16_t)(BT_DEVAPI_GFD_INLINE >> 48);
-        } else if (kind == BT_DEVAPI_GFD2_VA_SIGNAL) {
-            g.qword[ncclGinProxyGfdVASignalOff].vaSignalOff.vaSignalOff = BT_DEVAPI_GFD_SRC_OFF;
-            g.qword[ncclGinProxyGfdVASignalHandle].vaSignalHandle.vaSignalHandle =
-                BT_DEVAPI_GFD_SRC_HANDLE;
-        } else {
-            g.qword[ncclGinProxyGfdSrcOff].srcOff.srcOff = BT_DEVAPI_GFD_SRC_OFF;
-            g.qword[ncclGinProxyGfdSrcHandle].srcHandle.srcHandle = BT_DEVAPI_GFD_SRC_HANDLE;
-        }
-        g.qword[ncclGinProxyGfdDstOff].dstOff.dstOff = BT_DEVAPI_GFD_DST_OFF;
-        g.qword[ncclGinProxyGfdDstHandle].dstHandle.dstHandle = BT_DEVAPI_GFD_DST_HANDLE;
-        g.qword[ncclGinProxyGfdCompletion].completion.counterId = BT_DEVAPI_GFD2_COUNTER;
-        g.qword[ncclGinProxyGfdCompletion].completion.signalId = BT_DEVAPI_GFD2_SIGNAL;
-        g.qword[ncclGinProxyGfdCompletion].completion.signalValLow =
-            (uint16_t)BT_DEVAPI_GFD_SIGNAL_VALUE;
-        g.qword[ncclGinProxyGfdSignalVal].signalVal.signalValLow2 =
-            (uint16_t)(BT_DEVAPI_GFD_SIGNAL_VALUE >> 16);
-        g.qword[ncclGinProxyGfdSignalVal].signalVal.signalValHigh =
-            (uint32_t)(BT_DEVAPI_GFD_SIGNAL_VALUE >> 32);
+        bt_devapi_gfd_fields(&g, kind);
         g.qword[ncclGinProxyGfdSignalVal].signalVal.isStrongSignal =
             kind == BT_DEVAPI_GFD2_PUT ? 1 : 0;
     }
