@@ -21,13 +21,17 @@ static inline BT_HD uint64_t bt_tree_allreduce_nsteps(const struct bt_work *w)
     return bt_work_nloops(w);
 }
 
-/* `down` selects the phase-1 schedule (never used at the root). */
+/* `down` selects the phase-1 schedule: at the root every step is empty (its up half does the
+ * whole work), for an executor whose one down work stands for channels where this rank is
+ * the root of some (the CUDA kernel's: the channels take the two trees in turn). */
 static inline BT_HD void bt_tree_allreduce_prim(const struct bt_work *w, int down, uint64_t k,
                                                 struct bt_prim *p)
 {
     const struct bt_tree *t = &w->chan->tree;
     size_t off = w->chan_off + (size_t)k * w->chunk;
     bt_prim_clear(p);
+    if (down && t->up < 0)
+        return;
     p->nelem = bt_min_sz(w->chunk, w->chan_off + w->chan_count - off);
     if (!down) {
         for (int c = 0; c < t->ndown; c++)

@@ -313,6 +313,7 @@ void bt_comm_free(struct bt_comm *comm)
     bt_bootstrap_destroy(comm->bs);
     free(comm->peers);
     free(comm->probed_ns);
+    free(comm->host);
     free(comm->custom_ops);
     pthread_mutex_destroy(&comm->ops_lock);
     pthread_mutex_destroy(&comm->win_lock);

@@ -93,8 +93,10 @@ struct bt_comm {
     struct bt_exec_comm ec;
     void *exec[BT_EXEC_KINDS];
 
-    int local_ranks;    /* ranks of this communicator on this host */
-    int one_per_host;   /* every rank on a host of its own (from the host hashes: global) */
+    int local_ranks;  /* ranks of this communicator on this host */
+    int one_per_host; /* every rank on a host of its own (from the host hashes: global) */
+    int *host;        /* [nranks]: each rank's host, numbered by first appearance */
+    int nhosts;
     int shm_all;        /* every peer reachable through shared memory (else some use NET) */
     int oversubscribed; /* more local ranks than CPUs this process may run on */
 

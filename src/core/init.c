@@ -183,15 +183,18 @@ static void agree(struct bt_comm *comm, const struct init_info *all, struct init
     }
 }
 
-/* 1 when no two ranks share a host. Every rank sees every host hash, so all agree (no
- * allocation that could fail on one rank only: n^2 / 2 compares, ~10 ms at 4096 ranks). */
-static int one_rank_per_host(const struct bt_comm *comm)
+/* Each rank's host, numbered 0, 1, ... by first appearance: every rank sees every host hash,
+ * so all agree (n^2 / 2 compares at most, ~10 ms at 4096 ranks). */
+static void number_hosts(struct bt_comm *comm)
 {
-    for (int a = 0; a < comm->nranks; a++)
-        for (int b = a + 1; b < comm->nranks; b++)
-            if (comm->peers[a].host_hash == comm->peers[b].host_hash)
-                return 0;
-    return 1;
+    comm->nhosts = 0;
+    for (int r = 0; r < comm->nranks; r++) {
+        int h = -1;
+        for (int q = 0; q < r && h < 0; q++)
+            if (comm->peers[q].host_hash == comm->peers[r].host_hash)
+                h = comm->host[q];
+        comm->host[r] = h >= 0 ? h : comm->nhosts++;
+    }
 }
 
 /* The communicator as its transports see it, and what follows from where the peers are. */
@@ -214,7 +217,8 @@ static void transport_view(struct bt_comm *comm)
     for (int r = 0; r < comm->nranks; r++)
         comm->local_ranks += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
     comm->oversubscribed = comm->local_ranks > online_cpus();
-    comm->one_per_host = one_rank_per_host(comm);
+    number_hosts(comm);
+    comm->one_per_host = comm->nhosts == comm->nranks;
     comm->shm_all = 1;
     for (int r = 0; r < comm->nranks; r++)
         if (r != comm->rank && !bt_transport_mapped(tc, r))
@@ -255,6 +259,8 @@ static void exec_view(struct bt_comm *comm)
         .shm_all = comm->shm_all,
         .local_ranks = comm->local_ranks,
         .one_per_host = comm->one_per_host,
+        .host = comm->host,
+        .nhosts = comm->nhosts,
         .oversubscribed = comm->oversubscribed,
         .nchannels = comm->nchannels,
         .channels = comm->channels,
@@ -278,7 +284,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     struct init_info *all = calloc((size_t)comm->nranks, sizeof(*all)), agreed = {0};
     comm->peers = calloc((size_t)comm->nranks, sizeof(*comm->peers));
     comm->probed_ns = calloc((size_t)comm->nranks, sizeof(*comm->probed_ns));
-    if (!all || !comm->peers || !comm->probed_ns) {
+    comm->host = calloc((size_t)comm->nranks, sizeof(*comm->host));
+    if (!all || !comm->peers || !comm->probed_ns || !comm->host) {
         BT_WARN("out of memory for %d peers", comm->nranks);
         free(all);
         return BT_ERR_SYSTEM;
@@ -292,7 +299,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     transport_view(comm);
     BT_CHECK(net_link_agree(comm));
     geometry(comm, &agreed);
-    if (bt_graph_channels_init(comm->channels, comm->nchannels, comm->nranks, comm->rank) != 0) {
+    if (bt_graph_channels_init(comm->channels, comm->nchannels, comm->nranks, comm->rank,
+                               comm->host) != 0) {
         BT_WARN("out of memory building %d channels", comm->nchannels);
         return BT_ERR_SYSTEM;
     }

@@ -76,7 +76,9 @@ struct bt_exec_comm {
     int shm_all;                     /* every peer through shared memory (no NET) */
     int local_ranks;                 /* ranks on this host */
     int one_per_host;                /* every rank on a host of its own (the same everywhere) */
-    int oversubscribed;              /* more local ranks than CPUs: waits yield at once */
+    const int *host;                 /* [nranks]: each rank's host, numbered by first appearance */
+    int nhosts;
+    int oversubscribed; /* more local ranks than CPUs: waits yield at once */
     int nchannels;
     struct bt_channel *channels;   /* rings and trees, their host connectors */
     struct bt_link_cap *link_caps; /* [nranks] send caps (INJECT_LINK_BW) or NULL */

@@ -57,11 +57,29 @@ struct bt_channel {
  */
 void bt_graph_btree(int nranks, int rank, int which, struct bt_tree *tree);
 
+/*
+ * The trees of a communicator whose ranks sit on hosts (host[r]: rank r's host, numbered
+ * 0, 1, ... by first appearance; NULL: unknown). On one host, or with one rank per host, the
+ * double binary tree above over the ranks. Otherwise the double binary tree over the hosts,
+ * each host a chain of its ranks (tree 0 in rank order, tree 1 reversed): the chain's first
+ * rank hangs from its parent host and takes the first child host, the second rank the second
+ * (a host of one rank takes both), so every rank keeps at most two children and a tree
+ * crosses between hosts only on the host tree's edges. Depth: 2 ceil(log2 hosts) + the
+ * longest chain, about.
+ *
+ *   4 hosts x 2 ranks, tree 0:   host 0 (0 1)
+ *                                  0 -> 1, host 2's 4      (host tree: 0 -> 2 -> 1, 3)
+ *                                  4 -> 5, host 1's 2;  5 -> host 3's 6
+ *                                  2 -> 3;  6 -> 7
+ */
+void bt_graph_tree(int nranks, int rank, const int *host, int which, struct bt_tree *tree);
+
 /* `rank`'s place in a ring whose order[] is filled: index, next and prev. */
 void bt_ring_place(struct bt_ring *r, int nranks, int rank);
 
-/* Fill rings and trees of `nch` channels for `rank` of `nranks`. ring orders allocated. */
-int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank);
+/* Fill rings and trees (bt_graph_tree: channels take the two trees in turn) of `nch` channels
+ * for `rank` of `nranks` on hosts `host` (may be NULL). ring orders allocated. */
+int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank, const int *host);
 /* Give the channels' rings a planned order: channel c follows bt_ring_channel_order(best,
  * nranks, c) and, where `bw` (nranks x nranks, directed) says the ring's links differ,
  * splits AllReduce blocks in proportion (split = 0: equal blocks). Only before the rings'

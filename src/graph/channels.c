@@ -82,6 +82,70 @@ void bt_graph_btree(int nranks, int rank, int which, struct bt_tree *tree)
         tree->down[tree->ndown++] = d1;
 }
 
+/* Ranks of host h and the rank at place i of its chain for tree `which` (tree 0: rank order;
+ * tree 1: the reverse, so the two trees' traffic between hosts leaves from different ranks).
+ * O(nranks) scans: a rank asks for a handful at init. */
+static int host_size(int nranks, const int *host, int h)
+{
+    int g = 0;
+    for (int r = 0; r < nranks; r++)
+        g += host[r] == h;
+    return g;
+}
+
+static int chain_rank(int nranks, const int *host, int h, int which, int i)
+{
+    int g = host_size(nranks, host, h), j = which ? g - 1 - i : i;
+    for (int r = 0; r < nranks; r++)
+        if (host[r] == h && j-- == 0)
+            return r;
+    return -1;
+}
+
+/* Where host h's k-th child host hangs in h's chain: the first two places (one each), or the
+ * only one. Keeps every rank to BT_TREE_ARITY children: the chain's next and one host. */
+static int attach_place(int g, int k)
+{
+    return k < g - 1 ? k : g - 1;
+}
+
+void bt_graph_tree(int nranks, int rank, const int *host, int which, struct bt_tree *tree)
+{
+    int nhosts = 0;
+    for (int r = 0; host && r < nranks; r++)
+        nhosts = host[r] + 1 > nhosts ? host[r] + 1 : nhosts;
+    if (nhosts <= 1 || nhosts == nranks) { /* one host, or one rank per host */
+        bt_graph_btree(nranks, rank, which, tree);
+        return;
+    }
+    int h = host[rank], g = host_size(nranks, host, h), place = 0;
+    for (int r = 0; r < rank; r++)
+        place += host[r] == h;
+    if (which)
+        place = g - 1 - place;
+    struct bt_tree hosts, parent;
+    bt_graph_btree(nhosts, h, which, &hosts);
+    tree->ndown = 0;
+    tree->down[0] = tree->down[1] = -1;
+    if (place > 0) {
+        tree->up = chain_rank(nranks, host, h, which, place - 1);
+    } else if (hosts.up < 0) {
+        tree->up = -1;
+    } else { /* the head: under the place of the parent host's chain it hangs from */
+        bt_graph_btree(nhosts, hosts.up, which, &parent);
+        int k = 0;
+        while (k < parent.ndown && parent.down[k] != h)
+            k++;
+        int pg = host_size(nranks, host, hosts.up);
+        tree->up = chain_rank(nranks, host, hosts.up, which, attach_place(pg, k));
+    }
+    if (place + 1 < g)
+        tree->down[tree->ndown++] = chain_rank(nranks, host, h, which, place + 1);
+    for (int k = 0; k < hosts.ndown; k++)
+        if (attach_place(g, k) == place)
+            tree->down[tree->ndown++] = chain_rank(nranks, host, hosts.down[k], which, 0);
+}
+
 void bt_ring_place(struct bt_ring *r, int nranks, int rank)
 {
     for (int i = 0; i < nranks; i++)
@@ -91,7 +155,7 @@ void bt_ring_place(struct bt_ring *r, int nranks, int rank)
     r->prev = r->order[(r->index - 1 + nranks) % nranks];
 }
 
-int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank)
+int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank, const int *host)
 {
     for (int c = 0; c < nch; c++) {
         struct bt_channel *x = &ch[c];
@@ -104,7 +168,7 @@ int bt_graph_channels_init(struct bt_channel *ch, int nch, int nranks, int rank)
         for (int i = 0; i < nranks; i++)
             x->ring.order[i] = i;
         bt_ring_place(&x->ring, nranks, rank);
-        bt_graph_btree(nranks, rank, c % 2, &x->tree);
+        bt_graph_tree(nranks, rank, host, c % 2, &x->tree);
     }
     return 0;
 }

@@ -36,6 +36,10 @@ static const char *kind_name(enum bt_link_kind k)
         return "gpu-ring";
     case BT_LINK_GPU_P2P:
         return "gpu-p2p";
+    case BT_LINK_GPU_TREE_UP:
+        return "gpu-tree-up";
+    case BT_LINK_GPU_TREE_DOWN:
+        return "gpu-tree-down";
     default:
         return "p2p";
     }

@@ -22,6 +22,8 @@ enum bt_link_kind {
      * host executor's, whose step counters they do not share */
     BT_LINK_GPU_RING = 6,
     BT_LINK_GPU_P2P = 7,
+    BT_LINK_GPU_TREE_UP = 8,
+    BT_LINK_GPU_TREE_DOWN = 9,
     BT_NUM_LINK_KINDS
 };
 #define BT_LINK_CHANNELS 64 /* channels a link kind may have */

@@ -85,8 +85,10 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
  * hop for LL, 3 for Simple, from the 1-hop AllGather's and Broadcast's 8-byte times against
  * AllReduce's; to be fitted on 4 and 8 GPUs. Crossovers for 2 ranks: one-shot
  * LL to about 550 KB, LL128 to about 4.1 MB (NVLink only), else one-shot LL to about 1.5 MB
- * and the LL ring to 2-4 MB. Through the network: the Simple ring only (figures from 64 MB over
- * loopback sockets with 8 channels). Where not every GPU pair is NVLink (PCIe peers, or the
+ * and the LL ring to 2-4 MB. Through the network: Simple only, the ring (figures from 64 MB over
+ * loopback sockets with 8 channels), PAT and, with ranks on several hosts, the tree, whose
+ * figures are the ring's: the tree wins below about 0.28 MB x n (n - 1 - log2 n) for n ranks
+ * (1.1 MB at 4, 9 MB at 8). Where not every GPU pair is NVLink (PCIe peers, or the
  * connectors in host memory: never measured) AllReduce keeps LL within 512 KB, as before the
  * model. Other collectives' rings: LL up to 512 KB (measured on
  * AllGather, whose LL rings were slower at 128-512 KB than the AllReduce fit says), a channel
@@ -118,6 +120,9 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
     .net.c =
         {
             [R][SI] = {10.0f, 20.0f, 14.0f},
+            /* a prediction: the ring's links, 2 ceil(log2 n) hops moving 2x the bytes (trees
+             * over hosts, exec/cuda/host_conns.c; to be fitted on a real network) */
+            [T][SI] = {10.0f, 20.0f, 14.0f},
             /* a prediction: the ring's hop, one channel's bandwidth (PAT runs on the one
              * send/recv connector pair a GPU has with each peer over the network; a ring
              * channel there moved 2.4-4.3 GB/s) */

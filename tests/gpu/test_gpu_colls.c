@@ -16,7 +16,8 @@
  * every GPU (ncclCommInitAll, collectives inside ncclGroupStart/End), that one also with every
  * buffer in a symmetric window (BATON_TEST_WINDOWS=1 with BATON_TEST_SAME_GPU=1). Needs N GPUs,
  * or one with BATON_TEST_SAME_GPU=1 (the one-process mode with all N ranks on GPU 0) or with
- * BATON_TEST_MPS=1 (the N processes on GPU 0, under CUDA MPS).
+ * BATON_TEST_MPS=1 (the N processes on GPU 0, under CUDA MPS). BATON_TEST_EXPECT=tree (or pat):
+ * some collectives must have run on that algorithm (a run that forces it proves it ran).
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "baton.h"
 #include "coll/dtype.h"
 #include "harness.h"
 #include "nccl.h"
@@ -479,6 +481,23 @@ static void streams_case(int rank, ncclComm_t comm, size_t *wrong)
     free(h);
 }
 
+/* BATON_TEST_EXPECT=tree or pat: the collectives that algorithm must have run some of
+ * (batonCommGetStats), so that a run forcing it proves it ran; says how many either way. */
+static void expect_algo(int rank, ncclComm_t comm)
+{
+    batonCommStats_t st;
+    BT_TEST_OK(batonCommGetStats(comm, &st, sizeof(st)));
+    const char *want = getenv("BATON_TEST_EXPECT");
+    printf("rank %d: %llu collectives: ring %llu, tree %llu, pat %llu, one-shot %llu\n", rank,
+           st.colls, st.ring, st.tree, st.pat, st.oneshot);
+    if (want && strcmp(want, "tree") == 0)
+        BT_TEST_CHECK(st.tree > 0, "rank %d: no collective ran on a tree", rank);
+    else if (want && strcmp(want, "pat") == 0)
+        BT_TEST_CHECK(st.pat > 0, "rank %d: no collective ran by PAT", rank);
+    else if (want)
+        BT_TEST_CHECK(0, "BATON_TEST_EXPECT=%s: tree or pat", want);
+}
+
 static int rank_main(int rank, int nranks, void *arg)
 {
     const ncclUniqueId *id = arg;
@@ -507,6 +526,7 @@ static int rank_main(int rank, int nranks, void *arg)
     ncclResult_t async;
     BT_TEST_OK(ncclCommGetAsyncError(comm, &async));
     BT_TEST_CHECK(async == ncclSuccess, "async error %d", (int)async);
+    expect_algo(rank, comm);
     BT_TEST_OK(ncclCommDestroy(comm));
     CU(cudaFree(b.base));
     CU(cudaStreamDestroy(b.stream));
@@ -580,6 +600,7 @@ static void single_process(int one_gpu, int windows)
         }
     }
     for (int g = 0; g < NR; g++) {
+        expect_algo(g, comms[g]);
         BT_TEST_OK(ncclCommWindowDeregister(comms[g], win[g]));
         BT_TEST_OK(ncclCommDestroy(comms[g]));
         CU(cudaSetDevice(one_gpu ? 0 : g));

@@ -14,6 +14,7 @@
  * collective works as the planner makes them for both executors (one work standing for every
  * channel, each channel's own made from it by bt_work_channel, as the GPU kernel does; on host
  * channels split by link speed each channel gets its own blocks);
+ * trees over hosts too (n >= 3: hosts of 2 ranks, and 2 hosts of alternate ranks);
  * 1..3 channels; counts 1, n-1, 7 and a few loops plus an odd remainder; a chunk of a whole
  * slot and of 3 elements; out of place and in place. The connectors of one (n, channels)
  * world live through all its cases, so steps run on across collectives and protocols as
@@ -184,6 +185,7 @@ struct link {
 struct world {
     int n, nch;
     int planned, nsplit; /* rings planned; channels with unequal blocks */
+    const int *host;     /* ranks' hosts (trees over hosts, graph/channel.h) or NULL */
     struct bt_channel ch[MAXR][MAXCH];
     struct bt_lane down[MAXR][MAXCH]; /* tree down halves (comm->tree_down_lanes) */
     struct bt_conn p2p_send[MAXR][MAXR], p2p_recv[MAXR][MAXR];
@@ -272,12 +274,14 @@ static void plan_channels(int n, int nch)
 
 static void world_init(int n, int nch, int planned)
 {
+    const int *host = W.host;
     memset(&W, 0, sizeof(W));
+    W.host = host;
     W.n = n;
     W.nch = nch;
     W.planned = planned;
     for (int r = 0; r < n; r++)
-        BT_TEST_OK(bt_graph_channels_init(W.ch[r], nch, n, r));
+        BT_TEST_OK(bt_graph_channels_init(W.ch[r], nch, n, r, W.host));
     if (planned)
         plan_channels(n, nch);
     for (int r = 0; r < n; r++) {
@@ -806,6 +810,33 @@ static void run_world(int n, int nch, int planned)
     world_free();
 }
 
+/* Tree AllReduce over trees of hosts (chains inside each host): hosts of 2 ranks (the last
+ * of 1 for odd n) and 2 hosts holding alternate ranks. */
+static void run_tree_hosts(int n)
+{
+    static int host[MAXR];
+    for (int layout = 0; layout < 2; layout++) {
+        for (int r = 0; r < n; r++)
+            host[r] = layout == 0 ? r / 2 : r % 2;
+        W.host = host;
+        world_init(n, 2, 0);
+        for (int proto = 0; proto < BT_NUM_HOST_PROTOS; proto++)
+            for (int fl = 0; fl < NFLAVORS; fl++)
+                for (int small = 0; small < 2; small++) {
+                    struct op o;
+                    memset(&o, 0, sizeof(o));
+                    o.proto = proto;
+                    o.fl = fl;
+                    o.chunk = small ? 3 : full_chunk(proto, fl);
+                    o.coll = BT_COLL_ALLREDUCE;
+                    o.algo = BT_ALGO_TREE;
+                    run_counts(&o);
+                }
+        world_free();
+        W.host = NULL;
+    }
+}
+
 int main(void)
 {
     struct bt_test_leaks leaks;
@@ -819,6 +850,7 @@ int main(void)
         if (n >= 3) { /* rings planned over unequal links: other orders, unequal blocks */
             run_world(n, 2, 1);
             BT_TEST_CHECK(W.nsplit > 0, "n=%d: no planned ring got unequal blocks", n);
+            run_tree_hosts(n);
         }
         printf("n=%d done (%ld cases so far, %.2f s)\n", n, ncases,
                (double)(bt_time_ns() - t0) / 1e9);

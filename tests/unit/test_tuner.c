@@ -30,6 +30,7 @@ static int shared_gpu; /* every rank on one GPU (TEST_SAME_GPU) */
 static int gpu_max_channels = 64, gpu_direct_channels = 32;
 static float net_gbps, net_latency_us; /* the network's reported figures (0: none) */
 static int one_per_host;               /* every rank on a host of its own */
+static int gpu_trees; /* GPU connectors through the network with trees over hosts */
 static int no_direct; /* ranks on several hosts, more than 2: no one-shot (host executor) */
 
 struct want {
@@ -55,7 +56,7 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .direct_ll128_payload = gpu && !no_nvlink ? 60 * KB : 0,
         .direct_ok = !no_direct,
         .direct_max_channels = gpu ? gpu_direct_channels : 1,
-        .tree_ok = !gpu,
+        .tree_ok = !gpu || gpu_trees,
         .pat_ok = 1,
         .one_per_host = one_per_host,
         .shm_all = shm_all,
@@ -475,6 +476,46 @@ static void pat_picks(void)
     printf("PAT picks: ok (1024 hosts, 4 KB AllGather: PAT %.0f us, ring %.0f us)\n", p, r);
 }
 
+/* GPUs across hosts (connectors through the network, trees over hosts: exec/cuda/
+ * host_conns.c): the tree AllReduce below the crossover the model gives, about 0.28 MB x n
+ * (n - 1 - log2 n) (tune/tuner.c), the ring above it; the ring at 2 ranks (as many hops, half
+ * the bytes), without trees, and under ALGO=Ring. */
+static void gpu_tree_picks(void)
+{
+    struct bt_tune_settings s = env_defaults(), ring = env_defaults();
+    ring.tree_ok = 0;
+    const struct bt_tune_defaults *g = &bt_tune_gpu_defaults;
+    const int AR = BT_COLL_ALLREDUCE;
+    gpu_direct_channels = 1;
+    gpu_max_channels = 8;
+    gpu_trees = 1;
+    static const struct {
+        int n;
+        size_t bytes;
+        int algo;
+    } m[] = {
+        {2, 8, RING},         {2, 1 * MB, RING},    {4, 8, TREE},
+        {4, 512 * KB, TREE},  {4, 2 * MB, RING},    {8, 8, TREE},
+        {8, 4 * MB, TREE},    {8, 16 * MB, RING},   {16, 32 * MB, TREE},
+        {16, 128 * MB, RING}, {64, 256 * MB, TREE}, {64, (size_t)2048 * MB, RING},
+    };
+    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+        char what[80];
+        snprintf(what, sizeof(what), "GPUs across hosts AR %dr %zu B", m[i].n, m[i].bytes);
+        struct bt_tune_out o = tune(&s, g, AR, m[i].n, m[i].bytes, 1, 0);
+        BT_TEST_CHECK(o.algo == m[i].algo && o.proto == SIMPLE, "%s: algo %d proto %d, expected %d",
+                      what, o.algo, o.proto, m[i].algo);
+    }
+    expect("GPUs across hosts AR 8r 1 MB ALGO=Ring", tune(&ring, g, AR, 8, 1 * MB, 1, 0),
+           (struct want){RING, SIMPLE, 1});
+    gpu_trees = 0;
+    expect("GPUs across hosts AR 8r 1 MB, no trees", tune(&s, g, AR, 8, 1 * MB, 1, 0),
+           (struct want){RING, SIMPLE, 1});
+    gpu_direct_channels = 32;
+    gpu_max_channels = 64;
+    printf("GPU tree picks: ok\n");
+}
+
 /* The model across hosts (bt_tune_hosts_us): hops and bytes as cost.h states them. */
 static void hosts_model(void)
 {
@@ -553,6 +594,7 @@ int main(void)
     overrides();
     ll128();
     pat_picks();
+    gpu_tree_picks();
     hosts_model();
     printf("test_tuner: ok\n");
     return 0;

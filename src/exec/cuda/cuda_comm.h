@@ -74,7 +74,9 @@ struct bt_cuda_comm {
 
     /* net: the host connectors (their FIFOs registered with CUDA) and the proxy ops posted
      * for kernels in flight, reaped at later launches */
-    struct bt_channel *hchan; /* [nch]: the comm's rings, connectors of link BT_LINK_GPU_RING */
+    struct bt_channel *hchan; /* [nch]: the comm's rings, connectors of link BT_LINK_GPU_RING,
+                                 and with `trees` its trees over hosts (BT_LINK_GPU_TREE_*) */
+    int trees;                /* the channels' trees are connected: tree AllReduce runs */
     struct bt_conn *hp2p;     /* [2 * nranks]: BT_LINK_GPU_P2P, indexed like dp2p (np2p = 1) */
     struct bt_conn **hpeer;   /* [2 * nranks]: dpeer_send / dpeer_recv's host twins (hp2p) */
     struct bt_cuda_netop {

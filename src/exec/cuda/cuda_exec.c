@@ -160,14 +160,22 @@ static bt_status_t cuda_copy(void *state, void *dst, const void *src, size_t byt
     return bt_device_copy_async(dst, src, bytes, stream);
 }
 
-/* One collective: the planned work, one block per channel it stands for. */
+/* One collective: the planned work, one block per channel it stands for; a tree's down half
+ * as a second work on as many blocks after them, running beside the up half (coll/tree.h;
+ * empty on the channels whose tree has this rank at its root). */
 static bt_status_t cuda_coll(void *state, const struct bt_op *op, struct bt_exec_placed *placed)
 {
     struct cuda_state *cs = state;
     BT_CHECK(use(cs, 0));
     bt_cuda_kargs_init(&ls.one, cs->cc);
     struct bt_tune_out t;
-    bt_plan_coll(&cs->tg, op, &t, bt_cuda_kargs_add(&ls.one, 0));
+    struct bt_work *w = bt_cuda_kargs_add(&ls.one, 0);
+    bt_plan_coll(&cs->tg, op, &t, w);
+    if (t.algo == BT_ALGO_TREE) {
+        struct bt_work *down = bt_cuda_kargs_add(&ls.one, w->nchans > 1 ? (int)w->nchans : 1);
+        *down = *w;
+        down->algo = BT_ALGO_TREE_DOWN;
+    }
     placed->algo = t.algo;
     placed->split = 0; /* a GPU's rings keep equal blocks */
     return bt_cuda_kargs_launch(cs->cc, &ls.one, op->stream);

@@ -3,9 +3,11 @@
  * shared memory are both disabled), the kernels run the same Simple steps over FIFOs in
  * host memory that the host transports own, and the CPU proxy moves them:
  *
- *   setup   connect the comm's rings (link BT_LINK_GPU_RING, channel c) and a send/recv
- *           pair per peer (BT_LINK_GPU_P2P) with the host's connection machinery; register
- *           each FIFO with cudaHostRegister; the kernels get device views of them
+ *   setup   connect the comm's rings (link BT_LINK_GPU_RING, channel c), a send/recv pair
+ *           per peer (BT_LINK_GPU_P2P) and, where ranks sit on several hosts, each channel's
+ *           tree (graph/channel.h: chains inside hosts, binary trees between them; links
+ *           BT_LINK_GPU_TREE_*) with the host's connection machinery; register each FIFO
+ *           with cudaHostRegister; the kernels get device views of them
  *   launch  per work, count the steps of each NET connector (bt_work_conn_steps, as the host
  *           launch does) and post them to the proxy: it isends a slot
  *           once the kernel's tail passes it and returns credit in head; it irecvs into a
@@ -109,6 +111,29 @@ static void gdr_admitted(const struct bt_transport_ctx *ctx, int *near, int *far
     *far = level >= BT_PATH_SYS;
 }
 
+/* The connectors of channel h's tree, each with its link kind: the parent's pair, then each
+ * child's. Returns how many (<= 2 + 2 * BT_TREE_ARITY). */
+struct tree_conn {
+    struct bt_conn *conn;
+    int peer, is_send;
+    enum bt_link_kind kind;
+};
+static int tree_conns(struct bt_channel *h, struct tree_conn *t)
+{
+    int n = 0;
+    if (h->tree.up >= 0) {
+        t[n++] = (struct tree_conn){&h->tree_up_send, h->tree.up, 1, BT_LINK_GPU_TREE_UP};
+        t[n++] = (struct tree_conn){&h->tree_up_recv, h->tree.up, 0, BT_LINK_GPU_TREE_DOWN};
+    }
+    for (int k = 0; k < h->tree.ndown; k++) {
+        int d = h->tree.down[k];
+        t[n++] = (struct tree_conn){&h->tree_down_recv[k], d, 0, BT_LINK_GPU_TREE_UP};
+        t[n++] = (struct tree_conn){&h->tree_down_send[k], d, 1, BT_LINK_GPU_TREE_DOWN};
+    }
+    return n;
+}
+#define MAX_TREE_CONNS (2 + 2 * BT_TREE_ARITY)
+
 bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc,
                                      struct bt_channel *ch, int *order, struct bt_conn *p2p)
 {
@@ -121,7 +146,11 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
     cc->hchan = calloc((size_t)cc->nch, sizeof(*cc->hchan));
     cc->hp2p = calloc(2 * (size_t)n, sizeof(*cc->hp2p));
     cc->hpeer = calloc(2 * (size_t)n, sizeof(*cc->hpeer));
-    struct bt_conn_req *reqs = calloc(2 * (size_t)(cc->nch + n), sizeof(*reqs));
+    /* Trees where they can beat the ring: ranks on more than one host (on one host the
+     * kernels meet in shared memory, where the ring and one-shot serve), ALGO allowing. */
+    cc->trees = ec->host && ec->nhosts > 1 && ec->tune->tree_ok;
+    struct bt_conn_req *reqs =
+        calloc((size_t)(2 + MAX_TREE_CONNS) * (size_t)cc->nch + 2 * (size_t)n, sizeof(*reqs));
     if (!cc->hchan || !cc->hp2p || !cc->hpeer || !reqs) {
         free(reqs);
         BT_WARN("out of memory setting up GPU connectors over the network");
@@ -143,6 +172,13 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
         h->ring = ec->channels[c % ec->nchannels].ring; /* the order stays the comm's */
         REQ(&h->ring_send, h->ring.next, 1, BT_LINK_GPU_RING, c);
         REQ(&h->ring_recv, h->ring.prev, 0, BT_LINK_GPU_RING, c);
+        h->tree = (struct bt_tree){.up = -1, .down = {-1, -1}};
+        if (!cc->trees)
+            continue;
+        bt_graph_tree(n, me, ec->host, c % 2, &h->tree); /* channels take the trees in turn */
+        struct tree_conn t[MAX_TREE_CONNS];
+        for (int k = 0, nt = tree_conns(h, t); k < nt; k++)
+            REQ(t[k].conn, t[k].peer, t[k].is_send, t[k].kind, c);
     }
     for (int r = 0; r < n; r++) {
         if (r == me)
@@ -167,6 +203,15 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
         BT_CHECK(dview(&h->ring_send, &ch[c].ring_send, c));
         BT_CHECK(dview(&h->ring_recv, &ch[c].ring_recv, c));
         cc->dev_bytes += gpu_slot_bytes(&h->ring_send) + gpu_slot_bytes(&h->ring_recv);
+        ch[c].tree = h->tree;
+        struct tree_conn t[MAX_TREE_CONNS];
+        for (int k = 0, nt = tree_conns(&cc->hchan[c], t); k < nt; k++) {
+            /* the device connector at the host one's place in the channel */
+            struct bt_conn *d =
+                (struct bt_conn *)((char *)&ch[c] + ((char *)t[k].conn - (char *)&cc->hchan[c]));
+            BT_CHECK(dview(t[k].conn, d, c));
+            cc->dev_bytes += gpu_slot_bytes(t[k].conn);
+        }
     }
     for (int r = 0; r < n; r++) {
         for (int d = 0; d < 2 && r != me; d++) {
@@ -176,22 +221,21 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
             cc->hpeer[(size_t)d * n + r] = &cc->hp2p[i]; /* laid out as fifos.c's upload */
         }
     }
-    BT_INFO(BT_LOG_INIT, "GPU %d: %d channel(s) through host connectors (%s), %u-byte slots",
+    BT_INFO(BT_LOG_INIT, "GPU %d: %d channel(s) through host connectors (%s), %u-byte slots%s",
             cc->dev, cc->nch, bt_conn_via(&cc->hchan[0].ring_send),
-            cc->hchan[0].ring_send.sizes.slot_bytes[BT_PROTO_SIMPLE]);
+            cc->hchan[0].ring_send.sizes.slot_bytes[BT_PROTO_SIMPLE],
+            cc->trees ? ", trees over hosts" : "");
     return BT_OK;
 }
 
-/* The host connector a device connector pointer of a work stands for. */
+/* The host connector a device connector pointer of a work stands for: the same place in the
+ * host's channels (a ring's or tree's) or send/recv connectors. */
 static struct bt_conn *host_of(struct bt_cuda_comm *cc, const struct bt_conn *d)
 {
     uintptr_t p = (uintptr_t)d;
     uintptr_t c0 = (uintptr_t)cc->dchan, c1 = (uintptr_t)(cc->dchan + cc->nch);
-    if (p >= c0 && p < c1) {
-        size_t c = (p - c0) / sizeof(struct bt_channel);
-        const struct bt_channel *dc = &cc->dchan[c];
-        return d == &dc->ring_send ? &cc->hchan[c].ring_send : &cc->hchan[c].ring_recv;
-    }
+    if (p >= c0 && p < c1)
+        return (struct bt_conn *)((char *)cc->hchan + (p - c0));
     return &cc->hp2p[d - cc->dp2p];
 }
 
@@ -311,6 +355,9 @@ void bt_cuda_hostconn_free(struct bt_cuda_comm *cc)
     for (int c = 0; cc->hchan && c < cc->nch; c++) {
         hconn_free(&cc->hchan[c].ring_send);
         hconn_free(&cc->hchan[c].ring_recv);
+        struct tree_conn t[MAX_TREE_CONNS];
+        for (int k = 0, nt = tree_conns(&cc->hchan[c], t); k < nt; k++)
+            hconn_free(t[k].conn);
     }
     for (int i = 0; cc->hp2p && i < 2 * cc->nranks; i++)
         hconn_free(&cc->hp2p[i]);

@@ -29,6 +29,7 @@ void bt_cuda_target(const struct bt_cuda_comm *cc, const struct bt_tune_settings
         .direct_ll128_payload = bt_cuda_p2p_ll128_slot(cc) / BT_LL128_LINE * BT_LL128_PAYLOAD,
         .direct_slot = cc->slot,
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
+        .tree_ok = cc->trees,  /* through the network, ranks on several hosts (host_conns.c) */
         /* PAT over the send/recv connectors; its ReduceScatter's partial sums in the
          * one-shot's scratch (one_per_host: cuda_exec.c, from the communicator) */
         .pat_ok = cc->nranks > 1,

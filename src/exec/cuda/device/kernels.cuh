@@ -105,6 +105,8 @@ template <typename T, typename A> static __device__ BT_KERNEL_BODY void kernel_b
         if (!block_work(args, wj, &ws, &wi))
             continue;
         const struct bt_work *w = &ws;
+        if (w->algo == BT_ALGO_TREE_DOWN && w->chan->tree.up < 0)
+            continue; /* this rank is the channel's root: its steps are all empty */
         /* LL and LL128 lines carry their own flags: credit and head only */
         const bool lines = w->proto != BT_PROTO_SIMPLE;
         set_current(w);
