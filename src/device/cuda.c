@@ -318,6 +318,48 @@ bt_status_t bt_device_host_func(void *stream, void (*fn)(void *), void *arg)
     return cuda_status(cudaLaunchHostFunc((cudaStream_t)stream, fn, arg), "cudaLaunchHostFunc");
 }
 
+/* ---- dma-buf (GPUDirect RDMA) ---------------------------------------------------------- */
+
+static CUresult (*range_handle)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
+                                unsigned long long);
+static CUresult (*dev_attr)(int *, CUdevice_attribute, CUdevice);
+static pthread_once_t dmabuf_once = PTHREAD_ONCE_INIT;
+
+static void dmabuf_resolve(void)
+{
+    range_handle = (CUresult(*)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
+                                unsigned long long))driver_fn("cuMemGetHandleForAddressRange");
+    dev_attr = (CUresult(*)(int *, CUdevice_attribute, CUdevice))driver_fn("cuDeviceGetAttribute");
+}
+
+int bt_device_dmabuf_supported(void)
+{
+    pthread_once(&dmabuf_once, dmabuf_resolve);
+    int dev = bt_device_get(), ok = 0;
+    if (!range_handle || !dev_attr || dev < 0 ||
+        dev_attr(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, (CUdevice)dev) != CUDA_SUCCESS)
+        return 0;
+    return ok != 0;
+}
+
+bt_status_t bt_device_dmabuf_fd(void *p, size_t bytes, int *fd)
+{
+    pthread_once(&dmabuf_once, dmabuf_resolve);
+    *fd = -1;
+    if (!range_handle)
+        return BT_ERR_CUDA;
+    int h = -1;
+    CUresult r =
+        range_handle(&h, (CUdeviceptr)(uintptr_t)p, bytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (r != CUDA_SUCCESS || h < 0) {
+        BT_WARN("cuMemGetHandleForAddressRange (dma-buf) of %zu bytes at %p failed: CUresult %d",
+                bytes, p, (int)r);
+        return BT_ERR_CUDA;
+    }
+    *fd = h;
+    return BT_OK;
+}
+
 /* cuStreamWaitValue32 from the driver (the library links no libcuda), resolved once. */
 static CUresult (*wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 static pthread_once_t wait_once = PTHREAD_ONCE_INIT;

@@ -91,6 +91,13 @@ bt_status_t bt_device_stream_wait_check(void);
  * kernel polling the word never sees torn, as it might a copy's). */
 bt_status_t bt_device_write_u64(void *stream, void *dev_addr, uint64_t value);
 
+/* GPUDirect RDMA by dma-buf: 1 when the current device exports its memory as dma-buf
+ * (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, and the driver has cuMemGetHandleForAddressRange). */
+int bt_device_dmabuf_supported(void);
+/* A dma-buf file descriptor for device memory [p, p + bytes), p and bytes multiples of the
+ * host's page size (cuMemGetHandleForAddressRange); the caller closes *fd. */
+bt_status_t bt_device_dmabuf_fd(void *p, size_t bytes, int *fd);
+
 /* This thread's CUDA calls allowed while another thread captures a graph in global mode
  * (cudaThreadExchangeStreamCaptureMode relaxed): for the library's own threads. */
 void bt_device_thread_capture_relaxed(void);

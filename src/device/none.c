@@ -43,6 +43,19 @@ int bt_device_ptr_is_device(const void *p)
     return 0;
 }
 
+int bt_device_dmabuf_supported(void)
+{
+    return 0;
+}
+
+bt_status_t bt_device_dmabuf_fd(void *p, size_t bytes, int *fd)
+{
+    (void)p;
+    (void)bytes;
+    *fd = -1;
+    return BT_ERR_INTERNAL;
+}
+
 bt_status_t bt_device_mem_alloc(void **ptr_p, size_t bytes)
 {
     (void)ptr_p;

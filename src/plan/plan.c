@@ -121,6 +121,8 @@ static struct bt_tune_in tune_in(const struct bt_plan_target *tg, const struct b
         .direct_ok = tg->direct_ok,
         .direct_max_channels = tg->direct_max_channels,
         .tree_ok = tg->tree_ok,
+        .tree_max_channels = tg->tree_max_channels,
+        .nhosts = tg->nhosts,
         .pat_ok = tg->pat_ok,
         .one_per_host = tg->one_per_host,
         .shm_all = tg->shm_all,

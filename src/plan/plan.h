@@ -55,6 +55,7 @@ struct bt_plan_target {
                                        0: BT_PAT_SCRATCH_MAX, allocated after planning */
     size_t direct_slot;             /* bytes a one-shot Simple step carries */
     int direct_ok, direct_max_channels, tree_ok, shm_all;
+    int tree_max_channels, nhosts;           /* bt_tune_in's */
     int pat_ok, one_per_host;                /* bt_tune_in's */
     int shared_gpu;                          /* ranks share a GPU (bt_tune_in's) */
     float net_gbps, net_latency_us;          /* the network's reported figures (bt_tune_in's) */

@@ -24,8 +24,10 @@
  *
  * GPUDirect RDMA: a connector the GPU executor's kernels fill or drain, whose GPU's path to
  * the NIC it uses NET_GDR_LEVEL admits (GDR_ENABLE=1; conn->gpu_near / gpu_far: the executor
- * decides), keeps its Simple slots in GPU memory, registered as NCCL_PTR_CUDA, when the
- * device reports NCCL_PTR_CUDA (the sending side also needs NET_GDR_READ); its control block (head,
+ * decides), keeps its Simple slots in GPU memory when the device can register them: by
+ * dma-buf (regMrDmaBuf of a descriptor from the GPU) where it reports NCCL_PTR_DMABUF, the GPU
+ * exports dma-bufs and DMABUF_ENABLE allows, else as NCCL_PTR_CUDA where it reports that (the
+ * sending side also needs NET_GDR_READ); its control block (head,
  * tail, sizes) stays in host memory, which the proxy reads and writes. A receive into GPU memory is
  * flushed (iflush) before the kernel may read it (unless NET_FORCE_FLUSH=0 and the device does not
  * ask: forceFlush). Everything else keeps host memory.
@@ -38,6 +40,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "device/device.h"
 #include "net/net.h"
@@ -77,6 +80,7 @@ struct net_conn {
     char *gpu_data;   /* GPUDirect RDMA: the Simple slots in GPU memory (the FIFO is then the */
     size_t gpu_bytes; /* control block alone), registered as fifo_mh, of device gpu_dev */
     int gpu_dev;
+    int gpu_reg;     /* how they register: NCCL_PTR_DMABUF or NCCL_PTR_CUDA (gdr_reg_type) */
     int dev;         /* the backend's device (NIC) this connector uses */
     int flush;       /* the device asks for iflush after every receive (forceFlush) */
     uint64_t posted; /* next step to isend / irecv */
@@ -132,14 +136,26 @@ static int net_can_connect(const struct bt_transport_ctx *ctx, int peer)
 
 static int dev_is_nic(const ncclNetProperties_v11_t *p, const char *nic);
 
+/* How device `dev` registers GPU memory (GPUDirect RDMA, above): NCCL_PTR_DMABUF where it
+ * takes dma-bufs, DMABUF_ENABLE allows them and the current GPU exports them; else
+ * NCCL_PTR_CUDA where it takes GPU pointers; 0: neither. */
+static int gdr_reg_type(const struct bt_net *net, int dev)
+{
+    int ptr = net->props[dev].ptrSupport;
+    if ((ptr & NCCL_PTR_DMABUF) && net->v11->regMrDmaBuf && bt_param_dmabuf_enable() != 0 &&
+        bt_device_dmabuf_supported())
+        return NCCL_PTR_DMABUF;
+    return ptr & NCCL_PTR_CUDA ? NCCL_PTR_CUDA : 0;
+}
+
 /* Whether connector conn's Simple slots go in GPU memory (GPUDirect RDMA, above): the
  * executor admitted it for the NIC this connector uses (its GPU's nearest, or another: the
- * topology's path, or SYS) and the device can reach GPU memory. */
+ * topology's path, or SYS) and the device can register GPU memory. */
 static int gdr_wanted(const struct bt_transport_ctx *ctx, const struct bt_conn *conn,
                       const struct bt_net *net, int dev)
 {
     int near = ctx->nic[0] && dev_is_nic(&net->props[dev], ctx->nic);
-    if (!(near ? conn->gpu_near : conn->gpu_far) || !(net->props[dev].ptrSupport & NCCL_PTR_CUDA))
+    if (!(near ? conn->gpu_near : conn->gpu_far) || gdr_reg_type(net, dev) == 0)
         return 0;
     return !conn->is_send || bt_param_net_gdr_read() != 0;
 }
@@ -169,6 +185,7 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
     if (gdr) {
         nc->gpu_bytes = (size_t)sizes->slot_bytes[BT_PROTO_SIMPLE] * BT_NSTEPS;
         nc->gpu_dev = bt_device_get(); /* the comm's: registrations run on the proxy's thread */
+        nc->gpu_reg = gdr_reg_type(nc->net, nc->dev);
         void *d = NULL;
         bt_status_t st = bt_device_alloc_zeroed(&d, nc->gpu_bytes ? nc->gpu_bytes : 1);
         if (st != BT_OK) {
@@ -187,8 +204,9 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
         nc->flush = nc->flush || bt_param_net_force_flush() != 0; /* -1 (default): flush */
         BT_INFO(BT_LOG_NET | BT_LOG_INIT,
                 "%s: %s channel %d with rank %d: Simple slots in GPU memory (GPUDirect RDMA, "
-                "%zu bytes)%s",
+                "%zu bytes, %s)%s",
                 nc->via, conn->kind, conn->channel, conn->peer, nc->gpu_bytes,
+                nc->gpu_reg == NCCL_PTR_DMABUF ? "dma-buf" : "CUDA pointer",
                 !conn->is_send && nc->flush ? ", receives flushed" : "");
     }
     return BT_OK;
@@ -353,19 +371,41 @@ static bt_status_t net_listen_rpc(void *arg)
     return bt_net_status(nc->t->listen(nc->net->ctx, nc->dev, nc->handle, &nc->listen_comm));
 }
 
+/* GPU slots by dma-buf: a descriptor for the pages around them, which the device keeps what
+ * it needs of (NCCL's contract: the caller may close it once registered). */
+static ncclResult_t reg_dmabuf(struct net_conn *nc, void *comm)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t p = (uintptr_t)nc->gpu_data, base = p & ~(uintptr_t)(page - 1);
+    size_t span = (p + nc->gpu_bytes - base + page - 1) & ~(page - 1);
+    int fd = -1;
+    if (bt_device_dmabuf_fd((void *)base, span, &fd) != BT_OK)
+        return ncclSystemError;
+    ncclResult_t r = nc->t->regMrDmaBuf(comm, nc->gpu_data, nc->gpu_bytes, NCCL_PTR_DMABUF,
+                                        (uint64_t)(p - base), fd, &nc->fifo_mh);
+    close(fd);
+    return r;
+}
+
 /* The FIFO's slots are registered once, with the comm that moves them: the host FIFO, or
- * (GPUDirect RDMA) the Simple slots in GPU memory. */
+ * (GPUDirect RDMA) the Simple slots in GPU memory, by dma-buf or as a CUDA pointer
+ * (gdr_reg_type). */
 static bt_status_t fifo_register(struct net_conn *nc, void *comm)
 {
     void *data = nc->gpu_data ? (void *)nc->gpu_data : nc->fifo;
     size_t bytes = nc->gpu_data ? nc->gpu_bytes : nc->fifo_bytes;
-    int type = nc->gpu_data ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
+    int type = nc->gpu_data ? nc->gpu_reg : NCCL_PTR_HOST;
     if (nc->gpu_data && bt_device_set(nc->gpu_dev) != BT_OK) /* a backend asks which GPU */
         return BT_ERR_CUDA;
-    ncclResult_t r = nc->t->regMr(comm, data, bytes, type, &nc->fifo_mh);
+    ncclResult_t r = type == NCCL_PTR_DMABUF ? reg_dmabuf(nc, comm)
+                                             : nc->t->regMr(comm, data, bytes, type, &nc->fifo_mh);
     if (r != ncclSuccess) {
-        BT_WARN("%s: registering the %zu-byte FIFO (%s memory) with rank %d failed (error %d)",
-                nc->via, bytes, nc->gpu_data ? "GPU" : "host", nc->conn->peer, (int)r);
+        BT_WARN("%s: registering the %zu-byte FIFO (%s) with rank %d failed (error %d)", nc->via,
+                bytes,
+                type == NCCL_PTR_DMABUF ? "GPU memory, dma-buf"
+                : nc->gpu_data          ? "GPU memory"
+                                        : "host memory",
+                nc->conn->peer, (int)r);
         return bt_net_status(r);
     }
     return BT_OK;

@@ -18,8 +18,17 @@ static double path_us(const struct bt_tune_cost *c, int nranks, double hops, dou
     return c->base_us + hops * c->hop_us + moved / (c->gbps * 1e3);
 }
 
+/* Hops of a tree AllReduce's two halves (cost.h) */
+static double tree_hops(int nranks, int nhosts)
+{
+    if (nhosts <= 1 || nhosts >= nranks)
+        return 2.0 * ceil_log2(nranks);
+    int per = (nranks + nhosts - 1) / nhosts;
+    return 2.0 * (ceil_log2(nhosts) + per - 1);
+}
+
 double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, int nranks,
-                            size_t bytes)
+                            int nhosts, size_t bytes)
 {
     double s = (double)bytes, n = nranks, hops, moved;
     switch (algo) {
@@ -28,7 +37,7 @@ double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, 
         moved = 2 * (n - 1) / n * s;
         break;
     case BT_ALGO_TREE:
-        hops = 2 * ceil_log2(nranks);
+        hops = tree_hops(nranks, nhosts);
         moved = 2 * s;
         break;
     case BT_ALGO_TWOSHOT:

@@ -46,10 +46,13 @@ struct bt_tune_costs {
 void bt_tune_costs_bound(const struct bt_tune_costs *in, float gbps, float latency_us,
                          struct bt_tune_costs *out);
 
-/* Microseconds one AllReduce of `bytes` over `nranks` ranks takes by `algo` and `proto`
- * according to `t`; a very large number where that pair has no figures. */
+/* Microseconds one AllReduce of `bytes` over `nranks` ranks on `nhosts` hosts (0: one) takes
+ * by `algo` and `proto` according to `t`; a very large number where that pair has no figures.
+ * The tree's hops: 2 ceil(log2 n) on one host or with one rank per host, else those of the
+ * trees over hosts (graph/channel.h), 2 (ceil(log2 hosts) + ranks per host - 1), every hop at
+ * the figures' one cost. */
 double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, int nranks,
-                            size_t bytes);
+                            int nhosts, size_t bytes);
 
 /* Microseconds one pass around the ring takes (AllGather, ReduceScatter: n - 1 hops, each
  * rank sends (n - 1)/n x bytes) by `proto`, from the ring AllReduce's figures in `t`: the

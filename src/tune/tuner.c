@@ -87,10 +87,10 @@ const struct bt_tune_defaults bt_tune_host_defaults = {
  * LL to about 550 KB, LL128 to about 4.1 MB (NVLink only), else one-shot LL to about 1.5 MB
  * and the LL ring to 2-4 MB. Through the network: Simple only, the ring (figures from 64 MB over
  * loopback sockets with 8 channels), PAT and, with ranks on several hosts, the tree, whose
- * figures are the ring's: the tree wins below about 0.28 MB x n (n - 1 - log2 n) for n ranks
- * (1.1 MB at 4, 9 MB at 8). Where not every GPU pair is NVLink (PCIe peers, or the
- * connectors in host memory: never measured) AllReduce keeps LL within 512 KB, as before the
- * model. Other collectives' rings: LL up to 512 KB (measured on
+ * figures are the ring's: the tree wins below about 0.28 MB x n (2 (n - 1) - hops) / 2 for n
+ * ranks (cost.h: its hops over hosts; 1.1 MB at 2 hosts of 2, 9 MB at 4 of 2). Where not every GPU
+ * pair is NVLink (PCIe peers, or the connectors in host memory: never measured) AllReduce keeps LL
+ * within 512 KB, as before the model. Other collectives' rings: LL up to 512 KB (measured on
  * AllGather, whose LL rings were slower at 128-512 KB than the AllReduce fit says), a channel
  * per 16 KB; Simple a channel per 128 KB; through the network a channel per 1 MB (each
  * channel is a block reading and writing host memory, the limit there); one-shot a channel
@@ -192,6 +192,7 @@ void bt_tune_settings_from_env(struct bt_tune_settings *set)
     }
     set->ring_ok = (uint8_t)list_allows(algos, "Ring");
     set->tree_ok = (uint8_t)list_allows(algos, "Tree");
+    set->gpu_trees = (uint8_t)(bt_param_gpu_trees() != 0);
     set->direct_ok = (uint8_t)list_allows(algos, "Direct");
     set->twoshot_ok = (uint8_t)list_allows(algos, "TwoShot");
     set->pat_ok = (uint8_t)list_allows(algos, "PAT");
@@ -355,7 +356,7 @@ static void choose_allreduce(const struct bt_tune_in *in, const struct bt_tune_c
         for (int p = 0; p < BT_NUM_PROTOS; p++) {
             if (!(set & CAND(a, p)))
                 continue;
-            double us = bt_tune_allreduce_us(costs, a, p, in->nranks, bytes);
+            double us = bt_tune_allreduce_us(costs, a, p, in->nranks, in->nhosts, bytes);
             if (!found || us < best) {
                 best = us;
                 *algo = a;
@@ -380,7 +381,8 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     const struct bt_tune_costs *costs = costs_for(in, &bounded);
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
         choose_allreduce(in, costs, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
-        out->us = bt_tune_allreduce_us(costs, out->algo, out->proto, in->nranks, in->bytes);
+        out->us =
+            bt_tune_allreduce_us(costs, out->algo, out->proto, in->nranks, in->nhosts, in->bytes);
     } else if (choose_pat(in, costs, ll_ok, simple_ok, ll128_ok)) {
         out->algo = BT_ALGO_PAT;
         out->proto = BT_PROTO_SIMPLE;
@@ -400,7 +402,9 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     size_t per = out->algo == BT_ALGO_DIRECT ? def->direct_bytes_per_channel
                  : out->proto == BT_PROTO_LL ? def->ll_bytes_per_channel
                                              : def->bytes_per_channel;
-    int max = bt_algo_all_peers(out->algo) ? in->direct_max_channels : in->max_channels;
+    int max = bt_algo_all_peers(out->algo)                             ? in->direct_max_channels
+              : out->algo == BT_ALGO_TREE && in->tree_max_channels > 0 ? in->tree_max_channels
+                                                                       : in->max_channels;
     int spread_simple = out->algo != BT_ALGO_DIRECT && out->proto != BT_PROTO_LL;
     int nch = channels_for(in->bytes,
                            spread_simple && !in->shm_all ? def->net_bytes_per_channel : per, max);

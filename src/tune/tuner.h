@@ -20,6 +20,7 @@ struct bt_tune_settings {
     int64_t win_min, win_max; /* bytes: the window AllReduce between these (-1: default) */
     int32_t min_nchannels;
     uint8_t ll_ok, simple_ok, ll128_ok, ring_ok, tree_ok, direct_ok, twoshot_ok, pat_ok;
+    uint8_t gpu_trees; /* GPU_TREES: GPUs on several hosts may run trees */
 };
 
 void bt_tune_settings_from_env(struct bt_tune_settings *set);
@@ -74,6 +75,9 @@ struct bt_tune_in {
     int direct_ok;                  /* every rank on this host and reachable through shm */
     int direct_max_channels;        /* channels one-shot may use (its connectors per peer) */
     int tree_ok;                    /* the executor runs trees */
+    int tree_max_channels;          /* channels a tree may use (0: max_channels): the CUDA
+                                       executor's trees take two blocks a channel */
+    int nhosts;                     /* hosts the ranks are on (0 or 1: one; the trees' shape) */
     int pat_ok;                     /* the executor runs PAT (AllGather, ReduceScatter) */
     int one_per_host;               /* every rank on a host of its own: PAT by default where
                                        the model prefers it (else only when ALGO forces it) */

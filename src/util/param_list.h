@@ -191,10 +191,19 @@ BT_PARAM_INT(gdr_enable, "GDR_ENABLE", 0,
              "memory whatever NET_GDR_LEVEL says")
 BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", "LOC",
              "GPUDirect RDMA: GPU communicators' network FIFOs in GPU memory, for a network "
-             "device that reports NCCL_PTR_CUDA, where the GPU and the NIC are no further apart "
+             "device that can register GPU memory (NCCL_PTR_CUDA or NCCL_PTR_DMABUF), where the "
+             "GPU and the NIC are no further apart "
              "than this path class (PIX, PXB, PHB, NODE, SYS; SYS also where the topology does "
              "not place them); LOC: never (the default until GPUDirect RDMA has run on an RDMA "
              "NIC: docs/NETWORK.md)")
+BT_PARAM_INT(gpu_trees, "GPU_TREES", 0,
+             "1: GPU communicators whose ranks are on several hosts may run AllReduce on trees "
+             "over hosts (a chain per host, binary trees between hosts) where the tuner's model "
+             "prefers them, their connectors made at the first (experimental); 0: rings")
+BT_PARAM_INT(dmabuf_enable, "DMABUF_ENABLE", 1,
+             "GPUDirect RDMA: register GPU FIFOs by dma-buf (regMrDmaBuf) where the network "
+             "device reports NCCL_PTR_DMABUF and the GPU and driver give a dma-buf (1), else as "
+             "NCCL_PTR_CUDA; 0: NCCL_PTR_CUDA only")
 BT_PARAM_INT(net_gdr_read, "NET_GDR_READ", 1,
              "with NET_GDR_LEVEL: 1: the sending side's FIFO in GPU memory too (the NIC reads "
              "it); 0: the receiving side's only")

@@ -14,9 +14,11 @@
  *                socket's first: it counts the devices listened on and every connect made
  *                on another device than its listener's (below)
  *   8 FakeCuda   GPUDirect RDMA's fixture (built where CUDA is): the socket backend behind a
- *                v11 table whose devices report NCCL_PTR_CUDA and forceFlush; buffers
- *                registered as CUDA memory move through host staging by cudaMemcpy; it checks
- *                every buffer it is handed against its registration's kind and counts (below)
+ *                v11 table whose devices report NCCL_PTR_CUDA (FAKE_NET_PTR=dmabuf:
+ *                NCCL_PTR_DMABUF instead, =both: both) and forceFlush; buffers registered as
+ *                CUDA memory or by dma-buf move through host staging by cudaMemcpy; it checks
+ *                every buffer it is handed against its registration's kind, every dma-buf
+ *                descriptor, and counts (below)
  */
 #include <string.h>
 
@@ -497,7 +499,9 @@ __attribute__((constructor)) static void fill(void)
  * socket's isend and irecv; a receive into GPU memory lands at its test(). finalize() logs the
  * counts (INFO, NET): the GPU test's lab script checks them. */
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 struct reg {
     void *data, *inner; /* the registration, and the socket's (host buffers) */
@@ -511,7 +515,7 @@ struct req {
     size_t size;
 };
 static int nreg_cuda, nreg_host, nsend_gpu, nrecv_gpu, nsend_host, nrecv_host, nflush_gpu,
-    nflush_host, nbad;
+    nflush_host, nbad, nreg_dmabuf;
 
 /* The fixture's copies, on a stream of its own that waits for no other (a kernel on the
  * legacy stream may be waiting for these bytes), each waited for before the bytes count as
@@ -561,7 +565,10 @@ static int inside(const struct reg *r, const void *d, size_t n)
 static ncclResult_t f_props(int dev, ncclNetProperties_v11_t *p)
 {
     ncclResult_t r = sock->getProperties(dev, p);
-    p->ptrSupport |= NCCL_PTR_CUDA;
+    const char *ptr = getenv("FAKE_NET_PTR");
+    int dmabuf = ptr && (strcmp(ptr, "dmabuf") == 0 || strcmp(ptr, "both") == 0);
+    int cuda = !ptr || strcmp(ptr, "dmabuf") != 0;
+    p->ptrSupport |= (cuda ? NCCL_PTR_CUDA : 0) | (dmabuf ? NCCL_PTR_DMABUF : 0);
     p->forceFlush = 1;
     return r;
 }
@@ -581,6 +588,22 @@ static ncclResult_t f_reg(void *c, void *d, size_t n, int type, void **mh)
     }
     *mh = r;
     return ncclSuccess;
+}
+/* A GPU buffer by dma-buf: the descriptor must be a dma-buf (the kernel names its inode so),
+ * open while registering, and the buffer device memory; it then moves as a CUDA pointer. */
+static ncclResult_t f_regdb(void *c, void *d, size_t n, int type, uint64_t offset, int fd,
+                            void **mh)
+{
+    char path[64], target[128] = "";
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t len = fd >= 0 ? readlink(path, target, sizeof(target) - 1) : -1;
+    if (len > 0)
+        target[len] = 0;
+    if (type != NCCL_PTR_DMABUF || len <= 0 || !strstr(target, "dmabuf") || !is_device(d) ||
+        offset >= (uint64_t)sysconf(_SC_PAGESIZE))
+        bad();
+    count(&nreg_dmabuf);
+    return f_reg(c, d, n, NCCL_PTR_CUDA, mh);
 }
 static ncclResult_t f_dereg(void *c, void *mh)
 {
@@ -686,9 +709,10 @@ static void f_summarize(char *line, size_t len)
     snprintf(line, len,
              "FakeCuda: %d GPU and %d host registrations; %d sends from GPU memory, %d receives "
              "into it, %d of them flushed; %d sends and %d receives of host memory, %d flushed; "
-             "%d buffers of another kind or outside their registration",
+             "%d buffers of another kind or outside their registration; %d of the GPU "
+             "registrations by dma-buf",
              nreg_cuda, nreg_host, nsend_gpu, nrecv_gpu, nflush_gpu, nsend_host, nrecv_host,
-             nflush_host, nbad);
+             nflush_host, nbad, nreg_dmabuf);
 }
 
 __attribute__((constructor)) static void fill(void)
@@ -696,6 +720,7 @@ __attribute__((constructor)) static void fill(void)
     wrap_socket("FakeCuda");
     ncclNetPlugin_v11.getProperties = f_props;
     ncclNetPlugin_v11.regMr = f_reg;
+    ncclNetPlugin_v11.regMrDmaBuf = f_regdb;
     ncclNetPlugin_v11.deregMr = f_dereg;
     ncclNetPlugin_v11.isend = f_isend;
     ncclNetPlugin_v11.irecv = f_irecv;

@@ -164,6 +164,19 @@ bt_status_t bt_device_write_u64(void *stream, void *dev_addr, uint64_t value)
     return BT_OK;
 }
 
+int bt_device_dmabuf_supported(void)
+{
+    return 0;
+}
+
+bt_status_t bt_device_dmabuf_fd(void *p, size_t bytes, int *fd)
+{
+    (void)p;
+    (void)bytes;
+    *fd = -1;
+    return BT_ERR_CUDA;
+}
+
 void bt_device_thread_capture_relaxed(void)
 {
 }

@@ -31,6 +31,7 @@ static int gpu_max_channels = 64, gpu_direct_channels = 32;
 static float net_gbps, net_latency_us; /* the network's reported figures (0: none) */
 static int one_per_host;               /* every rank on a host of its own */
 static int gpu_trees; /* GPU connectors through the network with trees over hosts */
+static int nhosts;    /* hosts the ranks are on (0: one) */
 static int no_direct; /* ranks on several hosts, more than 2: no one-shot (host executor) */
 
 struct want {
@@ -57,6 +58,8 @@ static struct bt_tune_out tune(const struct bt_tune_settings *set,
         .direct_ok = !no_direct,
         .direct_max_channels = gpu ? gpu_direct_channels : 1,
         .tree_ok = !gpu || gpu_trees,
+        .tree_max_channels = gpu && gpu_trees ? gpu_max_channels / 2 : 0,
+        .nhosts = nhosts,
         .pat_ok = 1,
         .one_per_host = one_per_host,
         .shm_all = shm_all,
@@ -309,22 +312,23 @@ static void calibration(void)
         {hn, RING, SIMPLE, 1 * MB, 390.0, 0.25},
     };
     for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
-        double us = bt_tune_allreduce_us(m[i].costs, m[i].algo, m[i].proto, 2, m[i].bytes);
+        double us = bt_tune_allreduce_us(m[i].costs, m[i].algo, m[i].proto, 2, 1, m[i].bytes);
         double err = us / m[i].us - 1;
         BT_TEST_CHECK(err <= m[i].tolerance && err >= -m[i].tolerance,
                       "figure %zu (algo %d proto %d, %zu B): model %.2f us, measured %.2f", i,
                       m[i].algo, m[i].proto, m[i].bytes, us, m[i].us);
     }
     /* the shapes: more ranks, more hops for the ring, more bytes for the one-shot */
-    BT_TEST_CHECK(bt_tune_allreduce_us(g, RING, LL, 8, 8) > bt_tune_allreduce_us(g, RING, LL, 2, 8),
+    BT_TEST_CHECK(bt_tune_allreduce_us(g, RING, LL, 8, 1, 8) >
+                      bt_tune_allreduce_us(g, RING, LL, 2, 1, 8),
                   "ring latency grows with ranks");
-    BT_TEST_CHECK(bt_tune_allreduce_us(g, DIRECT, LL, 8, MB) >
-                      3 * bt_tune_allreduce_us(g, DIRECT, LL, 2, MB),
+    BT_TEST_CHECK(bt_tune_allreduce_us(g, DIRECT, LL, 8, 1, MB) >
+                      3 * bt_tune_allreduce_us(g, DIRECT, LL, 2, 1, MB),
                   "one-shot bytes grow with ranks");
-    BT_TEST_CHECK(bt_tune_allreduce_us(h, TREE, SIMPLE, 8, 8) <
-                      bt_tune_allreduce_us(h, RING, SIMPLE, 8, 8),
+    BT_TEST_CHECK(bt_tune_allreduce_us(h, TREE, SIMPLE, 8, 1, 8) <
+                      bt_tune_allreduce_us(h, RING, SIMPLE, 8, 1, 8),
                   "a tree of 8 has fewer hops than the ring");
-    BT_TEST_CHECK(bt_tune_allreduce_us(g, TREE, SIMPLE, 2, 8) >= 1e29, "no trees on GPUs");
+    BT_TEST_CHECK(bt_tune_allreduce_us(g, TREE, SIMPLE, 2, 1, 8) >= 1e29, "no trees on GPUs");
 }
 
 /* The network's reported figures bound the fitted ones: on a 1 Gb/s link the one-shot's
@@ -477,9 +481,11 @@ static void pat_picks(void)
 }
 
 /* GPUs across hosts (connectors through the network, trees over hosts: exec/cuda/
- * host_conns.c): the tree AllReduce below the crossover the model gives, about 0.28 MB x n
- * (n - 1 - log2 n) (tune/tuner.c), the ring above it; the ring at 2 ranks (as many hops, half
- * the bytes), without trees, and under ALGO=Ring. */
+ * host_conns.c): the tree AllReduce below the crossover the model gives (tune/tuner.c,
+ * tune/cost.h: 2 (ceil(log2 hosts) + ranks per host - 1) hops against the ring's 2 (n - 1),
+ * 2 S against 2 (n - 1) / n S), the ring above it; the ring at 2 ranks (as many hops, half
+ * the bytes), without trees, and under ALGO=Ring. A tree takes half the channels (two blocks
+ * each). */
 static void gpu_tree_picks(void)
 {
     struct bt_tune_settings s = env_defaults(), ring = env_defaults();
@@ -490,27 +496,42 @@ static void gpu_tree_picks(void)
     gpu_max_channels = 8;
     gpu_trees = 1;
     static const struct {
-        int n;
+        int n, hosts;
         size_t bytes;
-        int algo;
+        int algo, nch;
     } m[] = {
-        {2, 8, RING},         {2, 1 * MB, RING},    {4, 8, TREE},
-        {4, 512 * KB, TREE},  {4, 2 * MB, RING},    {8, 8, TREE},
-        {8, 4 * MB, TREE},    {8, 16 * MB, RING},   {16, 32 * MB, TREE},
-        {16, 128 * MB, RING}, {64, 256 * MB, TREE}, {64, (size_t)2048 * MB, RING},
+        {2, 2, 8, RING, 1},
+        {2, 2, 1 * MB, RING, 1},
+        {4, 2, 8, TREE, 1},
+        {4, 2, 512 * KB, TREE, 1},
+        {4, 2, 2 * MB, RING, 2},
+        {8, 4, 8, TREE, 1},
+        {8, 4, 4 * MB, TREE, 4},
+        {8, 4, 16 * MB, RING, 8},
+        {16, 8, 32 * MB, TREE, 4},
+        {16, 8, 128 * MB, RING, 8},
+        /* 2 hosts of 8: 16 hops against 30 */
+        {16, 2, 16 * MB, TREE, 4},
+        {16, 2, 64 * MB, RING, 8},
+        /* 8 hosts of 8: 20 hops against 126 */
+        {64, 8, 256 * MB, TREE, 4},
+        {64, 8, (size_t)2048 * MB, RING, 8},
     };
     for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
         char what[80];
-        snprintf(what, sizeof(what), "GPUs across hosts AR %dr %zu B", m[i].n, m[i].bytes);
-        struct bt_tune_out o = tune(&s, g, AR, m[i].n, m[i].bytes, 1, 0);
-        BT_TEST_CHECK(o.algo == m[i].algo && o.proto == SIMPLE, "%s: algo %d proto %d, expected %d",
-                      what, o.algo, o.proto, m[i].algo);
+        snprintf(what, sizeof(what), "GPUs across %d hosts AR %dr %zu B", m[i].hosts, m[i].n,
+                 m[i].bytes);
+        nhosts = m[i].hosts;
+        expect(what, tune(&s, g, AR, m[i].n, m[i].bytes, 1, 0),
+               (struct want){m[i].algo, SIMPLE, m[i].nch});
     }
+    nhosts = 4;
     expect("GPUs across hosts AR 8r 1 MB ALGO=Ring", tune(&ring, g, AR, 8, 1 * MB, 1, 0),
            (struct want){RING, SIMPLE, 1});
     gpu_trees = 0;
     expect("GPUs across hosts AR 8r 1 MB, no trees", tune(&s, g, AR, 8, 1 * MB, 1, 0),
            (struct want){RING, SIMPLE, 1});
+    nhosts = 0;
     gpu_direct_channels = 32;
     gpu_max_channels = 64;
     printf("GPU tree picks: ok\n");

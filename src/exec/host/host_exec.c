@@ -107,6 +107,7 @@ static void host_target(struct host_comm *hc)
         .tree_ok = 1,
         .pat_ok = 1,
         .one_per_host = ec->one_per_host,
+        .nhosts = ec->nhosts,
         .shm_all = ec->shm_all,
         .net_gbps = ec->net_link.gbps,
         .net_latency_us = ec->net_link.latency_us,
