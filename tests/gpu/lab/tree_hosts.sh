@@ -12,7 +12,8 @@ set -u
 B=${BUILD:-build-gpu}
 export LD_LIBRARY_PATH=$(realpath "$B")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 [ -d "$B/fabric" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(realpath "$B")/fabric"
-export NCCL_NVLS_ENABLE=0 BATON_TIMEOUT=${BATON_TIMEOUT:-60} BATON_SOCKET_IFNAME=lo
+# GPU_TREES=1: trees over hosts for GPU communicators (an opt-in while experimental)
+export NCCL_NVLS_ENABLE=0 BATON_TIMEOUT=${BATON_TIMEOUT:-60} BATON_SOCKET_IFNAME=lo BATON_GPU_TREES=1
 R=$OUT/tree
 mkdir -p "$R"
 . tests/gpu/lab/mps.sh
