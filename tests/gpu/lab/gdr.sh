@@ -4,7 +4,9 @@
 # over the FakeCuda fixture plugin (tests/plugins/fake_net.c: its devices report
 # NCCL_PTR_CUDA and forceFlush; it stages GPU buffers by cudaMemcpy and checks every buffer's
 # kind), with GDR_ENABLE=1 and NET_GDR_LEVEL=SYS (both sides' Simple slots in GPU memory),
-# NET_GDR_READ=0 (the receiving side's only), LOC (none) and SYS without GDR_ENABLE (none).
+# NET_GDR_READ=0 (the receiving side's only), LOC (none) and SYS without GDR_ENABLE (none);
+# at 2 x 2 also devices that report NCCL_PTR_DMABUF alone (FAKE_NET_PTR=dmabuf: registered by
+# dma-buf where the GPU exports them, else host memory) and both kinds (dma-buf, else CUDA).
 # Each run's summary line says ok when its collectives passed and the plugin's counts are
 # what the mode promises (check(), below). From the repository root, after tests/gpu/lab/stage.sh:
 #   OUT=/some/dir tests/gpu/lab/gdr.sh      -> one log per run under $OUT, a summary
@@ -16,15 +18,21 @@ P=$(realpath "$B")/lib/libnccl-net-fakecuda.so
 NET=(NCCL_NET_PLUGIN="$P" NCCL_NET=FakeCuda BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET,INIT)
 # check NAME MODE: the run's exit, and the plugin's counts (its last finalize line) for MODE:
 # SYS both sides' slots in GPU memory, every GPU receive flushed; READ0 the receiving side's
-# only; LOC and OFF (GDR_ENABLE unset) none; never a buffer of another kind
+# only; LOC and OFF (GDR_ENABLE unset) none; DMABUF every GPU registration by dma-buf (SYS's
+# counts), or none where the GPU exports no dma-buf; BOTH SYS's counts, by dma-buf or not at
+# all; never a buffer of another kind
 check() {
     local name=$1 mode=$2 line
     line=$(grep -h 'FakeCuda: [0-9]' "$OUT/$name.log" | tail -n 1 | sed 's/.*FakeCuda/FakeCuda/')
     read -r greg _ gsend grecv gflush bad < <(echo "$line" | sed -E 's/FakeCuda: ([0-9]+) GPU and ([0-9]+) host registrations; ([0-9]+) sends from GPU memory, ([0-9]+) receives into it, ([0-9]+) of them flushed; .*; ([0-9]+) buffers.*/\1 \2 \3 \4 \5 \6/')
-    local ok=1
+    local db ok=1 gpu_ok=1
+    db=$(echo "$line" | sed -nE 's/.*; ([0-9]+) of the GPU registrations by dma-buf.*/\1/p')
     [ -n "$bad" ] && [ "$bad" = 0 ] || ok=0
+    [ "${gsend:-0}" -gt 0 ] && [ "${grecv:-0}" -gt 0 ] && [ "$gflush" = "$grecv" ] || gpu_ok=0
     case $mode in
-    SYS) [ "${gsend:-0}" -gt 0 ] && [ "${grecv:-0}" -gt 0 ] && [ "$gflush" = "$grecv" ] || ok=0 ;;
+    SYS) [ $gpu_ok = 1 ] || ok=0 ;;
+    DMABUF) { [ $gpu_ok = 1 ] && [ "${db:-0}" = "$greg" ]; } || [ "${greg:-1}" = 0 ] || ok=0 ;;
+    BOTH) [ $gpu_ok = 1 ] && { [ "${db:-0}" = "$greg" ] || [ "${db:-1}" = 0 ]; } || ok=0 ;;
     READ0) [ "${gsend:-1}" = 0 ] && [ "${grecv:-0}" -gt 0 ] || ok=0 ;;
     *) [ "${greg:-1}" = 0 ] || ok=0 ;;
     esac
@@ -34,13 +42,17 @@ check() {
 }
 for layout in "4 2" "8 4"; do
     read -r n h <<<"$layout"
-    for mode in SYS READ0 LOC OFF; do
+    modes="SYS READ0 LOC OFF"
+    [ "$n" = 4 ] && modes="$modes DMABUF BOTH"
+    for mode in $modes; do
         name=gdr_${n}r_${h}h_$mode
         case $mode in
         SYS) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS ;;
         READ0) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS BATON_NET_GDR_READ=0 ;;
         LOC) set -- BATON_GDR_ENABLE=1 ;;
         OFF) set -- BATON_NET_GDR_LEVEL=SYS ;;
+        DMABUF) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS FAKE_NET_PTR=dmabuf ;;
+        BOTH) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS FAKE_NET_PTR=both ;;
         esac
         run "$name" "${NET[@]}" "$@" BATON_TEST_SAME_GPU=1 BATON_TEST_GPUS="$n" BATON_TEST_HOSTS="$h" \
             timeout 300 "$T/gpu_test_gpu_colls"
