@@ -1,6 +1,7 @@
 #!/bin/bash
 # What the open issues still need from the GPU machine, as named phases run in order, each
-# bounded by PHASE_S seconds (default 280), its output under $OUT/<phase>/, all of it in one
+# bounded by PHASE_S seconds (default 280; NAME:SECONDS bounds one phase so), its output under
+# $OUT/<phase>/, all of it in one
 # tarball at the end ($OUT/open_lines.tgz: a call returns few files). Carry build-pack (from
 #   NT_BUILD=build-nt230 PACK="build-libs/3452d54 ... build-libs/2f3a788" \
 #       tests/gpu/lab/stage.sh build build-gpu
@@ -17,6 +18,7 @@
 #   rma       (34) rma_gpu.sh: one-sided calls, processes and hosts
 #   sweep35   (35) 2- and 8-rank sweeps against 2f3a788
 #   gdr       (35) gdr.sh: GPUDirect RDMA's contract over the FakeCuda fixture plugin
+#   tree      (35) tree_hosts.sh: tree AllReduce between GPUs on different hosts
 #   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
 #             the 16-core VM's 1 MB takes 2.5x the 2-core one's
 set -uo pipefail
@@ -34,7 +36,7 @@ phase() { # NAME CMD...: one phase, bounded, its console kept
     local name=$1 start=$SECONDS
     shift
     mkdir -p "$OUT/$name"
-    OUT="$OUT/$name" timeout -k 10 "${PHASE_S:-280}" "$@" >"$OUT/$name/console.txt" 2>&1
+    OUT="$OUT/$name" timeout -k 10 "${limit:-${PHASE_S:-280}}" "$@" >"$OUT/$name/console.txt" 2>&1
     echo "==== $name: rc=$? in $((SECONDS - start)) s" | tee -a "$OUT/summary.txt"
     tail -n 40 "$OUT/$name/console.txt" >>"$OUT/summary.txt"
 }
@@ -58,7 +60,9 @@ EOF
 }
 export B
 export -f membw # phase runs it under timeout, in a shell of its own
-for p in "$@"; do
+for arg in "$@"; do
+    p=${arg%%:*} limit=
+    [ "$p" != "$arg" ] && limit=${arg#*:}
     case $p in
     tests)
         phase tests env TESTS=1 NLIST="2 8" VARIANTS="BATON_X=1;BATON_PROTO=LL128" \
@@ -81,8 +85,11 @@ for p in "$@"; do
             "$L/2f3a788"
         ;;
     gdr) phase gdr tests/gpu/lab/gdr.sh ;;
+    tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;
     membw) phase membw bash -c membw ;;
     *) echo "open_lines: no phase '$p'" | tee -a "$OUT/summary.txt" ;;
     esac
 done
+# a phase cut at its bound may leave MPS running (the machine must be left as found)
+echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
 tar -C "$OUT" -czf "$OUT/open_lines.tgz" --exclude=open_lines.tgz . && echo "open_lines: $OUT/open_lines.tgz"
