@@ -76,10 +76,9 @@ struct bt_cuda_comm {
      * for kernels in flight, reaped at later launches */
     struct bt_channel *hchan; /* [nch]: the comm's rings, connectors of link BT_LINK_GPU_RING,
                                  and with `trees` its trees over hosts (BT_LINK_GPU_TREE_*) */
-    int trees;                /* tree AllReduce may run (GPU_TREES, several hosts, ALGO) */
-    int trees_connected;      /* its connectors are made (at the first tree AllReduce) */
-    struct bt_conn *hp2p;     /* [2 * nranks]: BT_LINK_GPU_P2P, indexed like dp2p (np2p = 1) */
-    struct bt_conn **hpeer;   /* [2 * nranks]: dpeer_send / dpeer_recv's host twins (hp2p) */
+    int trees; /* the trees are connected: tree AllReduce may run (GPU_TREES, hosts, ALGO) */
+    struct bt_conn *hp2p;   /* [2 * nranks]: BT_LINK_GPU_P2P, indexed like dp2p (np2p = 1) */
+    struct bt_conn **hpeer; /* [2 * nranks]: dpeer_send / dpeer_recv's host twins (hp2p) */
     struct bt_cuda_netop {
         struct bt_transport_op *op;
         int peer;
@@ -154,9 +153,6 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
                                      struct bt_channel *ch, int *order, struct bt_conn *p2p);
 struct bt_cuda_kargs;
 bt_status_t bt_cuda_hostconn_post(struct bt_cuda_comm *cc, const struct bt_cuda_kargs *a);
-/* Connect the channels' trees, once, before the first tree AllReduce (collective: every rank
- * plans the same collective onto trees) and give the kernels their device views. */
-bt_status_t bt_cuda_hostconn_trees(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc);
 bt_status_t bt_cuda_hostconn_reap(struct bt_cuda_comm *cc, int wait);
 /* drain: wait for the proxy's ops of the comm's kernels, which are over (the proxy still runs);
  * free: after drain and after the proxy has ended. */

@@ -173,7 +173,6 @@ static bt_status_t cuda_coll(void *state, const struct bt_op *op, struct bt_exec
     struct bt_work *w = bt_cuda_kargs_add(&ls.one, 0);
     bt_plan_coll(&cs->tg, op, &t, w);
     if (t.algo == BT_ALGO_TREE) {
-        BT_CHECK(bt_cuda_hostconn_trees(cs->ec, cs->cc));
         struct bt_work *down = bt_cuda_kargs_add(&ls.one, w->nchans > 1 ? (int)w->nchans : 1);
         *down = *w;
         down->algo = BT_ALGO_TREE_DOWN;

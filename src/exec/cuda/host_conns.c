@@ -6,10 +6,12 @@
  *   setup   connect the comm's rings (link BT_LINK_GPU_RING, channel c) and a send/recv pair
  *           per peer (BT_LINK_GPU_P2P) with the host's connection machinery; register each
  *           FIFO with cudaHostRegister; the kernels get device views of them. Where ranks sit
- *           on several hosts and GPU_TREES allows, each channel's tree (graph/channel.h:
- *           chains inside hosts, binary trees between them; links BT_LINK_GPU_TREE_*) the
- *           same way, at the first tree AllReduce (up to 6 FIFOs a channel: not for a
- *           communicator that never runs one)
+ *           on several hosts and GPU_TREES asks, each channel's tree too (graph/channel.h:
+ *           chains inside hosts, binary trees between them; links BT_LINK_GPU_TREE_*; up to 6
+ *           FIFOs a channel). Here, not at the first tree AllReduce: setup is where every
+ *           rank of the group connects together (a thread driving several ranks launches
+ *           their collectives one after another, so one rank's connect there would wait for
+ *           a rank whose turn has not come)
  *   launch  per work, count the steps of each NET connector (bt_work_conn_steps, as the host
  *           launch does) and post them to the proxy: it isends a slot
  *           once the kernel's tail passes it and returns credit in head; it irecvs into a
@@ -30,7 +32,6 @@
 
 #include "coll/algo.h"
 #include "coll/steps.h"
-#include "device/device.h"
 #include "exec/cuda/cuda.h"
 #include "exec/cuda/cuda_comm.h"
 #include "exec/cuda/kargs.h"
@@ -153,7 +154,8 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
      * kernels meet in shared memory, where the ring and one-shot serve), GPU_TREES and ALGO
      * allowing; rank 0's settings, so every rank agrees. */
     cc->trees = ec->host && ec->nhosts > 1 && ec->tune->tree_ok && ec->tune->gpu_trees;
-    struct bt_conn_req *reqs = calloc(2 * (size_t)(cc->nch + n), sizeof(*reqs));
+    struct bt_conn_req *reqs =
+        calloc((size_t)(2 + MAX_TREE_CONNS) * (size_t)cc->nch + 2 * (size_t)n, sizeof(*reqs));
     if (!cc->hchan || !cc->hp2p || !cc->hpeer || !reqs) {
         free(reqs);
         BT_WARN("out of memory setting up GPU connectors over the network");
@@ -176,8 +178,12 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
         REQ(&h->ring_send, h->ring.next, 1, BT_LINK_GPU_RING, c);
         REQ(&h->ring_recv, h->ring.prev, 0, BT_LINK_GPU_RING, c);
         h->tree = (struct bt_tree){.up = -1, .down = {-1, -1}};
-        if (cc->trees) /* its connectors at the first tree AllReduce */
-            bt_graph_tree(n, me, ec->host, c % 2, &h->tree); /* channels take them in turn */
+        if (!cc->trees)
+            continue;
+        bt_graph_tree(n, me, ec->host, c % 2, &h->tree); /* channels take the trees in turn */
+        struct tree_conn t[MAX_TREE_CONNS];
+        for (int k = 0, nt = tree_conns(h, t); k < nt; k++)
+            REQ(t[k].conn, t[k].peer, t[k].is_send, t[k].kind, c);
     }
     for (int r = 0; r < n; r++) {
         if (r == me)
@@ -203,6 +209,14 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
         BT_CHECK(dview(&h->ring_recv, &ch[c].ring_recv, c));
         cc->dev_bytes += gpu_slot_bytes(&h->ring_send) + gpu_slot_bytes(&h->ring_recv);
         ch[c].tree = h->tree;
+        struct tree_conn t[MAX_TREE_CONNS];
+        for (int k = 0, nt = tree_conns(&cc->hchan[c], t); k < nt; k++) {
+            /* the device connector at the host one's place in the channel */
+            struct bt_conn *d =
+                (struct bt_conn *)((char *)&ch[c] + ((char *)t[k].conn - (char *)&cc->hchan[c]));
+            BT_CHECK(dview(t[k].conn, d, c));
+            cc->dev_bytes += gpu_slot_bytes(t[k].conn);
+        }
     }
     for (int r = 0; r < n; r++) {
         for (int d = 0; d < 2 && r != me; d++) {
@@ -215,53 +229,7 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
     BT_INFO(BT_LOG_INIT, "GPU %d: %d channel(s) through host connectors (%s), %u-byte slots%s",
             cc->dev, cc->nch, bt_conn_via(&cc->hchan[0].ring_send),
             cc->hchan[0].ring_send.sizes.slot_bytes[BT_PROTO_SIMPLE],
-            cc->trees ? "; trees over hosts at the first tree AllReduce" : "");
-    return BT_OK;
-}
-
-bt_status_t bt_cuda_hostconn_trees(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc)
-{
-    if (cc->trees_connected)
-        return BT_OK;
-    int gdr_near, gdr_far;
-    gdr_admitted(ec->tctx, &gdr_near, &gdr_far);
-    struct bt_fifo_sizes z = {{0}};
-    z.slot_bytes[BT_PROTO_SIMPLE] = (uint32_t)ec->simple_slot;
-    struct bt_conn_req *reqs = calloc((size_t)MAX_TREE_CONNS * (size_t)cc->nch, sizeof(*reqs));
-    if (!reqs)
-        return BT_ERR_SYSTEM;
-    int nreq = 0;
-    for (int c = 0; c < cc->nch; c++) {
-        struct tree_conn t[MAX_TREE_CONNS];
-        for (int k = 0, nt = tree_conns(&cc->hchan[c], t); k < nt; k++) {
-            struct bt_conn *h = t[k].conn;
-            bt_connect_prepare(h, t[k].peer, t[k].is_send, t[k].kind, c, &z);
-            h->gpu_near = gdr_near;
-            h->gpu_far = gdr_far;
-            reqs[nreq].ctx = ec->tctx;
-            reqs[nreq].conn = h;
-            reqs[nreq++].key = bt_link_key(t[k].kind, c);
-        }
-    }
-    bt_status_t st = bt_connect_all(reqs, nreq);
-    free(reqs);
-    if (st != BT_OK)
-        return st;
-    /* The device connectors, at the host ones' places in the channels: no kernel reads these
-     * fields before this launch, and the copy is done when it returns. */
-    for (int c = 0; c < cc->nch; c++) {
-        struct tree_conn t[MAX_TREE_CONNS];
-        for (int k = 0, nt = tree_conns(&cc->hchan[c], t); k < nt; k++) {
-            size_t off = (size_t)((char *)t[k].conn - (char *)&cc->hchan[c]);
-            struct bt_conn d;
-            BT_CHECK(dview(t[k].conn, &d, c));
-            BT_CHECK(bt_device_upload((char *)&cc->dchan[c] + off, &d, sizeof(d)));
-            cc->dev_bytes += gpu_slot_bytes(t[k].conn);
-        }
-    }
-    cc->trees_connected = 1;
-    BT_INFO(BT_LOG_INIT, "GPU %d: %d tree(s) over %d hosts connected (%d connectors)", cc->dev,
-            cc->nch, ec->nhosts, nreq);
+            cc->trees ? ", trees over hosts" : "");
     return BT_OK;
 }
 
