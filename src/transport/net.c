@@ -379,8 +379,15 @@ static ncclResult_t reg_dmabuf(struct net_conn *nc, void *comm)
     uintptr_t p = (uintptr_t)nc->gpu_data, base = p & ~(uintptr_t)(page - 1);
     size_t span = (p + nc->gpu_bytes - base + page - 1) & ~(page - 1);
     int fd = -1;
-    if (bt_device_dmabuf_fd((void *)base, span, &fd) != BT_OK)
-        return ncclSystemError;
+    if (bt_device_dmabuf_fd((void *)base, span, &fd) != BT_OK) {
+        if (!(nc->net->props[nc->dev].ptrSupport & NCCL_PTR_CUDA))
+            return ncclSystemError;
+        /* the pages around the slots gave no dma-buf: as a CUDA pointer, which the device
+         * also takes */
+        BT_INFO(BT_LOG_NET, "%s: no dma-buf for the GPU slots; registering them as a CUDA pointer",
+                nc->via);
+        return nc->t->regMr(comm, nc->gpu_data, nc->gpu_bytes, NCCL_PTR_CUDA, &nc->fifo_mh);
+    }
     ncclResult_t r = nc->t->regMrDmaBuf(comm, nc->gpu_data, nc->gpu_bytes, NCCL_PTR_DMABUF,
                                         (uint64_t)(p - base), fd, &nc->fifo_mh);
     close(fd);
