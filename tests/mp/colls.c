@@ -320,7 +320,7 @@ static const struct colls_suite suites[] = {
     {
         /* trees over hosts of several ranks (graph/channel.h): chains through shared memory
          * inside a host, NET between hosts; 2 hosts of 2 + 2 and 3 + 2 ranks, 3 hosts of
-         * 3 + 2 + 2 */
+         * 3 + 2 + 2, 4 hosts of 2 */
         .name = "colls_tree_chains",
         .what = "AllReduce forced onto trees over hosts of several ranks, 4-7 ranks",
         .env = {"BATON_TEST_HOSTS=2", "BATON_ALGO=Tree"},
@@ -341,6 +341,22 @@ static const struct colls_suite suites[] = {
         .what = "AllReduce forced onto trees over 3 hosts of 2-3 ranks",
         .env = {"BATON_TEST_HOSTS=3", "BATON_ALGO=Tree"},
         .ranks = {7},
+        .colls = 1u << CT_ALLREDUCE,
+        .dtypes = NET_DTYPES,
+        .ops = CT_ALL_OPS,
+        .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1),
+        .big = big_allreduce,
+        .nbig = CT_LEN(big_allreduce),
+        .big_sizes = 1u << CT_SZ_LARGE,
+        .simple_slot = SIMPLE_SLOT,
+        .timeout_s = 100,
+        .path = CT_PATH_TREE,
+    },
+    {
+        .name = "colls_tree_chains4",
+        .what = "AllReduce forced onto trees over 4 hosts of 2 ranks",
+        .env = {"BATON_TEST_HOSTS=4", "BATON_ALGO=Tree"},
+        .ranks = {8},
         .colls = 1u << CT_ALLREDUCE,
         .dtypes = NET_DTYPES,
         .ops = CT_ALL_OPS,
