@@ -167,8 +167,8 @@ static void agree(struct bt_comm *comm, const struct init_info *all, struct init
     comm->tune = all[0].tune;
     comm->check_coll = all[0].check_coll; /* every rank must take part in the checks */
     if (memcmp(&all[comm->rank].tune, &comm->tune, sizeof(comm->tune)) != 0)
-        BT_WARN("rank %d: PROTO/ALGO/*_THRESHOLD/MIN_NCHANNELS differ from rank 0's; every "
-                "rank uses rank 0's so their schedules match",
+        BT_WARN("rank %d: PROTO/ALGO/*_THRESHOLD/MIN_NCHANNELS/WIN_*_BYTES/GPU_TREES differ "
+                "from rank 0's; every rank uses rank 0's so their schedules match",
                 comm->rank);
     *agreed = all[0];
     for (int r = 0; r < comm->nranks; r++) {

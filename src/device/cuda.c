@@ -323,6 +323,7 @@ bt_status_t bt_device_host_func(void *stream, void (*fn)(void *), void *arg)
 static CUresult (*range_handle)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
                                 unsigned long long);
 static CUresult (*dev_attr)(int *, CUdevice_attribute, CUdevice);
+static CUresult (*dev_get)(CUdevice *, int);
 static pthread_once_t dmabuf_once = PTHREAD_ONCE_INIT;
 
 static void dmabuf_resolve(void)
@@ -330,15 +331,20 @@ static void dmabuf_resolve(void)
     range_handle = (CUresult(*)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
                                 unsigned long long))driver_fn("cuMemGetHandleForAddressRange");
     dev_attr = (CUresult(*)(int *, CUdevice_attribute, CUdevice))driver_fn("cuDeviceGetAttribute");
+    dev_get = (CUresult(*)(CUdevice *, int))driver_fn("cuDeviceGet");
 }
 
 int bt_device_dmabuf_supported(void)
 {
     pthread_once(&dmabuf_once, dmabuf_resolve);
+    static int said[64]; /* the answer logged once per device */
     int dev = bt_device_get(), ok = 0;
-    if (!range_handle || !dev_attr || dev < 0 ||
-        dev_attr(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, (CUdevice)dev) != CUDA_SUCCESS)
-        return 0;
+    CUdevice cu;
+    if (!range_handle || !dev_attr || !dev_get || dev < 0 || dev_get(&cu, dev) != CUDA_SUCCESS ||
+        dev_attr(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, cu) != CUDA_SUCCESS)
+        ok = 0;
+    if (dev >= 0 && dev < 64 && !__atomic_exchange_n(&said[dev], 1, __ATOMIC_RELAXED))
+        BT_INFO(BT_LOG_NET | BT_LOG_INIT, "GPU %d exports dma-bufs: %s", dev, ok ? "yes" : "no");
     return ok != 0;
 }
 

@@ -417,6 +417,11 @@ const ncclNet_v11_t *bt_net_shim(const void *table, int version)
                 v6 = table;
                 shim_old.name = v6->name;
             }
+            /* regMrDmaBuf where the plugin has one (callers test it for NULL) */
+            void *db = version == 8   ? (void *)v8->regMrDmaBuf
+                       : version == 7 ? (void *)v7->regMrDmaBuf
+                                      : (void *)v6->regMrDmaBuf;
+            shim_old.regMrDmaBuf = db ? so_regdb : NULL;
             out = &shim_old;
         }
         break;

@@ -25,7 +25,8 @@
  * GPUDirect RDMA: a connector the GPU executor's kernels fill or drain, whose GPU's path to
  * the NIC it uses NET_GDR_LEVEL admits (GDR_ENABLE=1; conn->gpu_near / gpu_far: the executor
  * decides), keeps its Simple slots in GPU memory when the device can register them: by
- * dma-buf (regMrDmaBuf of a descriptor from the GPU) where it reports NCCL_PTR_DMABUF, the GPU
+ * dma-buf (regMrDmaBuf, type NCCL_PTR_CUDA, of a descriptor from the GPU for exactly the
+ * slots, offset 0, as NCCL does) where it reports NCCL_PTR_DMABUF, the GPU
  * exports dma-bufs and DMABUF_ENABLE allows, else as NCCL_PTR_CUDA where it reports that (the
  * sending side also needs NET_GDR_READ); its control block (head,
  * tail, sizes) stays in host memory, which the proxy reads and writes. A receive into GPU memory is
@@ -183,7 +184,10 @@ static bt_status_t fifo_alloc(struct net_conn *nc, struct bt_conn *conn,
     for (int pr = 0; pr < BT_NUM_PROTOS; pr++)
         conn->buf[pr] = (char *)p + bt_fifo_proto_offset(sizes, pr);
     if (gdr) {
+        /* whole pages: a dma-buf covers exactly what it registers */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
         nc->gpu_bytes = (size_t)sizes->slot_bytes[BT_PROTO_SIMPLE] * BT_NSTEPS;
+        nc->gpu_bytes = (nc->gpu_bytes + page - 1) / page * page;
         nc->gpu_dev = bt_device_get(); /* the comm's: registrations run on the proxy's thread */
         nc->gpu_reg = gdr_reg_type(nc->net, nc->dev);
         void *d = NULL;
@@ -371,25 +375,24 @@ static bt_status_t net_listen_rpc(void *arg)
     return bt_net_status(nc->t->listen(nc->net->ctx, nc->dev, nc->handle, &nc->listen_comm));
 }
 
-/* GPU slots by dma-buf: a descriptor for the pages around them, which the device keeps what
- * it needs of (NCCL's contract: the caller may close it once registered). */
+/* GPU slots by dma-buf, as NCCL hands them to a plugin: a descriptor for exactly the slots
+ * (page-aligned, whole pages: fifo_alloc), type NCCL_PTR_CUDA (the descriptor says dma-buf),
+ * offset 0, closed once registered. Where the slots are not page-aligned (a cudaMalloc may
+ * be), or the GPU gives no descriptor: as a CUDA pointer where the device also takes one. */
 static ncclResult_t reg_dmabuf(struct net_conn *nc, void *comm)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t p = (uintptr_t)nc->gpu_data, base = p & ~(uintptr_t)(page - 1);
-    size_t span = (p + nc->gpu_bytes - base + page - 1) & ~(page - 1);
     int fd = -1;
-    if (bt_device_dmabuf_fd((void *)base, span, &fd) != BT_OK) {
+    if ((uintptr_t)nc->gpu_data % page != 0 || nc->gpu_bytes % page != 0 ||
+        bt_device_dmabuf_fd(nc->gpu_data, nc->gpu_bytes, &fd) != BT_OK) {
         if (!(nc->net->props[nc->dev].ptrSupport & NCCL_PTR_CUDA))
             return ncclSystemError;
-        /* the pages around the slots gave no dma-buf: as a CUDA pointer, which the device
-         * also takes */
         BT_INFO(BT_LOG_NET, "%s: no dma-buf for the GPU slots; registering them as a CUDA pointer",
                 nc->via);
         return nc->t->regMr(comm, nc->gpu_data, nc->gpu_bytes, NCCL_PTR_CUDA, &nc->fifo_mh);
     }
-    ncclResult_t r = nc->t->regMrDmaBuf(comm, nc->gpu_data, nc->gpu_bytes, NCCL_PTR_DMABUF,
-                                        (uint64_t)(p - base), fd, &nc->fifo_mh);
+    ncclResult_t r =
+        nc->t->regMrDmaBuf(comm, nc->gpu_data, nc->gpu_bytes, NCCL_PTR_CUDA, 0, fd, &nc->fifo_mh);
     close(fd);
     return r;
 }

@@ -199,7 +199,8 @@ BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", "LOC",
 BT_PARAM_INT(gpu_trees, "GPU_TREES", 0,
              "1: GPU communicators whose ranks are on several hosts may run AllReduce on trees "
              "over hosts (a chain per host, binary trees between hosts) where the tuner's model "
-             "prefers them (experimental; up to 6 more network FIFOs a channel); 0: rings")
+             "prefers them (experimental; up to 6 more network FIFOs on half the channels); 0: "
+             "rings")
 BT_PARAM_INT(dmabuf_enable, "DMABUF_ENABLE", 1,
              "GPUDirect RDMA: register GPU FIFOs by dma-buf (regMrDmaBuf) where the network "
              "device reports NCCL_PTR_DMABUF and the GPU and driver give a dma-buf (1), else as "

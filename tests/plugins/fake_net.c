@@ -589,8 +589,9 @@ static ncclResult_t f_reg(void *c, void *d, size_t n, int type, void **mh)
     *mh = r;
     return ncclSuccess;
 }
-/* A GPU buffer by dma-buf: the descriptor must be a dma-buf (the kernel names its inode so),
- * open while registering, and the buffer device memory; it then moves as a CUDA pointer. */
+/* A GPU buffer by dma-buf, as NCCL hands one over: type NCCL_PTR_CUDA, offset 0 (the
+ * descriptor covers exactly the buffer), the descriptor a dma-buf (the kernel names its inode
+ * so), open while registering, the buffer device memory; it then moves as a CUDA pointer. */
 static ncclResult_t f_regdb(void *c, void *d, size_t n, int type, uint64_t offset, int fd,
                             void **mh)
 {
@@ -599,8 +600,8 @@ static ncclResult_t f_regdb(void *c, void *d, size_t n, int type, uint64_t offse
     ssize_t len = fd >= 0 ? readlink(path, target, sizeof(target) - 1) : -1;
     if (len > 0)
         target[len] = 0;
-    if (type != NCCL_PTR_DMABUF || len <= 0 || !strstr(target, "dmabuf") || !is_device(d) ||
-        offset >= (uint64_t)sysconf(_SC_PAGESIZE))
+    if (type != NCCL_PTR_CUDA || offset != 0 || len <= 0 || !strstr(target, "dmabuf") ||
+        !is_device(d))
         bad();
     count(&nreg_dmabuf);
     return f_reg(c, d, n, NCCL_PTR_CUDA, mh);

@@ -124,6 +124,14 @@ static inline size_t bt_cuda_p2p_ll128_slot(const struct bt_cuda_comm *cc)
     return cc->ll128_slot < BT_GPU_LL128_SLOT ? cc->ll128_slot : BT_GPU_LL128_SLOT;
 }
 
+/* Channels a tree AllReduce may use (through the network, cc->trees): half of them, as its up
+ * and down halves are two blocks a channel, resident together with every rank's sharing the
+ * GPU; only these channels' trees are connected. */
+static inline int bt_cuda_tree_channels(const struct bt_cuda_comm *cc)
+{
+    return cc->nch > 1 ? cc->nch / 2 : 1;
+}
+
 /* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */
 static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int is_recv, int part)
 {

@@ -8,15 +8,14 @@
  *           FIFO with cudaHostRegister; the kernels get device views of them. Where ranks sit
  *           on several hosts and GPU_TREES asks, each channel's tree too (graph/channel.h:
  *           chains inside hosts, binary trees between them; links BT_LINK_GPU_TREE_*; up to 6
- *           FIFOs a channel). Here, not at the first tree AllReduce: setup is where every
- *           rank of the group connects together (a thread driving several ranks launches
- *           their collectives one after another, so one rank's connect there would wait for
- *           a rank whose turn has not come)
- *   launch  per work, count the steps of each NET connector (bt_work_conn_steps, as the host
- *           launch does) and post them to the proxy: it isends a slot
- *           once the kernel's tail passes it and returns credit in head; it irecvs into a
- *           slot once the kernel's head frees it and publishes tail. The launch does not
- *           wait: the ops are reaped at later launches and when the comm is freed.
+ *           FIFOs on each of the channels a tree may use, half of them). Here, not at the first
+ * tree AllReduce: setup is where every rank of the group connects together (a thread driving
+ * several ranks launches their collectives one after another, so one rank's connect there would
+ * wait for a rank whose turn has not come) launch  per work, count the steps of each NET connector
+ * (bt_work_conn_steps, as the host launch does) and post them to the proxy: it isends a slot once
+ * the kernel's tail passes it and returns credit in head; it irecvs into a slot once the kernel's
+ * head frees it and publishes tail. The launch does not wait: the ops are reaped at later launches
+ * and when the comm is freed.
  *
  * These connectors are the GPU's own (their own link keys): the host executor's connectors
  * of the same comm keep their own step counters. Where NET_GDR_LEVEL admits the GPU's path to
@@ -178,7 +177,7 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
         REQ(&h->ring_send, h->ring.next, 1, BT_LINK_GPU_RING, c);
         REQ(&h->ring_recv, h->ring.prev, 0, BT_LINK_GPU_RING, c);
         h->tree = (struct bt_tree){.up = -1, .down = {-1, -1}};
-        if (!cc->trees)
+        if (!cc->trees || c >= bt_cuda_tree_channels(cc))
             continue;
         bt_graph_tree(n, me, ec->host, c % 2, &h->tree); /* channels take the trees in turn */
         struct tree_conn t[MAX_TREE_CONNS];

@@ -30,7 +30,7 @@ void bt_cuda_target(const struct bt_cuda_comm *cc, const struct bt_tune_settings
         .direct_slot = cc->slot,
         .direct_ok = !cc->net, /* every rank's FIFOs are mapped here */
         .tree_ok = cc->trees,  /* through the network, ranks on several hosts (host_conns.c) */
-        .tree_max_channels = cc->nch > 1 ? cc->nch / 2 : 1, /* two blocks a channel */
+        .tree_max_channels = bt_cuda_tree_channels(cc), /* two blocks a channel */
         /* PAT over the send/recv connectors; its ReduceScatter's partial sums in the
          * one-shot's scratch (one_per_host: cuda_exec.c, from the communicator) */
         .pat_ok = cc->nranks > 1,

@@ -18,26 +18,37 @@ P=$(realpath "$B")/lib/libnccl-net-fakecuda.so
 NET=(NCCL_NET_PLUGIN="$P" NCCL_NET=FakeCuda BATON_DEBUG=INFO BATON_DEBUG_SUBSYS=NET,INIT)
 # check NAME MODE: the run's exit, and the plugin's counts (its last finalize line) for MODE:
 # SYS both sides' slots in GPU memory, every GPU receive flushed; READ0 the receiving side's
-# only; LOC and OFF (GDR_ENABLE unset) none; DMABUF every GPU registration by dma-buf (SYS's
-# counts), or none where the GPU exports no dma-buf; BOTH SYS's counts, by dma-buf or not at
-# all; never a buffer of another kind
+# only; LOC and OFF (GDR_ENABLE unset) none; DMABUF, where the GPU exports dma-bufs (the
+# library says so: "exports dma-bufs: yes"), SYS's counts with every GPU registration by
+# dma-buf, else none in GPU memory; BOTH SYS's counts, by dma-buf where the GPU exports them,
+# else as CUDA pointers; never a buffer of another kind
 check() {
     local name=$1 mode=$2 line
     line=$(grep -h 'FakeCuda: [0-9]' "$OUT/$name.log" | tail -n 1 | sed 's/.*FakeCuda/FakeCuda/')
     read -r greg _ gsend grecv gflush bad < <(echo "$line" | sed -E 's/FakeCuda: ([0-9]+) GPU and ([0-9]+) host registrations; ([0-9]+) sends from GPU memory, ([0-9]+) receives into it, ([0-9]+) of them flushed; .*; ([0-9]+) buffers.*/\1 \2 \3 \4 \5 \6/')
-    local db ok=1 gpu_ok=1
+    local db ok=1 gpu_ok=1 exports
     db=$(echo "$line" | sed -nE 's/.*; ([0-9]+) of the GPU registrations by dma-buf.*/\1/p')
+    exports=$(grep -m 1 -oE 'exports dma-bufs: (yes|no)' "$OUT/$name.log" | awk '{print $3}')
     [ -n "$bad" ] && [ "$bad" = 0 ] || ok=0
     [ "${gsend:-0}" -gt 0 ] && [ "${grecv:-0}" -gt 0 ] && [ "$gflush" = "$grecv" ] || gpu_ok=0
     case $mode in
     SYS) [ $gpu_ok = 1 ] || ok=0 ;;
-    DMABUF) { [ $gpu_ok = 1 ] && [ "${db:-0}" = "$greg" ]; } || [ "${greg:-1}" = 0 ] || ok=0 ;;
-    BOTH) [ $gpu_ok = 1 ] && { [ "${db:-0}" = "$greg" ] || [ "${db:-1}" = 0 ]; } || ok=0 ;;
+    DMABUF)
+        if [ "$exports" = yes ]; then
+            [ $gpu_ok = 1 ] && [ "${db:-0}" = "$greg" ] || ok=0
+        else
+            [ "$exports" = no ] && [ "${greg:-1}" = 0 ] || ok=0
+        fi
+        ;;
+    BOTH)
+        [ $gpu_ok = 1 ] || ok=0
+        if [ "$exports" = yes ]; then [ "${db:-0}" = "$greg" ] || ok=0; else [ "${db:-1}" = 0 ] || ok=0; fi
+        ;;
     READ0) [ "${gsend:-1}" = 0 ] && [ "${grecv:-0}" -gt 0 ] || ok=0 ;;
     *) [ "${greg:-1}" = 0 ] || ok=0 ;;
     esac
     grep -q "rc=0" <(tail -n 1 "$OUT/summary.txt") || ok=0
-    echo "   $mode: $([ $ok = 1 ] && echo ok || echo FAILED): $(grep -c 'Simple slots in GPU memory' "$OUT/$name.log") connectors with GPU slots; ${line:-no FakeCuda line}" |
+    echo "   $mode: $([ $ok = 1 ] && echo ok || echo FAILED): $(grep -c 'Simple slots in GPU memory' "$OUT/$name.log") connectors with GPU slots; dma-bufs: ${exports:-not said}; ${line:-no FakeCuda line}" |
         tee -a "$OUT/summary.txt"
 }
 for layout in "4 2" "8 4"; do
