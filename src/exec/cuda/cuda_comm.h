@@ -126,10 +126,10 @@ static inline size_t bt_cuda_p2p_ll128_slot(const struct bt_cuda_comm *cc)
 
 /* Channels a tree AllReduce may use (through the network, cc->trees): half of them, as its up
  * and down halves are two blocks a channel, resident together with every rank's sharing the
- * GPU; only these channels' trees are connected. */
+ * GPU; only these channels' trees are connected. 0 (no trees) below 2 channels. */
 static inline int bt_cuda_tree_channels(const struct bt_cuda_comm *cc)
 {
-    return cc->nch > 1 ? cc->nch / 2 : 1;
+    return cc->nch / 2;
 }
 
 /* Where the connector for part `part` of send/recv traffic with rank `peer` is in dp2p. */

@@ -152,7 +152,8 @@ bt_status_t bt_cuda_hostconn_connect(const struct bt_exec_comm *ec, struct bt_cu
     /* Trees where they can beat the ring: ranks on more than one host (on one host the
      * kernels meet in shared memory, where the ring and one-shot serve), GPU_TREES and ALGO
      * allowing; rank 0's settings, so every rank agrees. */
-    cc->trees = ec->host && ec->nhosts > 1 && ec->tune->tree_ok && ec->tune->gpu_trees;
+    cc->trees = ec->host && ec->nhosts > 1 && ec->tune->tree_ok && ec->tune->gpu_trees &&
+                bt_cuda_tree_channels(cc) > 0;
     struct bt_conn_req *reqs =
         calloc((size_t)(2 + MAX_TREE_CONNS) * (size_t)cc->nch + 2 * (size_t)n, sizeof(*reqs));
     if (!cc->hchan || !cc->hp2p || !cc->hpeer || !reqs) {
