@@ -117,6 +117,13 @@ static const struct ct_big_case big_net[] = {
 /* float, int32, half, bfloat16: the socket configurations' set (every dtype crosses the same
  * sockets as these, byte for byte) */
 #define NET_DTYPES ((1u << CT_FLOAT) | (1u << CT_INT32) | (1u << CT_HALF) | (1u << CT_BF16))
+/* AllReduce forced onto trees across hosts (BATON_ALGO=Tree with BATON_TEST_HOSTS): the tree
+ * suites' shared fields, the tree's path checked */
+#define TREE_NET_SUITE                                                                             \
+    .colls = 1u << CT_ALLREDUCE, .dtypes = NET_DTYPES, .ops = CT_ALL_OPS,                          \
+    .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1), .big = big_allreduce,      \
+    .nbig = CT_LEN(big_allreduce), .big_sizes = 1u << CT_SZ_LARGE, .simple_slot = SIMPLE_SLOT,     \
+    .timeout_s = 100, .path = CT_PATH_TREE
 /* Socket helpers NxM: BATON_SOCKET_NTHREADS=N helper threads per connection, each driving
  * BATON_NSOCKS_PERTHREAD=M sockets, so a connection is max(1, N) x M TCP sockets and a message
  * of 64 KiB or more is cut into one piece per socket (docs/ENV.md). */
@@ -306,16 +313,7 @@ static const struct colls_suite suites[] = {
         .what = "AllReduce forced onto the tree, one rank per host, over NET, 2-6 ranks",
         .env = {"BATON_TEST_HOSTS=8", "BATON_ALGO=Tree"},
         .ranks = {2, 3, 5, 6},
-        .colls = 1u << CT_ALLREDUCE,
-        .dtypes = NET_DTYPES,
-        .ops = CT_ALL_OPS,
-        .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1),
-        .big = big_allreduce,
-        .nbig = CT_LEN(big_allreduce),
-        .big_sizes = 1u << CT_SZ_LARGE,
-        .simple_slot = SIMPLE_SLOT,
-        .timeout_s = 100,
-        .path = CT_PATH_TREE,
+        TREE_NET_SUITE,
     },
     {
         /* trees over hosts of several ranks (graph/channel.h): chains through shared memory
@@ -325,48 +323,21 @@ static const struct colls_suite suites[] = {
         .what = "AllReduce forced onto trees over hosts of several ranks, 4-7 ranks",
         .env = {"BATON_TEST_HOSTS=2", "BATON_ALGO=Tree"},
         .ranks = {4, 5},
-        .colls = 1u << CT_ALLREDUCE,
-        .dtypes = NET_DTYPES,
-        .ops = CT_ALL_OPS,
-        .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1),
-        .big = big_allreduce,
-        .nbig = CT_LEN(big_allreduce),
-        .big_sizes = 1u << CT_SZ_LARGE,
-        .simple_slot = SIMPLE_SLOT,
-        .timeout_s = 100,
-        .path = CT_PATH_TREE,
+        TREE_NET_SUITE,
     },
     {
         .name = "colls_tree_chains3",
         .what = "AllReduce forced onto trees over 3 hosts of 2-3 ranks",
         .env = {"BATON_TEST_HOSTS=3", "BATON_ALGO=Tree"},
         .ranks = {7},
-        .colls = 1u << CT_ALLREDUCE,
-        .dtypes = NET_DTYPES,
-        .ops = CT_ALL_OPS,
-        .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1),
-        .big = big_allreduce,
-        .nbig = CT_LEN(big_allreduce),
-        .big_sizes = 1u << CT_SZ_LARGE,
-        .simple_slot = SIMPLE_SLOT,
-        .timeout_s = 100,
-        .path = CT_PATH_TREE,
+        TREE_NET_SUITE,
     },
     {
         .name = "colls_tree_chains4",
         .what = "AllReduce forced onto trees over 4 hosts of 2 ranks",
         .env = {"BATON_TEST_HOSTS=4", "BATON_ALGO=Tree"},
         .ranks = {8},
-        .colls = 1u << CT_ALLREDUCE,
-        .dtypes = NET_DTYPES,
-        .ops = CT_ALL_OPS,
-        .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1),
-        .big = big_allreduce,
-        .nbig = CT_LEN(big_allreduce),
-        .big_sizes = 1u << CT_SZ_LARGE,
-        .simple_slot = SIMPLE_SLOT,
-        .timeout_s = 100,
-        .path = CT_PATH_TREE,
+        TREE_NET_SUITE,
     },
     {
         .name = "colls_net",

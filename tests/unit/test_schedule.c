@@ -759,6 +759,17 @@ static void run_counts(struct op *o)
     }
 }
 
+/* A case of protocol `proto`, flavor `fl`, chunk of a whole slot or (small) of 3 elements. */
+static struct op case_of(int proto, int fl, int small)
+{
+    struct op o;
+    memset(&o, 0, sizeof(o));
+    o.proto = proto;
+    o.fl = fl;
+    o.chunk = small ? 3 : full_chunk(proto, fl);
+    return o;
+}
+
 static void run_world(int n, int nch, int planned)
 {
     world_init(n, nch, planned);
@@ -768,12 +779,7 @@ static void run_world(int n, int nch, int planned)
     for (int proto = 0; proto < BT_NUM_HOST_PROTOS; proto++) {
         for (int fl = 0; fl < NFLAVORS; fl++) {
             for (int small = 0; small < 2; small++) {
-                struct op o;
-                memset(&o, 0, sizeof(o));
-                o.proto = proto;
-                o.fl = fl;
-                o.chunk = small ? 3 : full_chunk(proto, fl);
-
+                struct op o = case_of(proto, fl, small);
                 o.coll = BT_COLL_ALLREDUCE;
                 o.algo = BT_ALGO_RING;
                 run_counts(&o);
@@ -823,11 +829,7 @@ static void run_tree_hosts(int n)
         for (int proto = 0; proto < BT_NUM_HOST_PROTOS; proto++)
             for (int fl = 0; fl < NFLAVORS; fl++)
                 for (int small = 0; small < 2; small++) {
-                    struct op o;
-                    memset(&o, 0, sizeof(o));
-                    o.proto = proto;
-                    o.fl = fl;
-                    o.chunk = small ? 3 : full_chunk(proto, fl);
+                    struct op o = case_of(proto, fl, small);
                     o.coll = BT_COLL_ALLREDUCE;
                     o.algo = BT_ALGO_TREE;
                     run_counts(&o);
