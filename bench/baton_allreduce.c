@@ -18,6 +18,13 @@
  * for a late peer. (It is an AllReduce, not a true barrier, but it cannot complete on any
  * rank before every rank has entered it, which is all the measurement needs.)
  *
+ *   build/bin/baton-allreduce-bench --local N [maxbytes]
+ *
+ * N ranks as communicators of this one process (ncclCommInitAll), every call (barrier or
+ * timed) one group over all of them issued by this thread, as nccl-tests' -g N does: what
+ * one thread's lanes cost, and what the host executor's helper threads take off them
+ * (HOST_THREADS).
+ *
  * Exit status: 0 when every check passed, 1 otherwise (or when setup fails).
  */
 #include <nccl.h>
@@ -68,13 +75,38 @@ static int env_int(const char *name)
     return (int)x;
 }
 
+#define MAX_LOCAL 16
+
+/* One AllReduce of n floats on each of the ncomm communicators (a group when several). */
+static void allreduce(ncclComm_t *comm, int ncomm, float **x, float **y, size_t n, int rank)
+{
+    if (ncomm > 1)
+        NCCL_CHECK(ncclGroupStart());
+    for (int c = 0; c < ncomm; c++)
+        NCCL_CHECK(ncclAllReduce(x[c], y[c], n, ncclFloat, ncclSum, comm[c], NULL));
+    if (ncomm > 1)
+        NCCL_CHECK(ncclGroupEnd());
+}
+
 int main(int argc, char **argv)
 {
-    int rank = env_int("BATON_RANK"), world = env_int("BATON_NRANKS");
+    int local = argc > 2 && strcmp(argv[1], "--local") == 0, ncomm = 1, rank = 0, world;
+    if (local) {
+        ncomm = world = atoi(argv[2]);
+        argv += 2;
+        argc -= 2;
+        if (world < 1 || world > MAX_LOCAL) {
+            fprintf(stderr, "baton-allreduce-bench: --local takes 1..%d ranks\n", MAX_LOCAL);
+            return 1;
+        }
+    } else {
+        rank = env_int("BATON_RANK");
+        world = env_int("BATON_NRANKS");
+    }
     size_t maxb = argc > 1 ? strtoull(argv[1], 0, 0) : (64u << 20);
-    ncclUniqueId id;
-    ncclComm_t comm;
-    float *x, *y, bar_in = 1.0f, bar_out;
+    ncclComm_t comm[MAX_LOCAL];
+    float *x[MAX_LOCAL], *y[MAX_LOCAL], bar_in[MAX_LOCAL], bar_out[MAX_LOCAL];
+    float *bi[MAX_LOCAL], *bo[MAX_LOCAL];
     int all_ok = 1;
 
     if (rank >= world) {
@@ -82,14 +114,23 @@ int main(int argc, char **argv)
         return 1;
     }
     setenv("BATON_DEVICE", "cpu", 0); /* host memory; an explicit setting wins */
-    memset(&id, 0, sizeof(id));       /* BATON_COMM_ID carries the rendezvous */
-    NCCL_CHECK(ncclCommInitRank(&comm, world, id, rank));
-
-    x = malloc(maxb);
-    y = malloc(maxb);
-    if (x == NULL || y == NULL) {
-        fprintf(stderr, "baton-allreduce-bench: out of memory for 2 x %zu bytes\n", maxb);
-        return 1;
+    if (local) {
+        NCCL_CHECK(ncclCommInitAll(comm, world, NULL));
+    } else {
+        ncclUniqueId id;
+        memset(&id, 0, sizeof(id)); /* BATON_COMM_ID carries the rendezvous */
+        NCCL_CHECK(ncclCommInitRank(&comm[0], world, id, rank));
+    }
+    for (int c = 0; c < ncomm; c++) {
+        x[c] = malloc(maxb);
+        y[c] = malloc(maxb);
+        if (x[c] == NULL || y[c] == NULL) {
+            fprintf(stderr, "baton-allreduce-bench: out of memory for 2 x %zu bytes\n", maxb);
+            return 1;
+        }
+        bar_in[c] = 1.0f;
+        bi[c] = &bar_in[c];
+        bo[c] = &bar_out[c];
     }
     if (rank == 0)
         printf("%12s %12s %11s ok\n", "bytes", "median_us", "busbw_GBps");
@@ -98,14 +139,17 @@ int main(int argc, char **argv)
         int iters = b <= (1 << 20) ? 200 : 20, ok = 1;
         double t[200], med;
 
-        for (size_t i = 0; i < n; i++)
-            x[i] = rank + 1;
+        for (int c = 0; c < ncomm; c++)
+            for (size_t i = 0; i < n; i++)
+                x[c][i] = rank + c + 1;
         for (int w = 0; w < 5; w++)
-            NCCL_CHECK(ncclAllReduce(x, y, n, ncclFloat, ncclSum, comm, NULL));
-        for (size_t i = 0; i < n; i++) {
-            if (y[i] != world * (world + 1) / 2.0f) {
-                ok = 0;
-                break;
+            allreduce(comm, ncomm, x, y, n, rank);
+        for (int c = 0; c < ncomm; c++) {
+            for (size_t i = 0; i < n; i++) {
+                if (y[c][i] != world * (world + 1) / 2.0f) {
+                    ok = 0;
+                    break;
+                }
             }
         }
         all_ok &= ok;
@@ -113,9 +157,9 @@ int main(int argc, char **argv)
             double t0;
 
             /* barrier: lines the ranks up before the timed call, as MPI_Barrier does */
-            NCCL_CHECK(ncclAllReduce(&bar_in, &bar_out, 1, ncclFloat, ncclSum, comm, NULL));
+            allreduce(comm, ncomm, bi, bo, 1, rank);
             t0 = wtime();
-            NCCL_CHECK(ncclAllReduce(x, y, n, ncclFloat, ncclSum, comm, NULL));
+            allreduce(comm, ncomm, x, y, n, rank);
             t[i] = (wtime() - t0) * 1e6;
         }
         qsort(t, iters, sizeof(double), cmp);
@@ -125,8 +169,10 @@ int main(int argc, char **argv)
                    ok ? "True" : "False");
         fflush(stdout);
     }
-    NCCL_CHECK(ncclCommDestroy(comm));
-    free(x);
-    free(y);
+    for (int c = 0; c < ncomm; c++) {
+        NCCL_CHECK(ncclCommDestroy(comm[c]));
+        free(x[c]);
+        free(y[c]);
+    }
     return all_ok ? 0 : 1;
 }

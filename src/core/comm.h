@@ -99,6 +99,7 @@ struct bt_comm {
     int nhosts;
     int shm_all;        /* every peer reachable through shared memory (else some use NET) */
     int oversubscribed; /* more local ranks than CPUs this process may run on */
+    int cpus_per_rank;  /* those CPUs over the local ranks (rounded down) */
 
     int nchannels;
     struct bt_channel channels[BT_MAX_CHANNELS];

@@ -216,7 +216,9 @@ static void transport_view(struct bt_comm *comm)
     comm->local_ranks = 0;
     for (int r = 0; r < comm->nranks; r++)
         comm->local_ranks += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
-    comm->oversubscribed = comm->local_ranks > online_cpus();
+    int cpus = online_cpus();
+    comm->oversubscribed = comm->local_ranks > cpus;
+    comm->cpus_per_rank = cpus / comm->local_ranks;
     number_hosts(comm);
     comm->one_per_host = comm->nhosts == comm->nranks;
     comm->shm_all = 1;
@@ -262,6 +264,7 @@ static void exec_view(struct bt_comm *comm)
         .host = comm->host,
         .nhosts = comm->nhosts,
         .oversubscribed = comm->oversubscribed,
+        .cpus_per_rank = comm->cpus_per_rank,
         .nchannels = comm->nchannels,
         .channels = comm->channels,
         .link_caps = comm->link_caps,

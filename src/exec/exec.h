@@ -79,6 +79,7 @@ struct bt_exec_comm {
     const int *host;                 /* [nranks]: each rank's host, numbered by first appearance */
     int nhosts;
     int oversubscribed; /* more local ranks than CPUs: waits yield at once */
+    int cpus_per_rank;  /* CPUs this process may run on, over the host's ranks (0: fewer than 1) */
     int nchannels;
     struct bt_channel *channels;   /* rings and trees, their host connectors */
     struct bt_link_cap *link_caps; /* [nranks] send caps (INJECT_LINK_BW) or NULL */

@@ -151,6 +151,12 @@ BT_PARAM_INT(spin_count, "SPIN_COUNT", 2000,
              "polls of a flag before a waiting thread yields its core")
 BT_PARAM_INT(yield_count, "YIELD_COUNT", 200,
              "sched_yield calls before a waiting thread starts to sleep")
+BT_PARAM_INT(host_threads, "HOST_THREADS", 0,
+             "threads that drive a host-memory launch's lanes (channels, send/recv peers): "
+             "the launching thread and helpers (0: one per CPU each local rank has to "
+             "itself, at most 4; 1: the launching thread alone; max 8)")
+BT_PARAM_INT(host_threads_min_bytes, "HOST_THREADS_MIN_BYTES", 1048576,
+             "bytes a host-memory launch moves from which helper threads join it")
 
 /* network (socket backend) */
 BT_PARAM_INT(

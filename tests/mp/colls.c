@@ -181,6 +181,42 @@ static const struct colls_suite suites[] = {
         .timeout_s = 100,
     },
     {
+        /* the host executor's helper threads on every launch, at every size: each takes a
+         * share of the lanes (4 channels, send/recv peers) while they move
+         * (exec/host/helpers.h); with ranks outnumbering CPUs they stall and hand back often */
+        .name = "colls_threads",
+        .what = "every collective with helper threads driving shares of 4 channels, 2-4 ranks",
+        .env = {"BATON_HOST_THREADS=3", "BATON_HOST_THREADS_MIN_BYTES=0", "BATON_MIN_NCHANNELS=4",
+                "BATON_MAX_NCHANNELS=4"},
+        .ranks = {2, 3, 4},
+        .colls = CT_ALL_COLLS,
+        .dtypes = CT_ALL_DTYPES,
+        .ops = CT_ALL_OPS,
+        .sizes = CT_SMALL_SIZES,
+        .big = big_colls,
+        .nbig = CT_LEN(big_colls),
+        .big_sizes = (1u << CT_SZ_SIMPLE1) | (1u << CT_SZ_LARGE),
+        .simple_slot = SIMPLE_SLOT,
+        .timeout_s = 100,
+    },
+    {
+        /* the tree's two halves on two lanes per channel, shared among helper threads */
+        .name = "colls_tree_threads",
+        .what = "AllReduce on the double binary tree, 2 channels, with helper threads",
+        .env = {"BATON_ALGO=Tree", "BATON_MIN_NCHANNELS=2", "BATON_HOST_THREADS=3",
+                "BATON_HOST_THREADS_MIN_BYTES=0"},
+        .ranks = {3, 5},
+        .colls = 1u << CT_ALLREDUCE,
+        .dtypes = CT_ALL_DTYPES,
+        .ops = CT_ALL_OPS,
+        .sizes = RING_SIZES,
+        .big = big_allreduce,
+        .nbig = CT_LEN(big_allreduce),
+        .big_sizes = 1u << CT_SZ_LARGE,
+        .simple_slot = SIMPLE_SLOT,
+        .timeout_s = 100,
+    },
+    {
         /* both trees in use at every size; 5 and 7 ranks make unbalanced trees */
         .name = "colls_tree",
         .what = "AllReduce forced onto the double binary tree on two channels, 2-8 ranks",

@@ -7,8 +7,9 @@
  *   p2p     bt_plan_p2p -> one work on the (peer, direction) lane
  *   window  one work of three steps (win_allreduce.h) on channel 0's lane, fenced likewise
  *   run     connect what the works need (every communicator at once) -> post the steps the
- *           proxy moves (proxied.h) -> bt_host_exec drives every lane to the end (lanes.h)
- *           -> wait for the proxy's last sends
+ *           proxy moves (proxied.h) -> bt_host_exec drives every lane to the end (lanes.h;
+ *           large launches with CPUs to spare share their lanes with helper threads,
+ *           helpers.h) -> wait for the proxy's last sends
  * Ops of one communicator on one lane run in the order they were issued, which is what NCCL
  * guarantees for a stream. A work's owner is its communicator's struct bt_exec_comm, through
  * which the waits reach core's hooks.
@@ -20,6 +21,7 @@
 
 #include "coll/algo.h"
 #include "exec/exec.h"
+#include "exec/host/helpers.h"
 #include "exec/host/lanes.h"
 #include "exec/host/proxied.h"
 #include "exec/host/reduce.h"
@@ -49,6 +51,7 @@ struct host_comm {
     struct bt_lane tree_down_lanes[BT_MAX_CHANNELS]; /* the down halves of tree works */
     struct bt_fence *last_fence; /* the launch in progress: its latest collective's fence */
     uint64_t launch;             /* the launch that last_fence belongs to */
+    int retained;                /* it counts among the helpers' users (helpers.h) */
 };
 
 /* A launch, per thread, reused: the launch path allocates nothing once warm. */
@@ -60,6 +63,9 @@ struct launch {
     struct bt_conn_req *reqs; /* connectors to connect before the run */
     int nreqs, reqs_cap;
     int spin;                  /* no communicator of the launch has more ranks here than CPUs */
+    int cpus;                  /* the fewest CPUs per local rank among its communicators */
+    int caps;                  /* a communicator of the launch has link caps (INJECT_LINK_BW) */
+    size_t bytes;              /* what its operations move (their sizes, as nccl-tests counts) */
     struct bt_host_proxied px; /* the launch's steps that proxies move */
 };
 static __thread struct launch ls;
@@ -149,6 +155,8 @@ static bt_status_t host_create(const struct bt_exec_comm *ec, void **state_p)
         hc->direct_recv[r] = &hc->peers[r].direct_recv;
     }
     host_target(hc);
+    bt_host_helpers_retain();
+    hc->retained = 1;
     *state_p = hc;
     return BT_OK;
 }
@@ -202,6 +210,8 @@ static void host_destroy(void *state)
     if (!hc)
         return;
     each_conn(hc, free_conn, NULL);
+    if (hc->retained)
+        bt_host_helpers_release();
     free(hc->peers);
     free(hc->direct_send);
     free(hc->direct_recv);
@@ -220,6 +230,9 @@ static void host_begin(void)
     bt_arena_reset(&ls.arena);
     ls.nlanes = ls.nreqs = 0;
     ls.spin = 1;
+    ls.cpus = BT_HOST_MAX_HELPERS + 1;
+    ls.caps = 0;
+    ls.bytes = 0;
     bt_host_proxied_begin(&ls.px);
 }
 
@@ -232,6 +245,9 @@ static struct host_comm *touch(void *state)
         hc->last_fence = NULL;
         if (hc->ec->oversubscribed)
             ls.spin = 0;
+        if (hc->ec->cpus_per_rank < ls.cpus)
+            ls.cpus = hc->ec->cpus_per_rank;
+        ls.caps |= hc->ec->link_caps != NULL;
     }
     return hc;
 }
@@ -358,6 +374,7 @@ static bt_status_t host_p2p(void *state, const struct bt_op *op)
         return BT_ERR_INTERNAL;
     struct host_peer *pp = &hc->peers[op->peer];
     int is_send = op->coll == BT_COLL_SEND;
+    ls.bytes += op->count * bt_dtype_size(op->dtype);
     w->p2p_conn = is_send ? &pp->send : &pp->recv;
     BT_CHECK(need_conn(hc->ec, w->p2p_conn, op->peer, is_send, BT_LINK_P2P, 0));
     return push(is_send ? &pp->send_lane : &pp->recv_lane, w);
@@ -380,6 +397,10 @@ static bt_status_t host_coll(void *state, const struct bt_op *op, struct bt_exec
     if (op->coll == BT_COLL_ALLREDUCE &&
         !(tg->scratch = bt_arena_take(&ls.arena, direct_scratch(hc->ec))))
         return BT_ERR_SYSTEM;
+    ls.bytes +=
+        op->count * bt_dtype_size(op->dtype) *
+        (op->coll == BT_COLL_ALLGATHER || op->coll == BT_COLL_REDUCESCATTER ? (size_t)hc->ec->nranks
+                                                                            : 1);
     struct bt_tune_out t;
     struct bt_work *w0 = new_work(); /* the planned work, then channel 0's */
     if (!w0)
@@ -434,6 +455,7 @@ static int host_window(void *state, const struct bt_op *op, const struct bt_win_
     size_t es = bt_dtype_size(op->dtype), bytes = op->count * es;
     if (bt_tune_window(ec->tune, &bt_tune_host_defaults, ec->nranks, bytes, 1) == 0)
         return 0;
+    ls.bytes += bytes;
     struct bt_host_win_args *a = bt_arena_take(&ls.arena, sizeof(*a));
     struct bt_work *w = new_work();
     *st = BT_ERR_SYSTEM;
@@ -571,6 +593,21 @@ static bt_status_t post_proxied(void)
     return BT_OK;
 }
 
+/* Threads for the launch's lanes, once it moves HOST_THREADS_MIN_BYTES over two lanes or more
+ * that share nothing but fences (no proxy steps: poll; no link caps): HOST_THREADS, or by
+ * default one per CPU each rank here has to itself, at most 4, and none where ranks
+ * outnumber CPUs. */
+static int launch_threads(void)
+{
+    if (ls.px.nops > 0 || ls.caps || ls.nlanes < 2 ||
+        ls.bytes < (size_t)bt_param_host_threads_min_bytes())
+        return 1;
+    int64_t t = bt_param_host_threads();
+    if (t <= 0)
+        t = !ls.spin ? 1 : ls.cpus < 4 ? ls.cpus : 4;
+    return t > BT_HOST_MAX_HELPERS + 1 ? BT_HOST_MAX_HELPERS + 1 : (int)t;
+}
+
 static bt_status_t host_run(void)
 {
     if (ls.nreqs > 0) {
@@ -594,6 +631,7 @@ static bt_status_t host_run(void)
                                       .stalled = stalled};
         if (!ls.spin || ls.px.nops > 0)
             wait.spin = 0; /* the ranks we wait for, or the proxy, need the core we would spin on */
+        wait.threads = launch_threads();
         BT_CHECK(bt_host_exec(ls.lanes, ls.nlanes, &wait, NULL));
     }
     /* The executor is done when the last data is in the FIFOs; the proxy may still be

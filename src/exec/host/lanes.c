@@ -7,17 +7,9 @@
 #include <time.h>
 
 #include "coll/algo.h"
+#include "exec/host/helpers.h"
 #include "exec/host/reduce.h"
 #include "util/time.h"
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
 
 /* ---- connector readiness ---------------------------------------------------------- */
 
@@ -256,12 +248,20 @@ int bt_host_prim_try(const struct bt_work *w, const struct bt_prim *p)
 
 /* ---- the loop --------------------------------------------------------------------- */
 
+/* Whether w waits for the previous collective of its communicator. Fences are the one thing
+ * lanes driven by different threads share (bt_wait_policy.threads): counted down with release,
+ * read with acquire, so a work that starts sees all its predecessor wrote. */
+static int waits_fence(const struct bt_work *w)
+{
+    return w->after && __atomic_load_n(&w->after->remaining, __ATOMIC_ACQUIRE) > 0;
+}
+
 /* The connectors work w's current step waits on (receives without data, sends without a
  * free slot); returns how many. None while it waits for the previous collective, which its
  * own lane reports. */
 static int blocked_conns(const struct bt_work *w, struct bt_conn **out)
 {
-    if ((w->step == 0 && w->after && w->after->remaining > 0) || w->algo == BT_ALGO_WINDOW)
+    if ((w->step == 0 && waits_fence(w)) || w->algo == BT_ALGO_WINDOW)
         return 0; /* a window work waits on peers, not connectors: bt_host_window_waiting */
     struct bt_prim p;
     bt_algo_prim(w, w->step, &p);
@@ -350,11 +350,11 @@ static int run_pass(struct bt_lane *const *lanes, int nlanes, int *progressed,
                 if (!ln->head)
                     ln->tail = NULL;
                 if (w->fence)
-                    w->fence->remaining--;
+                    __atomic_sub_fetch(&w->fence->remaining, 1, __ATOMIC_RELEASE);
                 *progressed = 1;
                 continue;
             }
-            if (w->step == 0 && w->after && w->after->remaining > 0) {
+            if (w->step == 0 && waits_fence(w)) {
                 *blocked = w; /* the previous collective is still running */
                 break;
             }
@@ -446,8 +446,12 @@ static bt_status_t stall_check(struct bt_lane *const *lanes, int nlanes,
     return BT_OK;
 }
 
-bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
-                         const struct bt_wait_policy *wait, struct bt_work **failed_p)
+/* The single-threaded loop: every lane of the launch in this thread, with every duty of a
+ * wait (progress callbacks, liveness, reports, the deadline). until_progress: return BT_OK at
+ * the first pass that moves, lanes left or not (the helpers' way back in). */
+static bt_status_t exec_loop(struct bt_lane *const *lanes, int nlanes,
+                             const struct bt_wait_policy *wait, struct bt_work **failed_p,
+                             int until_progress)
 {
     const uint64_t spin = wait->spin;
     const uint64_t yields = wait->yields;
@@ -462,6 +466,8 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
         if (!progressed && wait->poll)
             progressed = wait->poll(wait->arg);
         if (progressed) {
+            if (until_progress)
+                return BT_OK;
             idle = 0;
             s.since = s.deadline = 0; /* the timeout counts time without progress */
             s.hang_reported = 0;
@@ -470,7 +476,7 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
 
         idle++;
         if (idle < spin) {
-            cpu_relax();
+            bt_cpu_relax();
         } else if (idle < spin + yields) {
             sched_yield();
         } else if (wait->block && wait->block(wait->arg)) {
@@ -482,4 +488,82 @@ bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
         if ((idle & 63) == 0)
             BT_CHECK(stall_check(lanes, nlanes, wait, &s, blocked, failed_p));
     }
+}
+
+void bt_host_exec_while_moving(struct bt_lane *const *lanes, int nlanes, uint64_t spin,
+                               uint64_t yields)
+{
+    uint64_t idle = 0;
+    for (;;) {
+        int progressed = 0;
+        struct bt_work *blocked = NULL;
+        if (!run_pass(lanes, nlanes, &progressed, &blocked))
+            return;
+        if (progressed) {
+            idle = 0;
+            continue;
+        }
+        if (++idle >= spin + yields)
+            return;
+        if (idle < spin)
+            bt_cpu_relax();
+        else
+            sched_yield();
+        if ((idle & 63) == 0 && blocked && blocked->abort_flag && *blocked->abort_flag)
+            return; /* the caller's loop reports it */
+    }
+}
+
+/* Keeps the lanes that still have work, in order; returns how many. */
+static int lanes_left(struct bt_lane **lanes, int nlanes)
+{
+    int n = 0;
+    for (int i = 0; i < nlanes; i++)
+        if (lanes[i]->head)
+            lanes[n++] = lanes[i];
+    return n;
+}
+
+/*
+ * The lanes split among `threads` threads, this one and helpers (helpers.h), in consecutive
+ * shares (a collective's channels, or each communicator's lanes, come together), each thread
+ * driving its share while it moves. When all have stopped (done, or idle past the spin and
+ * yield window), this thread takes every lane left and drives them alone, with every duty of
+ * a wait, until they move again; then it shares them out again. So helpers run only the fast
+ * path: reports, liveness and the deadline stay with the launching thread, as without them.
+ */
+static bt_status_t exec_threads(struct bt_lane **lanes, int nlanes,
+                                const struct bt_wait_policy *wait, struct bt_work **failed_p)
+{
+    for (;;) {
+        nlanes = lanes_left(lanes, nlanes);
+        if (nlanes <= 1) /* nothing to share */
+            return exec_loop(lanes, nlanes, wait, failed_p, 0);
+        struct bt_host_job jobs[BT_HOST_MAX_HELPERS];
+        int want = (wait->threads < nlanes ? wait->threads : nlanes) - 1;
+        int njobs = bt_host_helpers_reserve(want, jobs);
+        if (njobs == 0) /* every helper is another launch's: alone, as without them */
+            return exec_loop(lanes, nlanes, wait, failed_p, 0);
+        int nshares = njobs + 1;
+        for (int g = 1; g < nshares; g++) { /* share g: lanes [g n / s, (g + 1) n / s) */
+            int a = (int)((long)g * nlanes / nshares), b = (int)((long)(g + 1) * nlanes / nshares);
+            jobs[g - 1].lanes = lanes + a;
+            jobs[g - 1].nlanes = b - a;
+        }
+        bt_host_helpers_start(jobs, njobs, wait->spin, wait->yields);
+        bt_host_exec_while_moving(lanes, nlanes / nshares, wait->spin, wait->yields);
+        bt_host_helpers_join(jobs, njobs);
+        nlanes = lanes_left(lanes, nlanes);
+        if (nlanes == 0)
+            return BT_OK;
+        BT_CHECK(exec_loop(lanes, nlanes, wait, failed_p, 1));
+    }
+}
+
+bt_status_t bt_host_exec(struct bt_lane **lanes, int nlanes, const struct bt_wait_policy *wait,
+                         struct bt_work **failed_p)
+{
+    if (wait->threads > 1 && nlanes > 1)
+        return exec_threads(lanes, nlanes, wait, failed_p);
+    return exec_loop(lanes, nlanes, wait, failed_p, 0);
 }

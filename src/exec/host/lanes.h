@@ -4,7 +4,8 @@
  * every lane's head work; a step runs only when all its connectors are ready, so a lane
  * waiting on a peer never stops the others (one thread can drive all ranks of a group).
  * When a pass makes no progress the thread spins, then yields, then sleeps briefly, so
- * many ranks on few cores still progress.
+ * many ranks on few cores still progress. Where CPUs are to spare, helper threads take
+ * shares of the lanes while they move (bt_wait_policy.threads).
  */
 #ifndef BT_EXEC_HOST_LANES_H
 #define BT_EXEC_HOST_LANES_H
@@ -43,6 +44,10 @@ struct bt_wait_policy {
     /* Called every ~50 ms of a stall for each stuck work (NULL: never), before peer_gone:
      * what the caller does meanwhile (answering other ranks' questions, core/arrival.h). */
     void (*stalled)(const struct bt_work *w);
+    /* Threads that drive the lanes (the caller and threads - 1 helpers, helpers.h) while they
+     * progress; <= 1: the caller alone. Only for lanes that share nothing but fences: no
+     * poll (the proxy's steps), no link caps. */
+    int threads;
 };
 
 /* Append w to lane ln (works of a lane run in order). */
@@ -58,9 +63,15 @@ static inline void bt_lane_push(struct bt_lane *ln, struct bt_work *w)
 
 /* Run until every lane is empty. On failure (timeout, abort) the lanes keep the works
  * that did not finish; the caller discards them. The failing work is stored in *failed_p
- * (may be NULL). */
-bt_status_t bt_host_exec(struct bt_lane *const *lanes, int nlanes,
-                         const struct bt_wait_policy *wait, struct bt_work **failed_p);
+ * (may be NULL). With wait->threads > 1 the order of lanes[] may change. */
+bt_status_t bt_host_exec(struct bt_lane **lanes, int nlanes, const struct bt_wait_policy *wait,
+                         struct bt_work **failed_p);
+
+/* Run the lanes while they move: until every lane is empty, or no step has run for `spin`
+ * polls and `yields` sched_yield calls, or a blocked work's communicator is aborted. No
+ * reports, no deadline: the fast path a helper thread runs (helpers.h). */
+void bt_host_exec_while_moving(struct bt_lane *const *lanes, int nlanes, uint64_t spin,
+                               uint64_t yields);
 
 /* Run one primitive now, if all its connectors are ready; returns 1 if it ran. Exposed for
  * unit tests of the FIFO logic. */

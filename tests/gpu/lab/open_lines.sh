@@ -21,6 +21,11 @@
 #   tree      (35) tree_hosts.sh: tree AllReduce between GPUs on different hosts
 #   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
 #             the 16-core VM's 1 MB takes 2.5x the 2-core one's
+#   helpers   (37) host AllReduce with the host executor's helper threads: build-host (CUDA
+#             off, the references staged in it: tests/gpu/lab/stage_hostref.sh build build-host)
+#             carried as build-pack/host.tar.xz; Baton (helpers by default) vs Open MPI vs
+#             Gloo at 2, 4, 8 ranks, then Baton with HOST_THREADS=1, the default, and 4
+#             threads over 4 channels alternating, 3 rounds
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-open}
 mkdir -p "$OUT"
@@ -58,8 +63,23 @@ EOF
         "$B/bin/baton-run" -n 2 "$B/bin/baton-allreduce-bench" 4194304 2>&1
     done
 }
+helpers() {
+    tests/gpu/lab/hostref.sh
+    cat build-host/COMMIT 2>/dev/null
+    # 1: no helpers; 0: the default; 4c: four threads over four channels
+    for r in 1 2 3; do
+        for t in 1 0 4c; do
+            for np in 2 4 8; do
+                echo "== HOST_THREADS=$t np $np round $r"
+                ch=() && [ "$t" = 4c ] && ch=(BATON_MIN_NCHANNELS=4 BATON_MAX_NCHANNELS=4)
+                env "${ch[@]}" BATON_HOST_THREADS=${t%c} build-host/bin/baton-run -n $np \
+                    build-host/bin/baton-allreduce-bench 4194304
+            done
+        done
+    done
+}
 export B
-export -f membw # phase runs it under timeout, in a shell of its own
+export -f membw helpers # phase runs them under timeout, in a shell of their own
 for arg in "$@"; do
     p=${arg%%:*} limit=
     [ "$p" != "$arg" ] && limit=${arg#*:}
@@ -87,6 +107,10 @@ for arg in "$@"; do
     gdr) phase gdr tests/gpu/lab/gdr.sh ;;
     tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;
     membw) phase membw bash -c membw ;;
+    helpers)
+        [ -d build-host/bin ] || tar xJf build-pack/host.tar.xz
+        phase helpers env BUILD=build-host NPS="2 4 8" ROUNDS=2 bash -c helpers
+        ;;
     *) echo "open_lines: no phase '$p'" | tee -a "$OUT/summary.txt" ;;
     esac
 done
