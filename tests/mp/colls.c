@@ -181,9 +181,10 @@ static const struct colls_suite suites[] = {
         .timeout_s = 100,
     },
     {
-        /* the host executor's helper threads on every launch, at every size: each takes a
-         * share of the lanes (4 channels, send/recv peers) while they move
-         * (exec/host/helpers.h); with ranks outnumbering CPUs they stall and hand back often */
+        /* the host executor's helper threads on every launch of two lanes or more (Simple
+         * rings over 4 channels, send/recv groups; LL and the one-shot run one lane): each
+         * takes a share while they move (exec/host/helpers.h); with ranks outnumbering CPUs
+         * they stall and hand back often */
         .name = "colls_threads",
         .what = "every collective with helper threads driving shares of 4 channels, 2-4 ranks",
         .env = {"BATON_HOST_THREADS=3", "BATON_HOST_THREADS_MIN_BYTES=0", "BATON_MIN_NCHANNELS=4",

@@ -1,14 +1,20 @@
 /*
- * Helper threads of the host executor (exec/host/helpers.h) forced on every launch
- * (HOST_THREADS=3, HOST_THREADS_MIN_BYTES=0, two channels), ranks as threads of one process:
- *   - one thread per rank: four launches at once ask for two helpers each, of seven;
+ * Helper threads of the host executor (exec/host/helpers.h) forced on every launch of two
+ * lanes or more (HOST_THREADS=8, HOST_THREADS_MIN_BYTES=0, four channels), ranks as threads of
+ * one process:
+ *   - one thread per rank: four launches at once want three helpers each, of seven, so some
+ *     get fewer or none; out of place, then in place;
  *   - one thread drives every rank in a group: an AllReduce, then an all-to-all of sends and
- *     receives (a lane per peer and direction), shared among three threads;
+ *     receives (a lane per peer and direction), shared among eight threads;
  *   - a late rank: the others' helpers stall and hand their lanes back, the launching
  *     threads wait it out and share them again;
- *   - every helper thread ends with the last communicator (the harness counts threads).
- * Every element of every output is checked. No fork: it runs under ThreadSanitizer.
+ *   - helpers ran (threads named "baton Helper N" exist), and every one ends with the last
+ *     communicator (none left; the harness counts threads too).
+ * `test_host_helpers tree`: the same with AllReduce on the double binary tree, whose up and
+ * down halves are two lanes of a channel. Every element of every output is checked. No
+ * fork: it runs under ThreadSanitizer.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +40,26 @@ static int32_t sum(size_t i)
     for (int r = 0; r < NRANKS; r++)
         s += val(r, i);
     return s;
+}
+
+/* Threads of this process named "baton Helper N". */
+static int count_helpers(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], name[32] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+        if (f && fgets(name, sizeof(name), f) && strncmp(name, "baton Helper", 12) == 0)
+            n++;
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
 }
 
 struct rank_arg {
@@ -120,20 +146,28 @@ static void one_thread(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    setenv("BATON_HOST_THREADS", "3", 1);
+    int tree = argc > 1 && strcmp(argv[1], "tree") == 0;
+    setenv("BATON_HOST_THREADS", "8", 1);
     setenv("BATON_HOST_THREADS_MIN_BYTES", "0", 1);
-    setenv("BATON_MIN_NCHANNELS", "2", 1);
+    setenv("BATON_MIN_NCHANNELS", "4", 1);
+    setenv("BATON_MAX_NCHANNELS", "4", 1);
+    if (tree)
+        setenv("BATON_ALGO", "Tree", 1);
     struct bt_test_leaks leaks;
     bt_test_leaks_begin(&leaks);
     BT_TEST_OK(ncclCommInitAll(comms, NRANKS, NULL));
     per_thread(-1, 0, "own thread");
+    int made = count_helpers();
+    BT_TEST_CHECK(made >= 1 && made <= 7, "%d helper threads after the first launches", made);
     one_thread();
     per_thread(NRANKS - 1, 100, "a late rank");
+    made = count_helpers();
     for (int r = 0; r < NRANKS; r++)
         BT_TEST_OK(ncclCommDestroy(comms[r]));
-    bt_test_leaks_end(&leaks); /* the helpers' threads are gone too */
-    printf("host helpers: ok\n");
+    BT_TEST_CHECK(count_helpers() == 0, "helper threads left after the last destroy");
+    bt_test_leaks_end(&leaks);
+    printf("host helpers%s: ok (%d helper threads)\n", tree ? " (tree)" : "", made);
     return 0;
 }

@@ -594,17 +594,24 @@ static bt_status_t post_proxied(void)
 }
 
 /* Threads for the launch's lanes, once it moves HOST_THREADS_MIN_BYTES over two lanes or more
- * that share nothing but fences (no proxy steps: poll; no link caps): HOST_THREADS, or by
- * default one per CPU each rank here has to itself, at most 4, and none where ranks
- * outnumber CPUs. */
+ * that share nothing but fences (no proxy steps: poll; no link caps): HOST_THREADS as set, or
+ * by default one per CPU each rank here has to itself, at most 4 and at most the CPUs this
+ * thread may run on (its helpers run there), none where ranks outnumber CPUs. */
 static int launch_threads(void)
 {
     if (ls.px.nops > 0 || ls.caps || ls.nlanes < 2 ||
         ls.bytes < (size_t)bt_param_host_threads_min_bytes())
         return 1;
     int64_t t = bt_param_host_threads();
-    if (t <= 0)
-        t = !ls.spin ? 1 : ls.cpus < 4 ? ls.cpus : 4;
+    if (t <= 0) { /* the default */
+        if (!ls.spin || ls.cpus < 2)
+            return 1;
+        int cpus = bt_host_helpers_cpus(); /* also what the helpers will run on */
+        t = ls.cpus < 4 ? ls.cpus : 4;
+        t = t < cpus ? t : cpus;
+    } else if (t > 1) {
+        bt_host_helpers_cpus(); /* where the helpers will run */
+    }
     return t > BT_HOST_MAX_HELPERS + 1 ? BT_HOST_MAX_HELPERS + 1 : (int)t;
 }
 

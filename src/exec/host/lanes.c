@@ -448,15 +448,19 @@ static bt_status_t stall_check(struct bt_lane *const *lanes, int nlanes,
 
 /* The single-threaded loop: every lane of the launch in this thread, with every duty of a
  * wait (progress callbacks, liveness, reports, the deadline). until_progress: return BT_OK at
- * the first pass that moves, lanes left or not (the helpers' way back in). */
+ * the first pass that moves, lanes left or not (the helpers' way back in), the stall (NULL:
+ * this call's own) kept by the caller across such calls, so that liveness is asked every
+ * ~50 ms of stall however often the lanes are shared out in between. */
 static bt_status_t exec_loop(struct bt_lane *const *lanes, int nlanes,
                              const struct bt_wait_policy *wait, struct bt_work **failed_p,
-                             int until_progress)
+                             int until_progress, struct stall *s)
 {
     const uint64_t spin = wait->spin;
     const uint64_t yields = wait->yields;
     uint64_t idle = 0;
-    struct stall s = {0};
+    struct stall own = {0};
+    if (!s)
+        s = &own;
 
     for (;;) {
         int progressed = 0;
@@ -466,11 +470,11 @@ static bt_status_t exec_loop(struct bt_lane *const *lanes, int nlanes,
         if (!progressed && wait->poll)
             progressed = wait->poll(wait->arg);
         if (progressed) {
+            s->since = s->deadline = 0; /* the timeout counts time without progress */
+            s->hang_reported = 0;
             if (until_progress)
                 return BT_OK;
             idle = 0;
-            s.since = s.deadline = 0; /* the timeout counts time without progress */
-            s.hang_reported = 0;
             continue;
         }
 
@@ -486,7 +490,7 @@ static bt_status_t exec_loop(struct bt_lane *const *lanes, int nlanes,
             nanosleep(&ts, NULL);
         }
         if ((idle & 63) == 0)
-            BT_CHECK(stall_check(lanes, nlanes, wait, &s, blocked, failed_p));
+            BT_CHECK(stall_check(lanes, nlanes, wait, s, blocked, failed_p));
     }
 }
 
@@ -509,9 +513,19 @@ void bt_host_exec_while_moving(struct bt_lane *const *lanes, int nlanes, uint64_
             bt_cpu_relax();
         else
             sched_yield();
-        if ((idle & 63) == 0 && blocked && blocked->abort_flag && *blocked->abort_flag)
+        if ((idle & 63) == 0 && blocked && blocked->abort_flag &&
+            __atomic_load_n(blocked->abort_flag, __ATOMIC_RELAXED))
             return; /* the caller's loop reports it */
     }
+}
+
+/* Whether any of the lanes still has work. */
+static int lanes_busy(struct bt_lane *const *lanes, int nlanes)
+{
+    for (int i = 0; i < nlanes; i++)
+        if (lanes[i]->head)
+            return 1;
+    return 0;
 }
 
 /* Keeps the lanes that still have work, in order; returns how many. */
@@ -527,23 +541,25 @@ static int lanes_left(struct bt_lane **lanes, int nlanes)
 /*
  * The lanes split among `threads` threads, this one and helpers (helpers.h), in consecutive
  * shares (a collective's channels, or each communicator's lanes, come together), each thread
- * driving its share while it moves. When all have stopped (done, or idle past the spin and
- * yield window), this thread takes every lane left and drives them alone, with every duty of
- * a wait, until they move again; then it shares them out again. So helpers run only the fast
+ * driving its share while it moves (this one, its share again as long as a helper still
+ * moves). When all have stopped (done, or idle past the spin and yield window), this thread
+ * takes every lane left and drives them alone, with every duty of a wait, until they move
+ * again; then it shares them out again. So helpers run only the fast
  * path: reports, liveness and the deadline stay with the launching thread, as without them.
  */
 static bt_status_t exec_threads(struct bt_lane **lanes, int nlanes,
                                 const struct bt_wait_policy *wait, struct bt_work **failed_p)
 {
+    struct stall s = {0};
     for (;;) {
         nlanes = lanes_left(lanes, nlanes);
         if (nlanes <= 1) /* nothing to share */
-            return exec_loop(lanes, nlanes, wait, failed_p, 0);
+            return exec_loop(lanes, nlanes, wait, failed_p, 0, &s);
         struct bt_host_job jobs[BT_HOST_MAX_HELPERS];
         int want = (wait->threads < nlanes ? wait->threads : nlanes) - 1;
         int njobs = bt_host_helpers_reserve(want, jobs);
         if (njobs == 0) /* every helper is another launch's: alone, as without them */
-            return exec_loop(lanes, nlanes, wait, failed_p, 0);
+            return exec_loop(lanes, nlanes, wait, failed_p, 0, &s);
         int nshares = njobs + 1;
         for (int g = 1; g < nshares; g++) { /* share g: lanes [g n / s, (g + 1) n / s) */
             int a = (int)((long)g * nlanes / nshares), b = (int)((long)(g + 1) * nlanes / nshares);
@@ -551,12 +567,15 @@ static bt_status_t exec_threads(struct bt_lane **lanes, int nlanes,
             jobs[g - 1].nlanes = b - a;
         }
         bt_host_helpers_start(jobs, njobs, wait->spin, wait->yields);
-        bt_host_exec_while_moving(lanes, nlanes / nshares, wait->spin, wait->yields);
+        int nmine = nlanes / nshares;
+        do /* its own share again while the helpers still move theirs */
+            bt_host_exec_while_moving(lanes, nmine, wait->spin, wait->yields);
+        while (lanes_busy(lanes, nmine) && !bt_host_helpers_stopped(jobs, njobs));
         bt_host_helpers_join(jobs, njobs);
         nlanes = lanes_left(lanes, nlanes);
         if (nlanes == 0)
             return BT_OK;
-        BT_CHECK(exec_loop(lanes, nlanes, wait, failed_p, 1));
+        BT_CHECK(exec_loop(lanes, nlanes, wait, failed_p, 1, &s));
     }
 }
 
@@ -565,5 +584,5 @@ bt_status_t bt_host_exec(struct bt_lane **lanes, int nlanes, const struct bt_wai
 {
     if (wait->threads > 1 && nlanes > 1)
         return exec_threads(lanes, nlanes, wait, failed_p);
-    return exec_loop(lanes, nlanes, wait, failed_p, 0);
+    return exec_loop(lanes, nlanes, wait, failed_p, 0, NULL);
 }
