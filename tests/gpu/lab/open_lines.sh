@@ -26,6 +26,7 @@
 #             carried as build-pack/host.tar.xz; Baton (helpers by default) vs Open MPI vs
 #             Gloo at 2, 4, 8 ranks, then Baton with HOST_THREADS=1, the default, and 4
 #             threads over 4 channels alternating, 3 rounds
+#   helpers1  (37) the same, Baton alone: one round at 2 and 4 ranks (~30 s)
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-open}
 mkdir -p "$OUT"
@@ -65,11 +66,14 @@ EOF
 }
 helpers() {
     tests/gpu/lab/hostref.sh
+    helpers_baton
+}
+helpers_baton() {
     cat build-host/COMMIT 2>/dev/null
     # 1: no helpers; 0: the default; 4c: four threads over four channels
-    for r in 1 2 3; do
+    for r in $(seq "${ROUNDS_B:-3}"); do
         for t in 1 0 4c; do
-            for np in 2 4 8; do
+            for np in ${NPS:-2 4 8}; do
                 echo "== HOST_THREADS=$t np $np round $r"
                 ch=() && [ "$t" = 4c ] && ch=(BATON_MIN_NCHANNELS=4 BATON_MAX_NCHANNELS=4)
                 env "${ch[@]}" BATON_HOST_THREADS=${t%c} build-host/bin/baton-run -n $np \
@@ -79,7 +83,7 @@ helpers() {
     done
 }
 export B
-export -f membw helpers # phase runs them under timeout, in a shell of their own
+export -f membw helpers helpers_baton # phase runs them under timeout, in a shell of their own
 for arg in "$@"; do
     p=${arg%%:*} limit=
     [ "$p" != "$arg" ] && limit=${arg#*:}
@@ -110,6 +114,10 @@ for arg in "$@"; do
     helpers)
         [ -d build-host/bin ] || tar xJf build-pack/host.tar.xz
         phase helpers env BUILD=build-host NPS="2 4 8" ROUNDS=2 bash -c helpers
+        ;;
+    helpers1) # the same without the references: Baton alone, one round, 2 and 4 ranks
+        [ -d build-host/bin ] || tar xJf build-pack/host.tar.xz
+        phase helpers1 env ROUNDS_B=1 NPS="2 4" bash -c helpers_baton
         ;;
     *) echo "open_lines: no phase '$p'" | tee -a "$OUT/summary.txt" ;;
     esac
