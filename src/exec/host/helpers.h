@@ -5,8 +5,9 @@
  * the set: each reserves the helpers that are idle and runs with fewer when some are busy. An
  * idle helper polls for its next share for the last launch's spin window, then sleeps on a
  * condition variable: no CPU while the application computes. A helper runs on the CPUs of the
- * thread whose share it drives (a launcher pinned somewhere keeps its helpers there), with the
- * default scheduling, asynchronous signals blocked; its name is "baton Helper N". They live while a
+ * thread whose share it drives (a launcher pinned somewhere keeps its helpers there), with its
+ * scheduling, asynchronous signals blocked; its name is "baton Helper N". When a helper
+ * cannot be made, the process makes no more. They live while a
  * host communicator does (retain, release): none is left once the last is destroyed. Forked
  * children start with none.
  */
@@ -26,13 +27,14 @@ struct bt_host_job {
     int helper; /* which one (bt_host_helpers_reserve) */
 };
 
-/* A host communicator made (retain) and destroyed (release): the last release ends the
- * helpers' threads. */
-void bt_host_helpers_retain(void);
-void bt_host_helpers_release(void);
+/* A host communicator made (retain: a token for its release) and destroyed (release): the
+ * last release ends the helpers' threads. A communicator a forked child inherited releases
+ * nothing there (its token is the parent's). */
+unsigned bt_host_helpers_retain(void);
+void bt_host_helpers_release(unsigned token);
 
-/* CPUs the calling thread may run on (read now; bt_host_helpers_start hands them on to the
- * helpers it starts from this thread). */
+/* CPUs the calling thread may run on (read now, with its scheduling; bt_host_helpers_start
+ * hands both on to the helpers it starts from this thread). */
 int bt_host_helpers_cpus(void);
 
 /* Take up to n idle helpers (their threads made as needed): returns how many, jobs[0..that)
@@ -45,7 +47,8 @@ void bt_host_helpers_start(const struct bt_host_job *jobs, int n, uint64_t spin,
 /* 1 when each has stopped (its share is done, or stalled), without waiting. */
 int bt_host_helpers_stopped(const struct bt_host_job *jobs, int n);
 
-/* Wait until each has stopped (its lanes are the caller's again) and give the helpers back. */
-void bt_host_helpers_join(const struct bt_host_job *jobs, int n);
+/* Wait until each has stopped (its lanes are the caller's again: polling `spin` times, then
+ * yielding the CPU) and give the helpers back. */
+void bt_host_helpers_join(const struct bt_host_job *jobs, int n, uint64_t spin);
 
 #endif

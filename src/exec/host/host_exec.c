@@ -52,6 +52,7 @@ struct host_comm {
     struct bt_fence *last_fence; /* the launch in progress: its latest collective's fence */
     uint64_t launch;             /* the launch that last_fence belongs to */
     int retained;                /* it counts among the helpers' users (helpers.h) */
+    unsigned helpers_token;      /* ... with this token */
 };
 
 /* A launch, per thread, reused: the launch path allocates nothing once warm. */
@@ -155,7 +156,7 @@ static bt_status_t host_create(const struct bt_exec_comm *ec, void **state_p)
         hc->direct_recv[r] = &hc->peers[r].direct_recv;
     }
     host_target(hc);
-    bt_host_helpers_retain();
+    hc->helpers_token = bt_host_helpers_retain();
     hc->retained = 1;
     *state_p = hc;
     return BT_OK;
@@ -211,7 +212,7 @@ static void host_destroy(void *state)
         return;
     each_conn(hc, free_conn, NULL);
     if (hc->retained)
-        bt_host_helpers_release();
+        bt_host_helpers_release(hc->helpers_token);
     free(hc->peers);
     free(hc->direct_send);
     free(hc->direct_recv);

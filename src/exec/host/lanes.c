@@ -568,10 +568,12 @@ static bt_status_t exec_threads(struct bt_lane **lanes, int nlanes,
         }
         bt_host_helpers_start(jobs, njobs, wait->spin, wait->yields);
         int nmine = nlanes / nshares;
-        do /* its own share again while the helpers still move theirs */
+        /* its own share again while the helpers still move theirs; not where CPUs are short
+         * (no spin): there the helpers need the CPU this thread would take */
+        do
             bt_host_exec_while_moving(lanes, nmine, wait->spin, wait->yields);
-        while (lanes_busy(lanes, nmine) && !bt_host_helpers_stopped(jobs, njobs));
-        bt_host_helpers_join(jobs, njobs);
+        while (wait->spin && lanes_busy(lanes, nmine) && !bt_host_helpers_stopped(jobs, njobs));
+        bt_host_helpers_join(jobs, njobs, wait->spin);
         nlanes = lanes_left(lanes, nlanes);
         if (nlanes == 0)
             return BT_OK;
