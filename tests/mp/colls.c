@@ -124,6 +124,22 @@ static const struct ct_big_case big_net[] = {
     .sizes = (1u << CT_SZ_0) | (1u << CT_SZ_7) | (1u << CT_SZ_SIMPLE1), .big = big_allreduce,      \
     .nbig = CT_LEN(big_allreduce), .big_sizes = 1u << CT_SZ_LARGE, .simple_slot = SIMPLE_SLOT,     \
     .timeout_s = 100, .path = CT_PATH_TREE
+/* Every collective, dtype, op and size, the big set at one Simple slot + 1 and 3 MiB: the
+ * default suite's fields, shared by the suites that run it under another setting */
+#define ALL_COLLS_SUITE                                                                            \
+    .colls = CT_ALL_COLLS, .dtypes = CT_ALL_DTYPES, .ops = CT_ALL_OPS, .sizes = CT_SMALL_SIZES,    \
+    .big = big_colls, .nbig = CT_LEN(big_colls),                                                   \
+    .big_sizes = (1u << CT_SZ_SIMPLE1) | (1u << CT_SZ_LARGE), .simple_slot = SIMPLE_SLOT,          \
+    .timeout_s = 100
+/* AllReduce forced onto the double binary tree on two channels, every dtype and op: the tree
+ * suites' fields (one host) */
+#define TREE_ENV "BATON_ALGO=Tree", "BATON_MIN_NCHANNELS=2"
+#define TREE_SUITE                                                                                 \
+    .colls = 1u << CT_ALLREDUCE, .dtypes = CT_ALL_DTYPES, .ops = CT_ALL_OPS, .sizes = RING_SIZES,  \
+    .big = big_allreduce, .nbig = CT_LEN(big_allreduce), .big_sizes = 1u << CT_SZ_LARGE,           \
+    .simple_slot = SIMPLE_SLOT, .timeout_s = 100
+/* The host executor's helper threads on every launch of two lanes or more, at every size */
+#define HELPERS_FORCED "BATON_HOST_THREADS=3", "BATON_HOST_THREADS_MIN_BYTES=0"
 /* Socket helpers NxM: BATON_SOCKET_NTHREADS=N helper threads per connection, each driving
  * BATON_NSOCKS_PERTHREAD=M sockets, so a connection is max(1, N) x M TCP sockets and a message
  * of 64 KiB or more is cut into one piece per socket (docs/ENV.md). */
@@ -135,15 +151,7 @@ static const struct colls_suite suites[] = {
         .name = "colls",
         .what = "every collective x dtype x op x size, 1-8 ranks, the library's own choices",
         .ranks = {1, 2, 3, 4, 8},
-        .colls = CT_ALL_COLLS,
-        .dtypes = CT_ALL_DTYPES,
-        .ops = CT_ALL_OPS,
-        .sizes = CT_SMALL_SIZES,
-        .big = big_colls,
-        .nbig = CT_LEN(big_colls),
-        .big_sizes = (1u << CT_SZ_SIMPLE1) | (1u << CT_SZ_LARGE),
-        .simple_slot = SIMPLE_SLOT,
-        .timeout_s = 100,
+        ALL_COLLS_SUITE,
     },
     {
         /* Send/Recv (and AlltoAll, Gather, Scatter built on it) always run Simple, so only the
@@ -187,51 +195,25 @@ static const struct colls_suite suites[] = {
          * they stall and hand back often */
         .name = "colls_threads",
         .what = "every collective with helper threads driving shares of 4 channels, 2-4 ranks",
-        .env = {"BATON_HOST_THREADS=3", "BATON_HOST_THREADS_MIN_BYTES=0", "BATON_MIN_NCHANNELS=4",
-                "BATON_MAX_NCHANNELS=4"},
+        .env = {HELPERS_FORCED, "BATON_MIN_NCHANNELS=4", "BATON_MAX_NCHANNELS=4"},
         .ranks = {2, 3, 4},
-        .colls = CT_ALL_COLLS,
-        .dtypes = CT_ALL_DTYPES,
-        .ops = CT_ALL_OPS,
-        .sizes = CT_SMALL_SIZES,
-        .big = big_colls,
-        .nbig = CT_LEN(big_colls),
-        .big_sizes = (1u << CT_SZ_SIMPLE1) | (1u << CT_SZ_LARGE),
-        .simple_slot = SIMPLE_SLOT,
-        .timeout_s = 100,
+        ALL_COLLS_SUITE,
     },
     {
         /* the tree's two halves on two lanes per channel, shared among helper threads */
         .name = "colls_tree_threads",
         .what = "AllReduce on the double binary tree, 2 channels, with helper threads",
-        .env = {"BATON_ALGO=Tree", "BATON_MIN_NCHANNELS=2", "BATON_HOST_THREADS=3",
-                "BATON_HOST_THREADS_MIN_BYTES=0"},
+        .env = {TREE_ENV, HELPERS_FORCED},
         .ranks = {3, 5},
-        .colls = 1u << CT_ALLREDUCE,
-        .dtypes = CT_ALL_DTYPES,
-        .ops = CT_ALL_OPS,
-        .sizes = RING_SIZES,
-        .big = big_allreduce,
-        .nbig = CT_LEN(big_allreduce),
-        .big_sizes = 1u << CT_SZ_LARGE,
-        .simple_slot = SIMPLE_SLOT,
-        .timeout_s = 100,
+        TREE_SUITE,
     },
     {
         /* both trees in use at every size; 5 and 7 ranks make unbalanced trees */
         .name = "colls_tree",
         .what = "AllReduce forced onto the double binary tree on two channels, 2-8 ranks",
-        .env = {"BATON_ALGO=Tree", "BATON_MIN_NCHANNELS=2"},
+        .env = {TREE_ENV},
         .ranks = {2, 3, 4, 5, 7, 8},
-        .colls = 1u << CT_ALLREDUCE,
-        .dtypes = CT_ALL_DTYPES,
-        .ops = CT_ALL_OPS,
-        .sizes = RING_SIZES,
-        .big = big_allreduce,
-        .nbig = CT_LEN(big_allreduce),
-        .big_sizes = 1u << CT_SZ_LARGE,
-        .simple_slot = SIMPLE_SLOT,
-        .timeout_s = 100,
+        TREE_SUITE,
     },
     {
         /* reduce-scatter then all-gather by direct sends to every peer (coll/twoshot.h, the

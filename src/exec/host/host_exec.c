@@ -604,14 +604,12 @@ static int launch_threads(void)
         ls.bytes < (size_t)bt_param_host_threads_min_bytes())
         return 1;
     int64_t t = bt_param_host_threads();
-    if (t <= 0) { /* the default */
-        if (!ls.spin || ls.cpus < 2)
-            return 1;
-        int cpus = bt_host_helpers_cpus(); /* also what the helpers will run on */
+    if (t == 1 || (t <= 0 && (!ls.spin || ls.cpus < 2)))
+        return 1;
+    int cpus = bt_host_helpers_cpus(); /* this thread's: where its helpers will run */
+    if (t <= 0) {                      /* the default */
         t = ls.cpus < 4 ? ls.cpus : 4;
         t = t < cpus ? t : cpus;
-    } else if (t > 1) {
-        bt_host_helpers_cpus(); /* where the helpers will run */
     }
     return t > BT_HOST_MAX_HELPERS + 1 ? BT_HOST_MAX_HELPERS + 1 : (int)t;
 }

@@ -544,8 +544,8 @@ static int lanes_left(struct bt_lane **lanes, int nlanes)
  * driving its share while it moves (this one, its share again as long as a helper still
  * moves). When all have stopped (done, or idle past the spin and yield window), this thread
  * takes every lane left and drives them alone, with every duty of a wait, until they move
- * again; then it shares them out again. So helpers run only the fast
- * path: reports, liveness and the deadline stay with the launching thread, as without them.
+ * again; then it shares them out again. So helpers run only the fast path: reports,
+ * liveness and the deadline stay with the launching thread, as without them.
  */
 static bt_status_t exec_threads(struct bt_lane **lanes, int nlanes,
                                 const struct bt_wait_policy *wait, struct bt_work **failed_p)
