@@ -3,7 +3,7 @@
  * picks (Baton or NVIDIA's NCCL): one rank alone, or N processes started by baton-run (every
  * process on the GPU its local rank picks; N on one GPU: under CUDA MPS).
  *
- *   baton-gpu-memory [--stack BYTES]
+ *   baton-gpu-memory [--stack BYTES] [--large-first]
  *
  * Stages, every process in step (a file barrier between them, so the device-wide figure of
  * each stage holds every process's part of it and nothing of the next):
@@ -21,6 +21,10 @@
  * measured, so the local memory a kernel's stack frame needs is reserved up front: the
  * "allreduce" stage without it, less the same stage with it, is the reservation the library's
  * kernels caused (their stack frame x the threads the GPU can hold).
+ *
+ * --large-first: the large stage right after init, so that it holds what a ring collective
+ * needs alone (Baton connects its send/recv FIFOs with a peer only when an operation first
+ * needs them: a send or receive, or the one-shot AllReduce of the next stage, with every peer).
  */
 #include <cuda_runtime_api.h>
 #include <dirent.h>
@@ -50,7 +54,7 @@
     do {                                                                                           \
         ncclResult_t r_ = (x);                                                                     \
         if (r_ != ncclSuccess) {                                                                   \
-            fprintf(stderr, "baton-gpu-memory: %s: %s (line %d)\n", #x, ncclGetErrorString(r_),   \
+            fprintf(stderr, "baton-gpu-memory: %s: %s (line %d)\n", #x, ncclGetErrorString(r_),    \
                     __LINE__);                                                                     \
             exit(1);                                                                               \
         }                                                                                          \
@@ -125,11 +129,15 @@ struct stage {
 int main(int argc, char **argv)
 {
     long long stack = 0;
+    int large_first = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--stack") == 0 && i + 1 < argc) {
             stack = atoll(argv[++i]);
+        } else if (strcmp(argv[i], "--large-first") == 0) {
+            large_first = 1;
         } else {
-            fprintf(stderr, "usage: baton-gpu-memory [--stack BYTES] (ranks from baton-run)\n");
+            fprintf(stderr, "usage: baton-gpu-memory [--stack BYTES] [--large-first] (ranks from "
+                            "baton-run)\n");
             return 2;
         }
     }
@@ -157,7 +165,8 @@ int main(int argc, char **argv)
     if (stack > 0)
         CHECK(cudaDeviceSetLimit(cudaLimitStackSize, (size_t)stack) == cudaSuccess);
     float *a = NULL, *b = NULL;
-    CHECK(cudaMalloc((void **)&a, BIG) == cudaSuccess && cudaMalloc((void **)&b, BIG) == cudaSuccess);
+    CHECK(cudaMalloc((void **)&a, BIG) == cudaSuccess &&
+          cudaMalloc((void **)&b, BIG) == cudaSuccess);
     CHECK(cudaMemset(a, 0, BIG) == cudaSuccess && cudaMemset(b, 0, BIG) == cudaSuccess);
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
@@ -189,6 +198,10 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double init_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
     MARK("init");
+    if (large_first) {
+        NCCLCHECK(ncclAllReduce(a, b, BIG / sizeof(float), ncclFloat, ncclSum, comm, s));
+        MARK("large");
+    }
     NCCLCHECK(ncclAllReduce(a, b, 1024, ncclFloat, ncclSum, comm, s));
     MARK("allreduce");
     size_t n = (1u << 20) / sizeof(float) / nranks; /* 1 MB in all */
@@ -201,8 +214,10 @@ int main(int argc, char **argv)
     NCCLCHECK(ncclRecv(b, n, ncclFloat, (rank + nranks - 1) % nranks, comm, s));
     NCCLCHECK(ncclGroupEnd());
     MARK("colls");
-    NCCLCHECK(ncclAllReduce(a, b, BIG / sizeof(float), ncclFloat, ncclSum, comm, s));
-    MARK("large");
+    if (!large_first) {
+        NCCLCHECK(ncclAllReduce(a, b, BIG / sizeof(float), ncclFloat, ncclSum, comm, s));
+        MARK("large");
+    }
     uint64_t own = 0;
     typedef ncclResult_t (*stats_fn)(ncclComm_t, int, uint64_t *);
     stats_fn stats = (stats_fn)dlsym(RTLD_DEFAULT, "ncclCommMemStats");
@@ -221,8 +236,8 @@ int main(int argc, char **argv)
                stack > 0 ? " (set up front)" : "", init_ms);
         printf("# the context stage holds the probe's 2 x %u MB of buffers per process\n",
                BIG >> 20);
-        printf("# %-10s %12s %12s %14s %12s\n", "stage", "device MB", "change MB",
-               "per process MB", "rank0 RSS MB");
+        printf("# %-10s %12s %12s %14s %12s\n", "stage", "device MB", "change MB", "per process MB",
+               "rank0 RSS MB");
         for (int i = 0; i < ns; i++) {
             double d = i ? (st[i].used - st[i - 1].used) / MB : 0;
             printf("  %-10s %12.1f %+12.1f %+14.1f %12.1f\n", st[i].name, st[i].used / MB, d,

@@ -296,6 +296,34 @@ static bt_status_t make_states(struct bt_op *ops, int nops, intptr_t kind, int *
     return BT_OK;
 }
 
+/* The connections the ops need that their states lack (exec.h: lacks, connect), made before
+ * anything is placed: pairwise with peers, which may be communicators of this same thread
+ * (fanout.h). */
+struct connect_job {
+    const struct bt_exec_ops *ex;
+    const struct bt_op *ops;
+    int nops;
+    intptr_t kind;
+};
+
+static int lacks_conns(const struct bt_op *op, void *arg)
+{
+    const struct connect_job *j = arg;
+    return j->ex->lacks(op->comm->exec[j->kind], op);
+}
+
+/* comm's ops (contiguous in a launch) */
+static bt_status_t connect_comm(struct bt_comm *comm, void *arg)
+{
+    const struct connect_job *j = arg;
+    int first = 0, n = 0;
+    while (first < j->nops && j->ops[first].comm != comm)
+        first++;
+    while (first + n < j->nops && j->ops[first + n].comm == comm)
+        n++;
+    return j->ex->connect(comm->exec[j->kind], j->ops + first, n);
+}
+
 /* ---- placing and running ------------------------------------------------------------------ */
 
 /* An op starts (in launch order, on its executor): a collective gets its number (op->seq,
@@ -378,6 +406,10 @@ static bt_status_t run_part(struct bt_op *ops, int nops, intptr_t kind)
      * of the launch has run, though: the checks before it refuse what they can) */
     for (int i = 0; i < nops && made; i++)
         BT_CHECK(check_op(ex, ops[i].comm->exec[kind], &ops[i]));
+    if (ex->lacks) {
+        struct connect_job j = {.ex = ex, .ops = ops, .nops = nops, .kind = kind};
+        BT_CHECK(bt_for_each_comm(ops, nops, lacks_conns, connect_comm, &j));
+    }
     ex->begin();
     bt_status_t st = BT_OK;
     for (int i = 0; i < nops && st == BT_OK; i++)

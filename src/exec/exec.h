@@ -159,6 +159,13 @@ struct bt_exec_ops {
      * not made yet; then checked again once it is). ops complete: placed operations are done
      * when run returns (host), else they finish later (GPU). */
     bt_status_t (*check)(const void *state, const struct bt_op *op);
+    /* Connections ops need that the state lacks, made before anything of the launch is
+     * placed (NULL: the state has them all from the start): lacks(state, op) whether op
+     * needs one; connect(state, ops, nops) makes those that ops[], the state's in a launch,
+     * need, pairwise with the peers concerned, which do the same for their matching ops
+     * (core runs the communicators of one thread at once: fanout.h). */
+    int (*lacks)(void *state, const struct bt_op *op);
+    bt_status_t (*connect)(void *state, const struct bt_op *ops, int nops);
     int ops_complete;
     void (*begin)(void);
     bt_status_t (*copy)(void *state, void *dst, const void *src, size_t bytes, void *stream);

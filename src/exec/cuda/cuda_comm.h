@@ -62,13 +62,19 @@ struct bt_cuda_comm {
     uint32_t **dfail;
 
     /* fifos.c: this rank's FIFOs and the peers' it mapped */
-    void *fifo_base;  /* one allocation: ring FIFOs, then one per peer (device address) */
+    void *fifo_base;  /* one allocation: ring FIFOs (shm: then one per peer), the fail line */
     size_t dev_bytes; /* device memory its cudaMallocs hold (ncclCommMemStats) */
     void **peer_base; /* [nranks]: the peer's allocation, mapped here (or NULL) */
     int *peer_opened; /* [nranks]: 1 if mapped with cudaIpcOpenMemHandle */
-    int shm;          /* FIFOs in host shared memory (P2P_DISABLE=1, or no peer access) */
-    int net;          /* through host connectors (exec/cuda/host_conns.c): another host, or P2P
-                         and shared memory both disabled */
+    /* GPU memory: the send/recv FIFOs with rank r, made when an operation first needs them
+     * (bt_cuda_p2p_connect): this rank's from r, r's from this rank as mapped here (NULL until
+     * then), whether that one is an IPC mapping; peers not connected yet (0 with shm) */
+    void **p2p_own, **p2p_peer;
+    unsigned char *p2p_opened;
+    int p2p_missing;
+    int shm; /* FIFOs in host shared memory (P2P_DISABLE=1, or no peer access) */
+    int net; /* through host connectors (exec/cuda/host_conns.c): another host, or P2P
+                and shared memory both disabled */
     struct bt_shm_seg shm_own;   /* shm: our segment, registered with cudaHostRegister */
     struct bt_shm_seg *shm_peer; /* shm: [nranks] the peers' segments, mapped and registered */
 
@@ -143,6 +149,12 @@ static inline int bt_cuda_p2p_index(const struct bt_cuda_comm *cc, int peer, int
  * connector arrays. caller: the launching thread, with the comm's device current. */
 struct bt_exec_comm;
 bt_status_t bt_cuda_fifos_setup(const struct bt_exec_comm *ec, struct bt_cuda_comm *cc);
+/* Connect the send/recv FIFOs with each rank r that want[r] names and that are not connected
+ * yet (both directions; their entries in dp2p), pairwise: each such r calls it naming this
+ * rank before its operations with this rank run (core/launch.c: several communicators of
+ * one thread at once). caller: the launching thread or a fan-out thread, with the comm's
+ * device current; kernels of the communicator may be in flight. */
+bt_status_t bt_cuda_p2p_connect(struct bt_cuda_comm *cc, const unsigned char *want);
 /* Unmap and free what bt_cuda_fifos_setup made. */
 void bt_cuda_fifos_free(struct bt_cuda_comm *cc);
 

@@ -127,6 +127,49 @@ static bt_status_t cuda_check(const void *state, const struct bt_op *op)
     return BT_ERR_INVALID_USAGE;
 }
 
+/* Whether op needs send/recv FIFOs with a peer that are not connected yet (fifos.c): a send
+ * or receive with that peer, or a collective the planner puts on every peer's connectors
+ * (the one-shot, two-shot, PAT; every rank plans alike). Costs a plan only until every peer
+ * is connected. */
+static int cuda_lacks(void *state, const struct bt_op *op)
+{
+    struct cuda_state *cs = state;
+    const struct bt_cuda_comm *cc = cs->cc;
+    if (cc->p2p_missing == 0 || op->count == 0)
+        return 0;
+    if (bt_coll_is_p2p(op->coll))
+        return op->peer != cc->rank && !cc->p2p_peer[op->peer];
+    struct bt_tune_out t;
+    struct bt_work w;
+    bt_plan_coll(&cs->tg, op, &t, &w);
+    return bt_algo_all_peers(t.algo);
+}
+
+static bt_status_t cuda_connect(void *state, const struct bt_op *ops, int nops)
+{
+    struct cuda_state *cs = state;
+    struct bt_cuda_comm *cc = cs->cc;
+    unsigned char *want = calloc((size_t)cc->nranks, 1);
+    if (!want)
+        return BT_ERR_SYSTEM;
+    for (int i = 0; i < nops; i++) {
+        if (!cuda_lacks(cs, &ops[i]))
+            continue;
+        if (bt_coll_is_p2p(ops[i].coll))
+            want[ops[i].peer] = 1;
+        else
+            memset(want, 1, (size_t)cc->nranks);
+    }
+    int prev = bt_device_get();
+    bt_status_t st = bt_device_set(cs->ec->dev);
+    if (st == BT_OK)
+        st = bt_cuda_p2p_connect(cc, want);
+    if (prev >= 0 && prev != cs->ec->dev)
+        (void)bt_device_set(prev);
+    free(want);
+    return st;
+}
+
 static void cuda_begin(void)
 {
     ls.prev_dev = ls.cur_dev = bt_device_get();
@@ -282,6 +325,8 @@ const struct bt_exec_ops bt_exec_cuda = {
     .error = cuda_error,
     .report = cuda_report,
     .check = cuda_check,
+    .lacks = cuda_lacks,
+    .connect = cuda_connect,
     .begin = cuda_begin,
     .copy = cuda_copy,
     .window = cuda_window,

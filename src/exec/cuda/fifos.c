@@ -1,25 +1,32 @@
 /*
- * GPU connectors between the ranks' GPUs: each rank's receive FIFOs live in its own GPU memory, in
- * one allocation, and every sender maps the receiver's allocation into its address space:
- * with cudaIpcOpenMemHandle between processes (the handle names the allocation's base, the
- * FIFO is at a fixed offset from it), or the plain pointer with peer access enabled when
- * both GPUs belong to this process (ncclCommInitAll, or one thread per GPU). The sender's
- * kernel writes data and tail into the receiver's memory; the receiver's kernel writes head
- * into its own FIFO, which the sender reads through the mapping.
+ * GPU connectors between the ranks' GPUs: each rank's receive FIFOs live in its own GPU
+ * memory, and every sender maps the receiver's allocations into its address space: with
+ * cudaIpcOpenMemHandle between processes (the handle names the allocation's base, the FIFO
+ * is at a fixed offset from it), or the plain pointer with peer access enabled when both
+ * GPUs belong to this process (ncclCommInitAll, or one thread per GPU). The sender's kernel
+ * writes data and tail into the receiver's memory; the receiver's kernel writes head into
+ * its own FIFO, which the sender reads through the mapping.
  *
- * Layout of a rank's allocation: the nch ring FIFOs, then the send/recv FIFOs; ring FIFO i
- * receives ring channel i from the ring's previous rank; send/recv FIFO p2p_slot(r, owner) *
- * np2p + k receives part k of the send/recv traffic from rank r (a large message is cut into
- * np2p parts, one block each; the one-shot AllReduce's channel k uses part k with every
- * peer). A rank sends to itself by a copy, so it has no FIFOs from itself, and a one-rank
- * communicator has none at all (its collectives are copies). Every FIFO: the control block
- * (tail, head, sizes), then BT_NSTEPS slots of each protocol in enum order
- * (bt_fifo_proto_offset): 5 MB at the default slots (4 MB Simple, 512 KB LL, 512 KB LL128;
- * LL128_BUFFSIZE enlarges the ring FIFOs' LL128 slots only: fifo_sizes), the most of a
- * communicator's GPU memory (docs/ARCHITECTURE.md, "GPU memory").
+ * A rank's allocations: the nch ring FIFOs in one (ring FIFO i receives ring channel i from
+ * the ring's previous rank), then the "a peer timed out" line; and one per peer r it has
+ * exchanged send/recv traffic with (p2p_own[r]): np2p FIFOs, FIFO k receiving part k of the
+ * traffic from r (a large message is cut into np2p parts, one block each; the one-shot
+ * AllReduce's channel k uses part k with every peer). Those are made when an operation first
+ * needs them (bt_cuda_p2p_connect, called from core's launch before the op is placed: a
+ * send or receive with r, or a collective the planner puts on every peer's connectors), as
+ * NVIDIA's NCCL connects send/recv peers lazily: a job that never sends to a peer holds
+ * nothing for it (7 x 8 x 5 MB of an 8-rank communicator's 364 MB). A rank sends to itself by
+ * a copy, so it has no FIFOs from itself, and a one-rank communicator has none at all (its
+ * collectives are copies). Every FIFO: the control block (tail, head, sizes), then BT_NSTEPS
+ * slots of each protocol in enum order (bt_fifo_proto_offset): 5 MB at the default slots (4
+ * MB Simple, 512 KB LL, 512 KB LL128; LL128_BUFFSIZE enlarges the ring FIFOs' LL128 slots
+ * only: fifo_sizes), the most of a communicator's GPU memory (docs/ARCHITECTURE.md, "GPU
+ * memory").
  *
- * Without peer access (P2P_DISABLE=1, or GPUs that cannot reach each other) the same
- * layout lives in host shared memory instead: each rank creates a segment, every rank maps
+ * Without peer access (P2P_DISABLE=1, or GPUs that cannot reach each other) the FIFOs live
+ * in host shared memory instead, every peer's send/recv FIFOs in the one segment after the
+ * rings (FIFO p2p_slot(r, owner) * np2p + k), connected at setup: each rank creates a
+ * segment, every rank maps
  * its peers' segments, and each mapping is registered with cudaHostRegister so the kernels
  * read and write it over PCIe (the SHM path; names are unlinked once all have mapped them).
  *
@@ -103,6 +110,21 @@ void bt_cuda_dconn_init(struct bt_conn *c, char *fifo, const struct bt_fifo_size
     for (int p = 0; p < BT_NUM_PROTOS; p++)
         c->buf[p] = fifo + bt_fifo_proto_offset(z, p);
     c->channel = ch;
+}
+
+/* The connectors of send/recv traffic with rank `r` (r != this rank), np2p parts each way, at
+ * conns[bt_cuda_p2p_index(cc, r, 0, 0)] on: sends into `theirs` (r's FIFOs from this rank, as
+ * mapped here), receives from `own` (this rank's FIFOs from r). */
+static void p2p_conns(const struct bt_cuda_comm *cc, int r, char *theirs, char *own,
+                      struct bt_conn *conns)
+{
+    struct bt_fifo_sizes zp = fifo_sizes(cc, 0);
+    size_t fbp = fifo_bytes(&zp);
+    /* bt_cuda_p2p_index: the sends' parts, then the receives' */
+    for (int k = 0; k < cc->np2p; k++) {
+        bt_cuda_dconn_init(&conns[k], theirs + (size_t)k * fbp, &zp, r, 1, k);
+        bt_cuda_dconn_init(&conns[cc->np2p + k], own + (size_t)k * fbp, &zp, r, 0, k);
+    }
 }
 
 /* The staging copies of what the kernels see, filled by one of the two ways of connecting
@@ -228,7 +250,8 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
     struct bt_fifo_sizes zr = fifo_sizes(cc, 1), zp = fifo_sizes(cc, 0);
     size_t fbr = fifo_bytes(&zr), fbp = fifo_bytes(&zp); /* ring FIFOs first, then send/recv */
     size_t rings = fbr * (size_t)cc->nch;
-    size_t fifos = rings + fbp * (size_t)((n - 1) * cc->np2p);
+    /* host memory: the send/recv FIFOs too; GPU memory: those come per peer at first use */
+    size_t fifos = rings + (cc->shm ? fbp * (size_t)((n - 1) * cc->np2p) : 0);
     size_t total = fifos + BT_FAIL_LINE; /* then the "a peer timed out" word */
     if (cc->shm) {
         BT_CHECK(bt_shm_create(total, &cc->shm_own));
@@ -303,16 +326,14 @@ static bt_status_t map_fifos(struct bt_transport_ctx *ctx, struct bt_cuda_comm *
         bt_cuda_dconn_init(&x->ring_send, next + (size_t)c * fbr, &zr, x->ring.next, 1, c);
         bt_cuda_dconn_init(&x->ring_recv, own + (size_t)c * fbr, &zr, x->ring.prev, 0, c);
     }
-    for (int r = 0; r < n; r++) {
-        for (int k = 0; k < cc->np2p && r != me; k++) {
-            size_t theirs = rings + (size_t)(p2p_slot(me, r) * cc->np2p + k) * fbp;
-            size_t own = rings + (size_t)(p2p_slot(r, me) * cc->np2p + k) * fbp;
-            bt_cuda_dconn_init(&sg->p2p[bt_cuda_p2p_index(cc, r, 0, k)],
-                               (char *)cc->peer_base[r] + theirs, &zp, r, 1, k);
-            bt_cuda_dconn_init(&sg->p2p[bt_cuda_p2p_index(cc, r, 1, k)],
-                               (char *)cc->fifo_base + own, &zp, r, 0, k);
-        }
+    size_t per_peer = fbp * (size_t)cc->np2p;
+    for (int r = 0; r < n && cc->shm; r++) {
+        if (r != me)
+            p2p_conns(cc, r, (char *)cc->peer_base[r] + rings + (size_t)p2p_slot(me, r) * per_peer,
+                      (char *)cc->fifo_base + rings + (size_t)p2p_slot(r, me) * per_peer,
+                      &sg->p2p[bt_cuda_p2p_index(cc, r, 0, 0)]);
     }
+    cc->p2p_missing = cc->shm ? 0 : n - 1;
     for (int r = 0; r < n; r++)
         sg->fail[r] = (uint32_t *)((char *)cc->peer_base[r] + fifos);
     cc->dfail_own = sg->fail[me];
@@ -568,9 +589,12 @@ bt_status_t bt_cuda_fifos_setup(const struct bt_exec_comm *ec, struct bt_cuda_co
     struct bt_conn **hpeer = calloc(2 * (size_t)n * (size_t)cc->np2p, sizeof(*hpeer));
     cc->peer_base = calloc((size_t)n, sizeof(void *));
     cc->peer_opened = calloc((size_t)n, sizeof(int));
+    cc->p2p_own = calloc(2 * (size_t)n, sizeof(void *)); /* then p2p_peer */
+    cc->p2p_peer = cc->p2p_own ? cc->p2p_own + n : NULL;
+    cc->p2p_opened = calloc((size_t)n, 1);
     cc->shm_peer = calloc((size_t)n, sizeof(*cc->shm_peer));
     if (!all || !sg.ch || !sg.order || !sg.p2p || !sg.best || !sg.fail || !hpeer ||
-        !cc->peer_base || !cc->peer_opened || !cc->shm_peer) {
+        !cc->peer_base || !cc->peer_opened || !cc->shm_peer || !cc->p2p_own || !cc->p2p_opened) {
         BT_WARN("out of memory setting up GPU connectors");
         st = BT_ERR_SYSTEM;
         goto fail;
@@ -610,8 +634,120 @@ out:
     return st;
 }
 
+/* ---- send/recv FIFOs, per peer at first use ------------------------------------------------ */
+
+#define BT_TAG_GPU_P2P 0x30010 /* bootstrap tag of the send/recv FIFO cards */
+
+/* What a rank tells a peer about the FIFOs it receives from it on: in this process, the
+ * address; else an IPC handle. */
+struct p2p_card {
+    int pid, dev;
+    void *base;
+    cudaIpcMemHandle_t handle;
+};
+
+/* This rank's FIFOs from rank r, zeroed before any peer may write into them: the card for r. */
+static bt_status_t p2p_own(struct bt_cuda_comm *cc, int r, cudaStream_t s, struct p2p_card *card)
+{
+    bt_status_t st = BT_OK;
+    struct bt_fifo_sizes zp = fifo_sizes(cc, 0);
+    size_t bytes = fifo_bytes(&zp) * (size_t)cc->np2p;
+    DEV_ALLOC(&cc->p2p_own[r], bytes, "cudaMalloc of send/recv FIFOs");
+    CUDA_TRY(cudaMemsetAsync(cc->p2p_own[r], 0, bytes, s), "cudaMemsetAsync of send/recv FIFOs");
+    CUDA_TRY(cudaStreamSynchronize(s), "cudaStreamSynchronize after the FIFO memset");
+    memset(card, 0, sizeof(*card));
+    card->pid = (int)getpid();
+    card->dev = cc->dev;
+    card->base = cc->p2p_own[r];
+    CUDA_TRY(cudaIpcGetMemHandle(&card->handle, cc->p2p_own[r]), "cudaIpcGetMemHandle");
+fail:
+    return st;
+}
+
+/* Rank r's FIFOs from this rank, from its card: mapped here, then both directions' connectors
+ * written into the kernels' table (dp2p). */
+static bt_status_t p2p_map(struct bt_cuda_comm *cc, int r, const struct p2p_card *card,
+                           cudaStream_t s)
+{
+    bt_status_t st = BT_OK;
+    struct bt_conn *conns = calloc(2 * (size_t)cc->np2p, sizeof(*conns));
+    if (!conns)
+        return BT_ERR_SYSTEM;
+    if (card->pid == (int)getpid()) {
+        cc->p2p_peer[r] = card->base; /* peer access is on since setup (map_fifos) */
+    } else {
+        CUDA_TRY(
+            cudaIpcOpenMemHandle(&cc->p2p_peer[r], card->handle, cudaIpcMemLazyEnablePeerAccess),
+            "cudaIpcOpenMemHandle of a peer's send/recv FIFOs");
+        cc->p2p_opened[r] = 1;
+    }
+    p2p_conns(cc, r, cc->p2p_peer[r], cc->p2p_own[r], conns);
+    CUDA_TRY(cudaMemcpyAsync(&cc->dp2p[bt_cuda_p2p_index(cc, r, 0, 0)], conns,
+                             2 * (size_t)cc->np2p * sizeof(*conns), cudaMemcpyHostToDevice, s),
+             "cudaMemcpyAsync of send/recv connectors");
+    CUDA_TRY(cudaStreamSynchronize(s), "cudaStreamSynchronize after the connectors' copy");
+    cc->p2p_missing--;
+    BT_INFO(BT_LOG_P2P, "rank %d: send/recv FIFOs with rank %d (%d parts, %s)", cc->rank, r,
+            cc->np2p, cc->p2p_opened[r] ? "P2P/IPC" : "P2P/direct pointer");
+fail:
+    free(conns);
+    return st;
+}
+
+bt_status_t bt_cuda_p2p_connect(struct bt_cuda_comm *cc, const unsigned char *want)
+{
+    bt_status_t st = BT_OK;
+    int n = cc->nranks;
+    /* kernels of this communicator may be in flight, and the caller's stream in a graph
+     * capture: a private stream, and the capture rules relaxed for these calls */
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    cudaStream_t s = NULL;
+    struct p2p_card *cards = calloc((size_t)n, sizeof(*cards));
+    if (!cards) {
+        st = BT_ERR_SYSTEM;
+        goto fail;
+    }
+    CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    /* every card out before any is awaited: a peer may be waiting for this rank's, and
+     * this rank's other peers for theirs */
+    for (int r = 0; r < n; r++) {
+        if (!want[r] || r == cc->rank || cc->p2p_own[r])
+            continue;
+        BT_CHECK_GOTO(p2p_own(cc, r, s, &cards[r]), st, fail);
+        BT_CHECK_GOTO(
+            bt_bootstrap_send(cc->ctx->bs, r, BT_TAG_GPU_P2P, &cards[r], sizeof(cards[r])), st,
+            fail);
+    }
+    for (int r = 0; r < n; r++) {
+        if (!want[r] || r == cc->rank || cc->p2p_peer[r])
+            continue;
+        BT_CHECK_GOTO(
+            bt_bootstrap_recv(cc->ctx->bs, r, BT_TAG_GPU_P2P, &cards[r], sizeof(cards[r])), st,
+            fail);
+        BT_CHECK_GOTO(p2p_map(cc, r, &cards[r], s), st, fail);
+    }
+fail:
+    if (st != BT_OK)
+        BT_WARN("rank %d: connecting send/recv FIFOs with its peers failed", cc->rank);
+    if (s)
+        cudaStreamDestroy(s);
+    free(cards);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    return st;
+}
+
 void bt_cuda_fifos_free(struct bt_cuda_comm *cc)
 {
+    for (int r = 0; r < cc->nranks && cc->p2p_own && cc->p2p_opened; r++) {
+        if (cc->p2p_opened[r])
+            cudaIpcCloseMemHandle(cc->p2p_peer[r]);
+        cudaFree(cc->p2p_own[r]);
+    }
+    free(cc->p2p_own);
+    cc->p2p_own = cc->p2p_peer = NULL;
+    free(cc->p2p_opened);
+    cc->p2p_opened = NULL;
     if (cc->peer_base && cc->peer_opened) {
         for (int r = 0; r < cc->nranks; r++)
             if (cc->peer_opened[r] && cc->peer_base[r])

@@ -29,7 +29,8 @@ if [ "${TESTS:-1}" = 1 ]; then
                 timeout 300 "$B/tests/gpu_test_gpu_colls"
         done
     done
-    for t in gpu_test_gpu_parity gpu_test_gpu_random gpu_test_gpu_nonblocking; do
+    for t in gpu_test_gpu_parity gpu_test_gpu_random gpu_test_gpu_nonblocking gpu_test_gpu_lazy \
+        gpu_test_gpu_suspend; do
         run "$t" BATON_X=1 timeout 300 "$B/tests/$t"
     done
     run gpu_test_gpu_fault -u BATON_TEST_SAME_GPU timeout 300 "$B/tests/gpu_test_gpu_fault" \

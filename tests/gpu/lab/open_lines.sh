@@ -11,6 +11,8 @@
 #   tests     (32) the gpu tests with the default build: gpu_test_gpu_colls at 2 and 8 ranks,
 #             default and LL128 forced; parity, random, nonblocking, fault
 #   rma1      (34) gpu_test_gpu_rma as 2 ranks of one process, traced (rma_diag.sh)
+#   mps       (33) run.sh mps: the gpu tests as 2 and 8 MPS processes, random, faults, perf
+#   initmem   (33) run.sh initmem at 1, 2, 8 processes (MPS): default, and the large stage first
 #   sweep32   (32) 2-rank AllReduce and AllGather 8 B..64 MB against 3452d54, 5 rounds
 #   bisect    (32) 2-rank AllReduce 1..64 MB over the libraries between 3452d54 and e407cc3
 #   gin       (34, 36) devapi_gin.sh: GIN across hosts, 2.28's and 2.30.7's headers
@@ -93,6 +95,14 @@ for arg in "$@"; do
             tests/gpu/lab/kernels_build.sh
         ;;
     rma1) phase rma1 tests/gpu/lab/rma_diag.sh ;;
+    mps) # processes on GPU 0 under MPS: the gpu tests, random, faults, baton-perf, windows
+        phase mps env MPS_N="${MPS_N:-2 8}" MPS_PERF_N="${MPS_PERF_N:-8}" MPS_PERF_MAX=4M \
+            TEST_TIMEOUT=200 tests/gpu/lab/run.sh mps
+        ;;
+    initmem) # init time and GPU memory at 1, 2 and 8 processes, Baton and NVIDIA's NCCL
+        phase initmem bash -c '. tests/gpu/lab/mps.sh && mps_start && INITMEM_N="1 2 8" \
+            INITMEM_VARIANTS="${INITMEM_VARIANTS:-default large}" tests/gpu/lab/run.sh initmem; mps_stop'
+        ;;
     sweep32)
         phase sweep32 env TESTS=0 RANKS_LIST=2 ROUNDS=5 tests/gpu/lab/kernels_build.sh "$L/3452d54"
         ;;

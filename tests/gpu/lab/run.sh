@@ -281,7 +281,9 @@ if [ "$what" = initmem ]; then
     # a communicator's init time and GPU memory, stage by stage (baton-gpu-memory), Baton and
     # NVIDIA's NCCL, at each process count of INITMEM_N on GPU 0 (more than one: under MPS):
     # as it runs by default, with the stack reserved up front (the first kernel's local
-    # memory apart), and with every module loaded at context creation (the module code apart).
+    # memory apart), with every module loaded at context creation (the module code apart),
+    # and (variant large) with the 64 MB AllReduce first: a ring's needs alone, before any
+    # send/recv FIFOs (connected per peer at first use).
     # NVIDIA's NCCL refuses two ranks on one GPU of one host: its processes are hosts
     # (NCCL_HOSTID per rank, sockets between them), and Baton's are measured that way too.
     for n in ${INITMEM_N:-1}; do
@@ -299,6 +301,7 @@ if [ "$what" = initmem ]; then
                     [ "$v" = eager ] && pre="$pre CUDA_MODULE_LOADING=EAGER"
                     args=
                     [ "$v" = stack ] && args="--stack 2048"
+                    [ "$v" = large ] && args="--large-first"
                     LD_LIBRARY_PATH="$lp" timeout 120 "$BUILD/bin/baton-run" -n "$n" sh -c \
                         "$pre exec $BUILD/bin/baton-gpu-memory $args" >"$log" 2>&1
                     echo "== $n process(es), $lib ($hs, $v): rc=$?"
