@@ -50,7 +50,7 @@ static ncclResult_t wrap_init(void **ctx, uint64_t id, ncclNetCommConfig_v11_t *
 
 static ncclResult_t wrap_finalize(void *ctx)
 {
-    char line[256];
+    char line[512]; /* FakeCuda's summary is ~300 characters */
     pthread_mutex_lock(&mu);
     if (logger && summarize) {
         summarize(line, sizeof(line));

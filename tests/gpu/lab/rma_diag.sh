@@ -7,7 +7,7 @@
 #   OUT=/some/dir tests/gpu/lab/rma_diag.sh      -> one log per run under $OUT, a summary
 set -u
 . tests/gpu/lab/lib.sh
-export BATON_RMA_GPU=1 BATON_TIMEOUT=15 RMA_WATCHDOG=15 BATON_DEBUG=TRACE BATON_DEBUG_SUBSYS=P2P
+export BATON_TEST_SAME_GPU=1 BATON_RMA_GPU=1 BATON_TIMEOUT=15 RMA_WATCHDOG=15 BATON_DEBUG=TRACE BATON_DEBUG_SUBSYS=P2P
 echo "gdb: $(command -v gdb || echo none)" | tee -a "$OUT/summary.txt"
 dbg() { # NAME ENV...: the test under gdb (backtraces of every thread at a crash or after 20 s)
     local name=$1
