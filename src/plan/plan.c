@@ -142,8 +142,9 @@ double bt_plan_predict_us(const struct bt_plan_target *tg, const struct bt_op *o
     return t.us;
 }
 
-void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
-                  struct bt_work *w)
+/* The tuner's choice for a collective, through the target's memo. */
+static void plan_tune(const struct bt_plan_target *tg, const struct bt_op *op,
+                      struct bt_tune_out *t)
 {
     size_t es = bt_dtype_size(op->dtype);
     struct bt_tune_in in = tune_in(tg, op);
@@ -173,6 +174,22 @@ void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struc
     }
     BT_TRACE(BT_LOG_TUNING, "coll %d count %zu bytes %zu: algo %d proto %d nch %d chunk %zu",
              op->coll, op->count, in.bytes, t->algo, t->proto, t->nchannels, t->chunk);
+}
+
+int bt_plan_all_peers(const struct bt_plan_target *tg, const struct bt_op *op)
+{
+    if (tg->nranks <= 1 || op->count == 0 || bt_coll_is_p2p(op->coll))
+        return 0;
+    struct bt_tune_out t;
+    plan_tune(tg, op, &t);
+    return bt_algo_all_peers(t.algo);
+}
+
+void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
+                  struct bt_work *w)
+{
+    size_t es = bt_dtype_size(op->dtype);
+    plan_tune(tg, op, t);
 
     /* Channel c takes elements [c * share, (c + 1) * share): shares start on `align`-byte
      * boundaries; the channels that get elements are the same on every rank. */

@@ -97,6 +97,11 @@ int bt_plan_single(const struct bt_op *op);
 void bt_plan_coll(const struct bt_plan_target *tg, const struct bt_op *op, struct bt_tune_out *t,
                   struct bt_work *w);
 
+/* Whether bt_plan_coll puts the collective on the send/recv connectors with every peer (the
+ * one-shot, two-shot, PAT): the tuner's choice alone, no work made (what an executor that
+ * connects peers at first use asks before the launch). */
+int bt_plan_all_peers(const struct bt_plan_target *tg, const struct bt_op *op);
+
 /* The time the tuner's cost model gives an operation (a collective, a send or a receive) on
  * the target, in microseconds; 0 for one rank or no elements (ncclGroupSimulateEnd). */
 double bt_plan_predict_us(const struct bt_plan_target *tg, const struct bt_op *op);

@@ -129,8 +129,8 @@ static bt_status_t cuda_check(const void *state, const struct bt_op *op)
 
 /* Whether op needs send/recv FIFOs with a peer that are not connected yet (fifos.c): a send
  * or receive with that peer, or a collective the planner puts on every peer's connectors
- * (the one-shot, two-shot, PAT; every rank plans alike). Costs a plan only until every peer
- * is connected. */
+ * (the one-shot, two-shot, PAT; every rank plans alike). Asks the tuner (its memo) only
+ * until every peer is connected. */
 static int cuda_lacks(void *state, const struct bt_op *op)
 {
     struct cuda_state *cs = state;
@@ -139,10 +139,7 @@ static int cuda_lacks(void *state, const struct bt_op *op)
         return 0;
     if (bt_coll_is_p2p(op->coll))
         return op->peer != cc->rank && !cc->p2p_peer[op->peer];
-    struct bt_tune_out t;
-    struct bt_work w;
-    bt_plan_coll(&cs->tg, op, &t, &w);
-    return bt_algo_all_peers(t.algo);
+    return bt_plan_all_peers(&cs->tg, op);
 }
 
 static bt_status_t cuda_connect(void *state, const struct bt_op *ops, int nops)

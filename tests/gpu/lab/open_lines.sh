@@ -13,8 +13,12 @@
 #   rma1      (34) gpu_test_gpu_rma as 2 ranks of one process, traced (rma_diag.sh)
 #   mps       (33) run.sh mps: the gpu tests as 2 and 8 MPS processes, random, faults, perf
 #   initmem   (33) run.sh initmem at 1, 2, 8 processes (MPS): default, and the large stage first
-#   sweep32   (32) 2-rank AllReduce and AllGather 8 B..64 MB against 3452d54, 5 rounds
+#   sweep32   (32) AllReduce and AllGather 8 B..64 MB against 3452d54 at SWEEP_RANKS (2 8)
+#             ranks, SWEEP_ROUNDS (3) rounds
 #   bisect    (32) 2-rank AllReduce 1..64 MB over the libraries between 3452d54 and e407cc3
+#             that build-libs holds, this build's, then EXTRA_LIBS (folders: variants)
+#   small8    (32) 8 ranks, AllReduce and AllGather 32 B..512 KB: 3452d54, 665e831, this
+#             build's, EXTRA_LIBS
 #   gin       (34, 36) devapi_gin.sh: GIN across hosts, 2.28's and 2.30.7's headers
 #   devapi    (36) devapi_v2.sh: LSA of every release, nccl-tests of 2.30.7's headers
 #   rma       (34) rma_gpu.sh: one-sided calls, processes and hosts
@@ -28,6 +32,7 @@
 #             carried as build-pack/host.tar.xz; Baton (helpers by default) vs Open MPI vs
 #             Gloo at 2, 4, 8 ranks, then Baton with HOST_THREADS=1, the default, and 4
 #             threads over 4 channels alternating, 3 rounds
+#   helpers2  (37) the same at 2 ranks, two rounds
 #   helpers1  (37) the same, Baton alone: one round at 2 and 4 ranks (~30 s)
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-open}
@@ -104,12 +109,26 @@ for arg in "$@"; do
             INITMEM_VARIANTS="${INITMEM_VARIANTS:-default large}" tests/gpu/lab/run.sh initmem; mps_stop'
         ;;
     sweep32)
-        phase sweep32 env TESTS=0 RANKS_LIST=2 ROUNDS=5 tests/gpu/lab/kernels_build.sh "$L/3452d54"
+        phase sweep32 env TESTS=0 RANKS_LIST="${SWEEP_RANKS:-2 8}" ROUNDS="${SWEEP_ROUNDS:-3}" \
+            tests/gpu/lab/kernels_build.sh "$L/3452d54"
         ;;
-    bisect)
+    bisect) # the libraries of those commits that were built (build_lib_at.sh), in order
+        libs=()
+        for c in 3452d54 4c52e59 e7fb9a6 873264c 94e2952 665e831 31d9d7f e407cc3; do
+            [ -d "$L/$c" ] && libs+=("$L/$c")
+        done
+        # shellcheck disable=SC2086 # EXTRA_LIBS: a list of library folders
         phase bisect env RANKS=2 ROUNDS=3 COLLS=allreduce MIN=1M tests/gpu/lab/sweep_libs.sh \
-            "$L/3452d54" "$L/4c52e59" "$L/e7fb9a6" "$L/873264c" "$L/94e2952" "$L/665e831" \
-            "$L/e407cc3" "$B/lib"
+            "${libs[@]}" "$B/lib" ${EXTRA_LIBS:-}
+        ;;
+    small8) # 8 ranks, AllReduce and AllGather 32 B..512 KB: the host's enqueue per launch
+        libs=()
+        for c in 3452d54 665e831; do
+            [ -d "$L/$c" ] && libs+=("$L/$c")
+        done
+        # shellcheck disable=SC2086
+        phase small8 env RANKS=8 ROUNDS=3 MIN=32 MAX=512K TAG=small8 \
+            tests/gpu/lab/sweep_libs.sh "${libs[@]}" "$B/lib" ${EXTRA_LIBS:-}
         ;;
     gin) phase gin tests/gpu/lab/devapi_gin.sh ;;
     devapi) phase devapi tests/gpu/lab/devapi_v2.sh ;;
@@ -124,6 +143,10 @@ for arg in "$@"; do
     helpers)
         [ -d build-host/bin ] || tar xJf build-pack/host.tar.xz
         phase helpers env BUILD=build-host NPS="2 4 8" ROUNDS=2 bash -c helpers
+        ;;
+    helpers2) # the same at 2 ranks only, two rounds each
+        [ -d build-host/bin ] || tar xJf build-pack/host.tar.xz
+        phase helpers2 env BUILD=build-host NPS=2 ROUNDS=2 ROUNDS_B=2 bash -c helpers
         ;;
     helpers1) # the same without the references: Baton alone, one round, 2 and 4 ranks
         [ -d build-host/bin ] || tar xJf build-pack/host.tar.xz

@@ -8,7 +8,7 @@
 #   OUT=/some/dir tests/gpu/lab/rma_gpu.sh      -> one log per run under $OUT, a summary
 set -u
 . tests/gpu/lab/lib.sh
-export BATON_RMA_GPU=1 # experimental: off by default
+export BATON_RMA_GPU=1 BATON_TEST_SAME_GPU=1 # experimental: off by default; ranks of one process share GPU 0
 OFI=(BATON_NET=OFI FI_PROVIDER=tcp)
 run rma_1p3 BATON_TEST_GPUS=3 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_1p8 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 60 "$T/gpu_test_gpu_rma"
