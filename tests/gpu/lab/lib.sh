@@ -5,7 +5,7 @@ B=${BUILD:-build-gpu}
 T=$B/tests
 export LD_LIBRARY_PATH=$(realpath "$B")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 [ -d "$B/fabric" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(realpath "$B")/fabric"
-export NCCL_NVLS_ENABLE=0 BATON_TIMEOUT=${BATON_TIMEOUT:-60}
+export NCCL_NVLS_ENABLE=0 BATON_TIMEOUT=${BATON_TIMEOUT:-60} BATON_DEBUG=${BATON_DEBUG:-WARN} # a refusal says why
 . tests/gpu/lab/mps.sh
 mkdir -p "$OUT"
 run() { # NAME ENV... CMD...

@@ -8,8 +8,9 @@
 # here); on the GPU machine, from the repository root:
 #   tar xJf build-pack/stage.tar.xz && OUT=$OUT tests/gpu/lab/open_lines.sh tests rma1 sweep32
 # Phases (the issue each serves):
-#   tests     (32) the gpu tests with the default build: gpu_test_gpu_colls at 2 and 8 ranks,
-#             default and LL128 forced; parity, random, nonblocking, fault
+#   tests     (32) the gpu tests with the default build: gpu_test_gpu_colls at TESTS_N (2 8)
+#             ranks, TESTS_VARIANTS (default and LL128 forced); parity, random, nonblocking,
+#             lazy, suspend, fault
 #   rma1      (34) gpu_test_gpu_rma as 2 ranks of one process, traced (rma_diag.sh)
 #   mps       (33) run.sh mps: the gpu tests as 2 and 8 MPS processes, random, faults, perf
 #   initmem   (33) run.sh initmem at 1, 2, 8 processes (MPS): default, and the large stage first
@@ -96,8 +97,8 @@ for arg in "$@"; do
     [ "$p" != "$arg" ] && limit=${arg#*:}
     case $p in
     tests)
-        phase tests env TESTS=1 NLIST="2 8" VARIANTS="BATON_X=1;BATON_PROTO=LL128" \
-            tests/gpu/lab/kernels_build.sh
+        phase tests env TESTS=1 NLIST="${TESTS_N:-2 8}" \
+            VARIANTS="${TESTS_VARIANTS:-BATON_X=1;BATON_PROTO=LL128}" tests/gpu/lab/kernels_build.sh
         ;;
     rma1) phase rma1 tests/gpu/lab/rma_diag.sh ;;
     mps) # processes on GPU 0 under MPS: the gpu tests, random, faults, baton-perf, windows

@@ -84,13 +84,19 @@ static __device__ bool block_work(const A &args, int wi, struct bt_work *ws, int
  * 16-element packs of 1-byte types need many more than float's 4). Every work of a launch
  * has T's dtype; send/recv works are byte copies (uint8). Works step through their schedules
  * (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. A: KView (relocatable:
- * one body for every size class, called once per launch) or the entry's own KArgs<W>. */
+ * one body for every size class, called once per launch) or the entry's own KArgs<W>.
+ * SIMPLE: every work is Simple (bt_cuda_simple_kernel): no LL or LL128 code in the kernel,
+ * whose registers then serve the Simple steps alone. With LL128's step in the same kernel
+ * (a noinline call), ptxas spilled more in the whole kernel (float, W=4: 628 bytes of spill
+ * loads against 388 before 31d9d7f) and the Simple ring ran 5-8% slower at 4-64 MB
+ * (bench/results/gpu-1xh100-sweep32-bisect-2026-12-05.md). */
 #ifdef BT_CUDA_RDC
 #define BT_KERNEL_BODY __noinline__
 #else
 #define BT_KERNEL_BODY __forceinline__
 #endif
-template <typename T, typename A> static __device__ BT_KERNEL_BODY void kernel_body(A args)
+template <typename T, typename A, bool SIMPLE>
+static __device__ BT_KERNEL_BODY void kernel_body(A args)
 {
     __shared__ struct bt_work ws;
 #ifdef BATON_LL128_PROFILE
@@ -108,7 +114,7 @@ template <typename T, typename A> static __device__ BT_KERNEL_BODY void kernel_b
         if (w->algo == BT_ALGO_TREE_DOWN && w->chan->tree.up < 0)
             continue; /* this rank is the channel's root: its steps are all empty */
         /* LL and LL128 lines carry their own flags: credit and head only */
-        const bool lines = w->proto != BT_PROTO_SIMPLE;
+        const bool lines = !SIMPLE && w->proto != BT_PROTO_SIMPLE;
         set_current(w);
 #ifdef BATON_LL128_PROFILE
         prof = prof || (blockIdx.x == 0 && w->count * w->esize >= (16u << 20));
@@ -127,9 +133,9 @@ template <typename T, typename A> static __device__ BT_KERNEL_BODY void kernel_b
             t_wait += clock64() - t0;
             t0 = clock64();
 #endif
-            if (w->proto == BT_PROTO_LL) {
+            if (!SIMPLE && w->proto == BT_PROTO_LL) {
                 err = run_step_ll<T>(p, w, args.h, wi);
-            } else if (w->proto == BT_PROTO_LL128) {
+            } else if (!SIMPLE && w->proto == BT_PROTO_LL128) {
                 err = run_step_ll128<T>(p, w, args.h, wi);
             } else {
                 StepIO io;
@@ -193,9 +199,22 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
 {
 #ifdef BT_CUDA_RDC
-    kernel_body<T, KView>(KView{args.h, args.block, args.works});
+    kernel_body<T, KView, false>(KView{args.h, args.block, args.works});
 #else
-    kernel_body<T, const KArgs<W> &>(args);
+    kernel_body<T, const KArgs<W> &, false>(args);
+#endif
+}
+
+/* The same for launches whose works are all Simple (a collective's large sizes), at the
+ * smallest size class only: one more entry per dtype, and a smaller one. */
+template <typename T, int W>
+__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
+    bt_cuda_simple_kernel(const __grid_constant__ KArgs<W> args)
+{
+#ifdef BT_CUDA_RDC
+    kernel_body<T, KView, true>(KView{args.h, args.block, args.works});
+#else
+    kernel_body<T, const KArgs<W> &, true>(args);
 #endif
 }
 
@@ -210,7 +229,7 @@ static_assert(sizeof(KArgs<BT_CUDA_MAX_WORKS>) == sizeof(struct bt_cuda_kargs),
  * count (bt_work_channel); send/recv groups have a work per peer and part. */
 template <typename T, int W>
 static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_t stream,
-                         bool onepass)
+                         bool onepass, bool simple)
 {
     KArgs<W> k;
     int n = a->h.nworks;
@@ -220,6 +239,12 @@ static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_
     if constexpr (W <= BT_CUDA_ONEPASS_MAX_WORKS) {
         if (onepass) {
             bt_cuda_direct_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
+            return;
+        }
+    }
+    if constexpr (W == 4) {
+        if (simple) {
+            bt_cuda_simple_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
             return;
         }
     }
@@ -234,12 +259,15 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
     bool onepass = n > 0 && n <= BT_CUDA_ONEPASS_MAX_WORKS;
     for (int i = 0; i < n && onepass; i++)
         onepass = bt_cuda_onepass(&a->works[i]);
+    bool simple = true;
+    for (int i = 0; i < n && simple; i++)
+        simple = a->works[i].proto == BT_PROTO_SIMPLE;
     /* three size classes: each is an entry whole-program ptxas compiles the body into again
      * (5 classes cost a clean build 2 minutes more); one with 5-32 works passes ~7 KB */
     if (n <= 4)
-        launch_sized<T, 4>(a, nblocks, stream, onepass);
+        launch_sized<T, 4>(a, nblocks, stream, onepass, simple);
     else if (n <= 32)
-        launch_sized<T, 32>(a, nblocks, stream, onepass);
+        launch_sized<T, 32>(a, nblocks, stream, onepass, simple);
     else /* the host's struct as it is (same layout) */
         bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>
             <<<nblocks, BT_CUDA_THREADS, 0, stream>>>(*(const KArgs<BT_CUDA_MAX_WORKS> *)a);
