@@ -647,7 +647,7 @@ struct p2p_card {
 };
 
 /* This rank's FIFOs from rank r, zeroed before any peer may write into them: the card for r. */
-static bt_status_t p2p_own(struct bt_cuda_comm *cc, int r, cudaStream_t s, struct p2p_card *card)
+static bt_status_t p2p_make(struct bt_cuda_comm *cc, int r, cudaStream_t s, struct p2p_card *card)
 {
     bt_status_t st = BT_OK;
     struct bt_fifo_sizes zp = fifo_sizes(cc, 0);
@@ -714,7 +714,7 @@ bt_status_t bt_cuda_p2p_connect(struct bt_cuda_comm *cc, const unsigned char *wa
     for (int r = 0; r < n; r++) {
         if (!want[r] || r == cc->rank || cc->p2p_own[r])
             continue;
-        BT_CHECK_GOTO(p2p_own(cc, r, s, &cards[r]), st, fail);
+        BT_CHECK_GOTO(p2p_make(cc, r, s, &cards[r]), st, fail);
         BT_CHECK_GOTO(
             bt_bootstrap_send(cc->ctx->bs, r, BT_TAG_GPU_P2P, &cards[r], sizeof(cards[r])), st,
             fail);

@@ -85,7 +85,7 @@ static __device__ bool block_work(const A &args, int wi, struct bt_work *ws, int
  * has T's dtype; send/recv works are byte copies (uint8). Works step through their schedules
  * (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. A: KView (relocatable:
  * one body for every size class, called once per launch) or the entry's own KArgs<W>.
- * SIMPLE: every work is Simple (bt_cuda_simple_kernel): no LL or LL128 code in the kernel,
+ * SIMPLE: every work is Simple (bt_cuda_kernel<T, 4, true>): no LL or LL128 code in the kernel,
  * whose registers then serve the Simple steps alone. With LL128's step in the same kernel
  * (a noinline call), ptxas spilled more in the whole kernel (float, W=4: 628 bytes of spill
  * loads against 388 before 31d9d7f) and the Simple ring ran 5-8% slower at 4-64 MB
@@ -193,28 +193,17 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     }
 }
 
-/* dtype T's general kernel for launches of up to W works */
-template <typename T, int W>
+/* dtype T's general kernel for launches of up to W works; SIMPLE: works all Simple (a
+ * collective's large sizes), instantiated at the smallest size class only (launch_sized):
+ * one more entry per dtype, and a smaller one */
+template <typename T, int W, bool SIMPLE = false>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
 {
 #ifdef BT_CUDA_RDC
-    kernel_body<T, KView, false>(KView{args.h, args.block, args.works});
+    kernel_body<T, KView, SIMPLE>(KView{args.h, args.block, args.works});
 #else
-    kernel_body<T, const KArgs<W> &, false>(args);
-#endif
-}
-
-/* The same for launches whose works are all Simple (a collective's large sizes), at the
- * smallest size class only: one more entry per dtype, and a smaller one. */
-template <typename T, int W>
-__global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
-    bt_cuda_simple_kernel(const __grid_constant__ KArgs<W> args)
-{
-#ifdef BT_CUDA_RDC
-    kernel_body<T, KView, true>(KView{args.h, args.block, args.works});
-#else
-    kernel_body<T, const KArgs<W> &, true>(args);
+    kernel_body<T, const KArgs<W> &, SIMPLE>(args);
 #endif
 }
 
@@ -244,7 +233,7 @@ static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_
     }
     if constexpr (W == 4) {
         if (simple) {
-            bt_cuda_simple_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
+            bt_cuda_kernel<T, W, true><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
             return;
         }
     }
