@@ -20,6 +20,10 @@
 #             that build-libs holds, this build's, then EXTRA_LIBS (folders: variants)
 #   small8    (32) 8 ranks, AllReduce and AllGather 32 B..512 KB: 3452d54, 665e831, this
 #             build's, EXTRA_LIBS
+#   profile   (32) where the host's time per call goes at small sizes: baton-one-process
+#             AllReduce of 32 B at 8 and 2 ranks under the sampler (sampler.c, staged as
+#             $B/bin/sampler.so), 3452d54's library and this build's; name the stacks here:
+#             tests/gpu/lab/sampler_report.py prof-*.txt LIBDIR
 #   gin       (34, 36) devapi_gin.sh: GIN across hosts, 2.28's and 2.30.7's headers
 #   devapi    (36) devapi_v2.sh: LSA of every release, nccl-tests of 2.30.7's headers
 #   rma       (34) rma_gpu.sh: one-sided calls, processes and hosts
@@ -90,8 +94,21 @@ helpers_baton() {
         done
     done
 }
-export B
-export -f membw helpers helpers_baton # phase runs them under timeout, in a shell of their own
+profile() {
+    for r in ${PROF_RANKS:-8 2}; do
+        for l in "$L/3452d54" "$B/lib"; do
+            [ -d "$l" ] || continue
+            tag=$([ "$l" = "$B/lib" ] && echo this || basename "$l")
+            # the sampler in the program, not in timeout (whose file would overwrite its)
+            timeout 120 env SAMPLER_OUT="$OUT/prof-r$r-$tag.txt" LD_PRELOAD="$B/bin/sampler.so" \
+                LD_LIBRARY_PATH="$l" BATON_TEST_SAME_GPU=1 "$B/bin/baton-one-process" --same-gpu --ranks "$r" allreduce 32 32 \
+                "${PROF_ITERS:-4000}" 5
+            echo "== $r ranks, $tag: $(head -c 80 "$OUT/prof-r$r-$tag.txt")"
+        done
+    done
+}
+export B L
+export -f membw profile helpers helpers_baton # phase runs them under timeout, in a shell of their own
 for arg in "$@"; do
     p=${arg%%:*} limit=
     [ "$p" != "$arg" ] && limit=${arg#*:}
@@ -131,6 +148,7 @@ for arg in "$@"; do
         phase small8 env RANKS=8 ROUNDS=3 MIN=32 MAX=512K TAG=small8 \
             tests/gpu/lab/sweep_libs.sh "${libs[@]}" "$B/lib" ${EXTRA_LIBS:-}
         ;;
+    profile) phase profile bash -c profile ;;
     gin) phase gin tests/gpu/lab/devapi_gin.sh ;;
     devapi) phase devapi tests/gpu/lab/devapi_v2.sh ;;
     rma) phase rma tests/gpu/lab/rma_gpu.sh ;;

@@ -10,8 +10,10 @@ set -u
 . tests/gpu/lab/lib.sh
 export BATON_RMA_GPU=1 BATON_TEST_SAME_GPU=1 # experimental: off by default; ranks of one process share GPU 0
 OFI=(BATON_NET=OFI FI_PROVIDER=tcp)
+run rma_1p2 BATON_TEST_GPUS=2 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_1p3 BATON_TEST_GPUS=3 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_1p8 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 60 "$T/gpu_test_gpu_rma"
+run rma_1p8_conn32 CUDA_DEVICE_MAX_CONNECTIONS=32 BATON_TEST_GPUS=8 RMA_ROUNDS=20 timeout 60 "$T/gpu_test_gpu_rma"
 run rma_1p8_conn1 CUDA_DEVICE_MAX_CONNECTIONS=1 BATON_TEST_GPUS=8 RMA_ROUNDS=10 timeout 60 "$T/gpu_test_gpu_rma"
 mps_start >>"$OUT/summary.txt" 2>&1 # not in a pipeline: its exports must stay in this shell
 run rma_mps4 BATON_TEST_MPS=1 BATON_TEST_GPUS=4 timeout 60 "$T/gpu_test_gpu_rma"

@@ -11,6 +11,8 @@ cp -a "$src"/bin/. "$dst/bin/"
 rm -f "$dst/bin/baton-topo" # the kernels again (internal library), and not run there
 cp -a "$src"/lib/. "$dst/lib/"
 cp -a "$src"/tests/gpu_test_* "$dst/tests/"
+# the lab's sampling profiler (open_lines.sh profile): the GPU machine has no perf
+gcc -O2 -shared -fPIC -o "$dst/bin/sampler.so" tests/gpu/lab/sampler.c
 # nccl-tests built against NCCL headers (nccl_tests.sh: a newer release's, build-nt230; or
 # NVIDIA's 2.28.9 of the CUDA toolkit, build-nt228), when there
 for nt in "${NT_BUILD:-build-nt230}" build-nt228; do
