@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /*
- * The library's identity, e.g. "Baton 0.1.0, NCCL 2.28.9 interface". Use it to check which
+ * The library's identity, e.g. "Baton 0.1.0, NCCL 2.30.7 interface". Use it to check which
  * libnccl.so.2 a process actually loaded. The string is static: do not free it.
  */
 const char *batonVersionString(void);

@@ -1,8 +1,11 @@
 /*
- * Baton public API: the NCCL 2.28.9 interface.
+ * Baton public API: the NCCL 2.30.7 interface.
  *
- * This is Baton's own header, written from the interface facts of NCCL 2.28.9 (values,
- * layouts and signatures; tests/unit/test_abi.c pins them), so that programs built against NVIDIA's
+ * This is Baton's own header, written from the interface facts of NCCL 2.28.9 and of what 2.29
+ * and 2.30 added up to 2.30.7 (values, layouts and signatures; tests/unit/test_abi.c pins
+ * them). It keeps 2.28.9's NCCL_VERSION_CODE, initializers and device-API layouts, so that a
+ * program built against it runs on NVIDIA's 2.28.9 library too; the library reports 2.30.7
+ * (ncclGetVersion), so that programs built against NVIDIA's
  * header run on Baton's libnccl.so.2 unchanged and programs built against this header run on either
  * library.
  *
@@ -243,7 +246,8 @@ ncclResult_t ncclMemFree(void *ptr);
 
 /* ---- version, ids, errors ---------------------------------------------------------------- */
 
-/* Stores NCCL_VERSION_CODE of the running library (22809). */
+/* Stores the running library's version: Baton's is 23007 (2.30.7, the newest interface it
+ * implements whole; REPORT_VERSION may say another), whatever NCCL_VERSION_CODE above says. */
 ncclResult_t ncclGetVersion(int *version);
 
 /* Creates the rendezvous token; call on one rank and give the bytes to every rank. */

@@ -25,7 +25,7 @@
 
 BT_API const char *batonVersionString(void)
 {
-    return "Baton " BATON_VERSION_STRING ", NCCL 2.28.9 interface";
+    return "Baton " BATON_VERSION_STRING ", NCCL " BATON_NCCL_INTERFACE " interface";
 }
 
 BT_API void batonParamsPrint(FILE *out)
@@ -43,7 +43,7 @@ static int reported_version(void)
     int v = atomic_load_explicit(&cached, memory_order_acquire);
     if (v)
         return v;
-    v = NCCL_VERSION_CODE;
+    v = BATON_NCCL_CODE;
     const char *s = bt_param_str_report_version();
     unsigned major, minor, patch;
     char tail;
@@ -55,7 +55,7 @@ static int reported_version(void)
             BT_WARN("REPORT_VERSION=%s: not X.Y.Z of a release whose device-API layouts Baton "
                     "serves (2.28.x, 2.29.2-2.29.3, 2.29.5-2.29.7, 2.30.0-2.30.7): reporting "
                     "%d",
-                    s, NCCL_VERSION_CODE);
+                    s, BATON_NCCL_CODE);
     }
     atomic_store_explicit(&cached, v, memory_order_release);
     return v;
@@ -911,8 +911,11 @@ BT_API ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_
     p.ginType = gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
     p.railedGinType = gin && v >= 22905 ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE;
     p.nLsaTeams = c->nranks / (c->local_ranks > 0 ? c->local_ranks : 1);
-    /* one-sided calls are served on host memory when every rank is on this host (rma.h) */
-    p.hostRmaSupport = c->cuda_dev < 0 && c->local_ranks == c->nranks && c->config.num_rma_ctx;
+    /* one-sided calls (rma.h): on host memory, through mapped windows on one host and the
+     * network across hosts; on a GPU communicator in stream order (rma_gpu.h) unless turned
+     * off or its links failed */
+    p.hostRmaSupport = c->config.num_rma_ctx > 0 &&
+                       (c->cuda_dev < 0 || (bt_param_rma_gpu() && !c->rma_gpu_failed));
     /* the caller's struct may be older (smaller): copy what it holds, its header kept */
     size_t head = offsetof(ncclCommProperties_t, rank);
     memcpy((char *)props + head, (char *)&p + head, (size < sizeof(p) ? size : sizeof(p)) - head);

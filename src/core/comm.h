@@ -127,7 +127,8 @@ struct bt_comm {
     /* ... or, on a GPU communicator, in stream order (core/rma_gpu.h); the abort path reads
      * it from any thread */
     struct bt_rma_gpu *_Atomic rma_gpu;
-    uint32_t win_seq;         /* windows registered so far: the next one's number */
+    int rma_gpu_failed; /* its setup failed at a registration: not tried again, calls refused */
+    uint32_t win_seq;   /* windows registered so far: the next one's number */
     pthread_mutex_t win_lock; /* the windows list, against the one-sided link's lookups */
     unsigned char grow_id[BT_UNIQUE_ID_BYTES];
     _Atomic int async_error; /* ncclResult_t of a failure seen in the background */

@@ -313,8 +313,8 @@ bt_status_t bt_comm_init(struct bt_comm *comm, const void *unique_id)
     bt_proxy_dump_signal_init(); /* the dump signal also makes waiting launches report */
     comm->init_done = 1;
     if (comm->rank == 0)
-        BT_INFO(BT_LOG_INIT, "Baton %s, NCCL 2.28.9 interface: comm %p %d ranks, %s, %d channels%s",
-                BATON_VERSION_STRING, (void *)comm, comm->nranks,
+        BT_INFO(BT_LOG_INIT, "Baton %s, NCCL %s interface: comm %p %d ranks, %s, %d channels%s",
+                BATON_VERSION_STRING, BATON_NCCL_INTERFACE, (void *)comm, comm->nranks,
                 comm->cuda_dev < 0 ? "host memory" : "CUDA", comm->nchannels,
                 comm->oversubscribed ? ", more local ranks than CPUs: waits yield at once" : "");
     BT_INFO(BT_LOG_INIT, "comm %p rank %d nranks %d pid %d - Init COMPLETE", (void *)comm,

@@ -94,10 +94,15 @@ bt_status_t bt_rma_window_added(struct bt_comm *comm, struct bt_window *win)
         return BT_OK;
     bt_status_t st = BT_OK;
     if (comm->cuda_dev >= 0 && win->ex == &bt_exec_cuda && bt_param_rma_gpu()) {
+        if (comm->rma_gpu_failed)
+            return BT_OK; /* not again: a rank whose setup worked would not join it */
         struct bt_rma_gpu *g = NULL;
-        st = bt_rma_gpu_open(comm, &g);
+        st = bt_rma_gpu_open(comm, &g); /* WARNs why it failed */
         atomic_store_explicit(&comm->rma_gpu, g, memory_order_release);
-        return st;
+        /* the window itself is fine: it is registered, and the one-sided calls on this
+         * communicator are refused, naming this */
+        comm->rma_gpu_failed = st != BT_OK;
+        return BT_OK;
     }
     comm->signal_seen = calloc((size_t)comm->nranks, sizeof(uint64_t));
     if (!comm->signal_seen)
@@ -155,8 +160,10 @@ static const char *unservable(const struct bt_comm *comm, const struct bt_window
         return "the window is device memory, and this communicator's one-sided calls are set "
                "up for host memory (its first symmetric window was host memory)";
     if (comm->cuda_dev >= 0 && !comm->board && !bt_param_rma_gpu())
-        return "one-sided calls on a GPU communicator are experimental and off (RMA_GPU=1 turns "
-               "them on; docs/DEVICE_API.md)";
+        return "one-sided calls on GPU communicators are off (RMA_GPU=0; docs/ENV.md)";
+    if (comm->cuda_dev >= 0 && !comm->board && comm->rma_gpu_failed)
+        return "this communicator's one-sided links could not be made at its first GPU window's "
+               "registration (the WARN then says why)";
     if (comm->cuda_dev >= 0 && !comm->board)
         return "no GPU window of this communicator is registered yet (one-sided calls on a GPU "
                "communicator start with its first: ncclCommWindowRegister)";

@@ -27,17 +27,16 @@ BT_PARAM_INT(bootstrap_timeout, "BOOTSTRAP_TIMEOUT", 120,
 
 /* the interface version ncclGetVersion reports (api/comm_api.c) */
 BT_PARAM_STR(report_version, "REPORT_VERSION", NULL,
-             "the NCCL version ncclGetVersion reports, X.Y.Z (unset: 2.28.9, the newest "
+             "the NCCL version ncclGetVersion reports, X.Y.Z (unset: 2.30.7, the newest "
              "interface Baton implements whole): one whose device-API layouts Baton serves, "
              "2.28.x, 2.29.2-2.29.3, 2.29.5-2.29.7 or 2.30.0-2.30.7 (programs built against "
              "newer headers gate their device API on it)")
 
-/* one-sided calls on GPU communicators (core/rma_gpu.c): off until proven on a GPU */
-BT_PARAM_INT(
-    rma_gpu, "RMA_GPU", 0,
-    "1: ncclPutSignal/ncclSignal/ncclWaitSignal on GPU communicators in stream order "
-    "(experimental: not yet passed on a GPU between ranks of one process, docs/DEVICE_API.md); "
-    "0: refused, naming why")
+/* one-sided calls on GPU communicators (core/rma_gpu.c) */
+BT_PARAM_INT(rma_gpu, "RMA_GPU", 1,
+             "1: ncclPutSignal/ncclSignal/ncclWaitSignal on GPU communicators in stream order, "
+             "their links made at a communicator's first GPU window registration "
+             "(docs/DEVICE_API.md); 0: no links made, the calls refused, naming why")
 
 /* communicator */
 BT_PARAM_INT(comm_blocking, "COMM_BLOCKING", 1,

@@ -251,7 +251,13 @@ static void one_process(int n)
 
 int main(void)
 {
-    setenv("BATON_RMA_GPU", "1", 0); /* experimental: off by default (docs/ENV.md) */
+    /* Each wait holds its stream's hardware queue (cuStreamWaitValue32): with the ranks of one
+     * process on one GPU, CUDA's default 8 queues are shared between streams whose waits need
+     * each other's puts (and the landing copies), a deadlock; one process per GPU has a stream
+     * or two (docs/DEVICE_API.md). Before CUDA starts; not under MPS, whose clients then fail
+     * to make their contexts (out of memory). */
+    if (!bt_test_mps())
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
     const char *g = getenv("BATON_TEST_GPUS");
     int n = g ? atoi(g) : 3;
     BT_TEST_CHECK(n >= 2 && n <= MAX_NR, "BATON_TEST_GPUS=%d: 2..%d", n, MAX_NR);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "baton.h"
 #include "nccl.h"
 
 static void check_params(void)
@@ -559,9 +560,20 @@ static int grow_main(int rank, int n, void *argp)
 
 /* `test_nccl230 ofi`: the same over the libfabric backend (tcp;ofi_rxm): the one-sided link
  * across hosts runs on it, with no descriptor to sleep on. */
+/* The library says the interface it implements whole: 2.30.7 (not its header's 2.28.9). */
+static void check_version(void)
+{
+    int v = 0;
+    BT_TEST_OK(ncclGetVersion(&v));
+    BT_TEST_CHECK(v == 23007 && v > NCCL_VERSION_CODE, "ncclGetVersion: %d", v);
+    const char *s = batonVersionString();
+    BT_TEST_CHECK(strstr(s, "NCCL 2.30.7 interface") != NULL, "batonVersionString: %s", s);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stderr, NULL, _IOLBF, 0);
+    check_version();
     if (argc > 1 && strcmp(argv[1], "ofi") == 0) {
         setenv("BATON_NET", "OFI", 1);
         setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);

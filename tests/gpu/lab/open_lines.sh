@@ -21,8 +21,9 @@
 #   small8    (32) 8 ranks, AllReduce and AllGather 32 B..512 KB: 3452d54, 665e831, this
 #             build's, EXTRA_LIBS
 #   profile   (32) where the host's time per call goes at small sizes: baton-one-process
-#             AllReduce of 32 B at 8 and 2 ranks under the sampler (sampler.c, staged as
-#             $B/bin/sampler.so), 3452d54's library and this build's; name the stacks here:
+#             AllReduce of 32 B at 8 and 2 ranks, 3452d54's library and this build's (or
+#             PROF_LIBS), timed, then under the sampler (sampler.c, staged as
+#             $B/bin/sampler.so); name the stacks here:
 #             tests/gpu/lab/sampler_report.py prof-*.txt LIBDIR
 #   gin       (34, 36) devapi_gin.sh: GIN across hosts, 2.28's and 2.30.7's headers
 #   devapi    (36) devapi_v2.sh: LSA of every release, nccl-tests of 2.30.7's headers
@@ -95,15 +96,21 @@ helpers_baton() {
     done
 }
 profile() {
+    # unsampled timings (PROF_ROUNDS rounds, the libraries alternating), then one sampled run
+    # of each; PROF_LIBS: library folders (default 3452d54's and this build's)
+    local libs=${PROF_LIBS:-"$L/3452d54 $B/lib"}
     for r in ${PROF_RANKS:-8 2}; do
-        for l in "$L/3452d54" "$B/lib"; do
-            [ -d "$l" ] || continue
-            tag=$([ "$l" = "$B/lib" ] && echo this || basename "$l")
-            # the sampler in the program, not in timeout (whose file would overwrite its)
-            timeout 120 env SAMPLER_OUT="$OUT/prof-r$r-$tag.txt" LD_PRELOAD="$B/bin/sampler.so" \
-                LD_LIBRARY_PATH="$l" BATON_TEST_SAME_GPU=1 "$B/bin/baton-one-process" --same-gpu --ranks "$r" allreduce 32 32 \
-                "${PROF_ITERS:-4000}" 5
-            echo "== $r ranks, $tag: $(head -c 80 "$OUT/prof-r$r-$tag.txt")"
+        for round in $(seq "${PROF_ROUNDS:-2}") sampled; do
+            for l in $libs; do
+                [ -d "$l" ] || continue
+                tag=$([ "$l" = "$B/lib" ] && echo this || basename "$l")
+                pre=() && [ "$round" = sampled ] &&
+                    pre=(SAMPLER_OUT="$OUT/prof-r$r-$tag.txt" LD_PRELOAD="$B/bin/sampler.so")
+                # the sampler in the program, not in timeout (whose file would overwrite its)
+                echo "== $r ranks, $tag, round $round: $(timeout 120 env "${pre[@]}" \
+                    LD_LIBRARY_PATH="$l" BATON_TEST_SAME_GPU=1 "$B/bin/baton-one-process" \
+                    --same-gpu --ranks "$r" allreduce 32 32 "${PROF_ITERS:-4000}" 5 | grep '^ ')"
+            done
         done
     done
 }
