@@ -225,7 +225,7 @@ static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_
     k.h = a->h;
     memcpy(k.block, a->block, sizeof(k.block[0]) * (size_t)n);
     memcpy(k.works, a->works, sizeof(k.works[0]) * (size_t)n);
-    if constexpr (W <= BT_CUDA_ONEPASS_MAX_WORKS) {
+    if constexpr (W == 4) { /* a collective's launch: one work, two for a tree */
         if (onepass) {
             bt_cuda_direct_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
             return;
@@ -240,7 +240,12 @@ static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_
     bt_cuda_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
 }
 
-template <typename T>
+/* P2P: T is the send/recv works' type (uint8: byte copies, cuda_exec.c), the one whose
+ * launches carry many works (a work per peer and part); only it has the larger size classes.
+ * A collective's launch is one work (two for a tree) whatever its channels: every other dtype
+ * has the 4-work class alone, which halves what their units cost to build (each class is an
+ * entry whole-program ptxas compiles the body into again). */
+template <typename T, bool P2P>
 static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream_v)
 {
     cudaStream_t stream = (cudaStream_t)stream_v;
@@ -251,24 +256,34 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
     bool simple = true;
     for (int i = 0; i < n && simple; i++)
         simple = a->works[i].proto == BT_PROTO_SIMPLE;
-    /* three size classes: each is an entry whole-program ptxas compiles the body into again
-     * (5 classes cost a clean build 2 minutes more); one with 5-32 works passes ~7 KB */
-    if (n <= 4)
+    if (n <= 4) {
         launch_sized<T, 4>(a, nblocks, stream, onepass, simple);
-    else if (n <= 32)
-        launch_sized<T, 32>(a, nblocks, stream, onepass, simple);
-    else /* the host's struct as it is (same layout) */
-        bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>
-            <<<nblocks, BT_CUDA_THREADS, 0, stream>>>(*(const KArgs<BT_CUDA_MAX_WORKS> *)a);
+    } else if constexpr (P2P) {
+        /* two more size classes: 5 classes cost a clean build 2 minutes more; one with 5-32
+         * works passes ~7 KB */
+        if (n <= 32)
+            launch_sized<T, 32>(a, nblocks, stream, onepass, simple);
+        else /* the host's struct as it is (same layout) */
+            bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>
+                <<<nblocks, BT_CUDA_THREADS, 0, stream>>>(*(const KArgs<BT_CUDA_MAX_WORKS> *)a);
+    } else {
+        return (int)cudaErrorInvalidValue; /* not a launch this dtype's works make */
+    }
     return (int)cudaGetLastError();
 }
 
 /* Defines bt_cuda_kernel_launch_NAME (kernel.h), the launcher of dtype T's kernels: the one
- * instantiation of T's kernels, in the unit that expands it. */
+ * instantiation of T's kernels, in the unit that expands it. BT_CUDA_KERNEL_DTYPE_P2P: the
+ * send/recv works' dtype, with the size classes of many works. */
 #define BT_CUDA_KERNEL_DTYPE(NAME, T)                                                              \
     int bt_cuda_kernel_launch_##NAME(const struct bt_cuda_kargs *args, int nblocks, void *stream)  \
     {                                                                                              \
-        return launch_typed<T>(args, nblocks, stream);                                             \
+        return launch_typed<T, false>(args, nblocks, stream);                                      \
+    }
+#define BT_CUDA_KERNEL_DTYPE_P2P(NAME, T)                                                          \
+    int bt_cuda_kernel_launch_##NAME(const struct bt_cuda_kargs *args, int nblocks, void *stream)  \
+    {                                                                                              \
+        return launch_typed<T, true>(args, nblocks, stream);                                       \
     }
 
 #endif
