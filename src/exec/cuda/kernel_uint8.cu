@@ -7,4 +7,4 @@
 #include "exec/cuda/device/kernels.cuh"
 #include "exec/cuda/kernel.h"
 
-BT_CUDA_KERNEL_DTYPE_P2P(uint8, uint8_t) /* send/recv works are byte copies */
+BT_CUDA_KERNEL_DTYPE(uint8, uint8_t)

@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <type_traits>
 
 #include "coll/algo.h"
 #include "exec/cuda/device/arith.cuh"
@@ -230,8 +231,6 @@ static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_
             bt_cuda_direct_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
             return;
         }
-    }
-    if constexpr (W == 4) {
         if (simple) {
             bt_cuda_kernel<T, W, true><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
             return;
@@ -240,17 +239,18 @@ static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_
     bt_cuda_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
 }
 
-/* P2P: T is the send/recv works' type (uint8: byte copies, cuda_exec.c), the one whose
- * launches carry many works (a work per peer and part); only it has the larger size classes.
- * A collective's launch is one work (two for a tree) whatever its channels: every other dtype
- * has the 4-work class alone, which halves what their units cost to build (each class is an
- * entry whole-program ptxas compiles the body into again). */
-template <typename T, bool P2P>
+/* uint8 is the send/recv works' type (byte copies, cuda_exec.c), the one whose launches carry
+ * many works (a work per peer and part); only it has the larger size classes. A collective's
+ * launch is one work (two for a tree) whatever its channels: every other dtype has the 4-work
+ * class alone, which halves what their units cost to build (each class is an entry
+ * whole-program ptxas compiles the body into again). */
+template <typename T>
 static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream_v)
 {
+    constexpr bool p2p = std::is_same<T, uint8_t>::value;
     cudaStream_t stream = (cudaStream_t)stream_v;
     int n = a->h.nworks;
-    bool onepass = n > 0 && n <= BT_CUDA_ONEPASS_MAX_WORKS;
+    bool onepass = n > 0 && n <= 4; /* a collective's launch (the one-shot's kernel: W = 4) */
     for (int i = 0; i < n && onepass; i++)
         onepass = bt_cuda_onepass(&a->works[i]);
     bool simple = true;
@@ -258,7 +258,7 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
         simple = a->works[i].proto == BT_PROTO_SIMPLE;
     if (n <= 4) {
         launch_sized<T, 4>(a, nblocks, stream, onepass, simple);
-    } else if constexpr (P2P) {
+    } else if constexpr (p2p) {
         /* two more size classes: 5 classes cost a clean build 2 minutes more; one with 5-32
          * works passes ~7 KB */
         if (n <= 32)
@@ -273,17 +273,11 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
 }
 
 /* Defines bt_cuda_kernel_launch_NAME (kernel.h), the launcher of dtype T's kernels: the one
- * instantiation of T's kernels, in the unit that expands it. BT_CUDA_KERNEL_DTYPE_P2P: the
- * send/recv works' dtype, with the size classes of many works. */
+ * instantiation of T's kernels, in the unit that expands it. */
 #define BT_CUDA_KERNEL_DTYPE(NAME, T)                                                              \
     int bt_cuda_kernel_launch_##NAME(const struct bt_cuda_kargs *args, int nblocks, void *stream)  \
     {                                                                                              \
-        return launch_typed<T, false>(args, nblocks, stream);                                      \
-    }
-#define BT_CUDA_KERNEL_DTYPE_P2P(NAME, T)                                                          \
-    int bt_cuda_kernel_launch_##NAME(const struct bt_cuda_kargs *args, int nblocks, void *stream)  \
-    {                                                                                              \
-        return launch_typed<T, true>(args, nblocks, stream);                                       \
+        return launch_typed<T>(args, nblocks, stream);                                             \
     }
 
 #endif
