@@ -118,7 +118,6 @@ struct ct_case {
     uint64_t decoy_bits;  /* PreMulSum: the other value the scalar variable holds */
     int reducing;
     int gen;
-    uint64_t mask;                           /* the width's bits */
     uint64_t nonfinite_mask, nonfinite_bits; /* b & mask == bits: inf or NaN */
     uint64_t finite_flip;                    /* ... then flip this (top exponent bit) */
     uint64_t ptab[6];                        /* CT_GEN_PROD values */
@@ -132,7 +131,6 @@ static void ct_case_prepare(struct ct_case *c)
     const struct ct_dtype *t = &ct_dt[c->dt];
     int isf = t->kind == CT_K_FLOAT;
     c->reducing = ct_coll_reduces(c->coll);
-    c->mask = ct_trunc(c->dt, ~0ull);
     switch (c->dt) {
     case CT_HALF:
     case CT_BF16:
@@ -185,120 +183,285 @@ static void ct_case_prepare(struct ct_case *c)
     }
 }
 
-/* Element j of rank r's input. */
-static inline __attribute__((always_inline)) uint64_t ct_gen(const struct ct_case *c, int r,
-                                                             size_t j)
+/* ---- inputs and reference, a block of elements at a time ------------------------------ */
+
+/* Inputs are generated, loaded, stored and reduced CT_BLK elements at a time, every loop with
+ * its case's choices (generator, dtype, op) made once outside it: checking the large cases is
+ * most of what a suite costs (before blocks: 87% of mp/colls's CPU time, the library under
+ * 10%). */
+#define CT_BLK 512
+
+#define CT_GOLDEN 0x9e3779b97f4a7c15ull
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "ct_gen_block reads a hash's fields as the bytes of a little-endian word"
+#endif
+/* narrower views of the hash words (the same storage read as another type) */
+typedef uint16_t ct_u16_alias __attribute__((may_alias));
+typedef uint32_t ct_u32_alias __attribute__((may_alias));
+
+/* Rank r's input elements idx .. idx + m - 1 (m <= CT_BLK) into v. Each splitmix64 hash of a
+ * counter ((rank, word) -> a distinct counter value per case) gives 8 / B elements their
+ * B-byte fields, low field first: B is the element's size for bit patterns (a byte type's 8
+ * elements cost one hash), 4 for the values drawn from a range. */
+static void ct_gen_block(const struct ct_case *c, int r, size_t idx, size_t m, uint64_t *v)
 {
-    /* splitmix64 of a counter: (rank, index) -> a distinct counter value per case */
-    uint64_t h = ct_mix(c->seed + (((uint64_t)r << 40) + (uint64_t)j) * 0x9e3779b97f4a7c15ull);
+    const int bit_patterns =
+        c->gen == CT_GEN_BITS || c->gen == CT_GEN_BITS_ODD || c->gen == CT_GEN_FINITE;
+    const size_t fb = bit_patterns ? (size_t)ct_dt[c->dt].size : 4, per = 8 / fb;
+    const size_t skip = idx % per, nwords = (skip + m + per - 1) / per;
+    uint64_t w[CT_BLK + 1];
+    uint64_t ctr = c->seed + (((uint64_t)r << 40) + (uint64_t)(idx / per)) * CT_GOLDEN;
+    for (size_t i = 0; i < nwords; i++, ctr += CT_GOLDEN)
+        w[i] = ct_mix(ctr);
+    /* the fields: the words' bytes in order */
+    switch (fb) {
+    case 1:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const uint8_t *)w)[skip + k];
+        break;
+    case 2:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const ct_u16_alias *)w)[skip + k];
+        break;
+    case 4:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const ct_u32_alias *)w)[skip + k];
+        break;
+    default:
+        memcpy(v, w, m * sizeof(w[0]));
+    }
+    const unsigned top = (unsigned)fb * 8 - 2;
     switch (c->gen) {
     case CT_GEN_BITS:
-        return h & c->mask;
-    case CT_GEN_BITS_ODD:
-        return (h | ((h >> 62) != 0)) & c->mask;
-    case CT_GEN_FINITE: {
-        uint64_t b = h & c->mask;
-        return (b & c->nonfinite_mask) == c->nonfinite_bits ? b ^ c->finite_flip : b;
-    }
+        return;
+    case CT_GEN_BITS_ODD: /* integer prod: the low bit set when either top bit is */
+        for (size_t k = 0; k < m; k++)
+            v[k] |= (v[k] >> top) != 0;
+        return;
+    case CT_GEN_FINITE:
+        for (size_t k = 0; k < m; k++)
+            if ((v[k] & c->nonfinite_mask) == c->nonfinite_bits)
+                v[k] ^= c->finite_flip;
+        return;
     case CT_GEN_PROD:
-        return c->ptab[((h >> 32) * 6) >> 32];
-    default: {
-        /* k uniform in [-kmax, kmax]: the top 32 bits scaled to the range */
-        int64_t k = (int64_t)(((h >> 32) * (uint64_t)(2 * c->kmax + 1)) >> 32) - c->kmax;
-        if (c->gen == CT_GEN_K_TAB)
-            return c->ktab[k + c->kmax];
-        if (c->gen == CT_GEN_K_F32) {
-            float f = (float)((double)k * c->kscale);
+        for (size_t k = 0; k < m; k++)
+            v[k] = c->ptab[(v[k] * 6) >> 32];
+        return;
+    default:
+        break;
+    }
+    /* k uniform in [-kmax, kmax]: the 32-bit field scaled to the range */
+    const uint64_t span = (uint64_t)(2 * c->kmax + 1);
+    const int64_t kmax = c->kmax;
+    const double kscale = c->kscale;
+    switch (c->gen) {
+    case CT_GEN_K_TAB:
+        for (size_t k = 0; k < m; k++)
+            v[k] = c->ktab[(v[k] * span) >> 32];
+        break;
+    case CT_GEN_K_F32:
+        for (size_t k = 0; k < m; k++) {
+            float f = (float)((double)((int64_t)((v[k] * span) >> 32) - kmax) * kscale);
             uint32_t u;
             memcpy(&u, &f, 4);
-            return u;
+            v[k] = u;
         }
-        double d = (double)k * c->kscale;
-        uint64_t u;
-        memcpy(&u, &d, 8);
-        return u;
+        break;
+    default:
+        for (size_t k = 0; k < m; k++) {
+            double d = (double)((int64_t)((v[k] * span) >> 32) - kmax) * kscale;
+            memcpy(&v[k], &d, 8);
+        }
+    }
+}
+
+/* Elements i .. i + m - 1 of a buffer of dtype dt, as 64-bit patterns, and back. */
+static void ct_ld_block(const void *buf, int dt, size_t i, size_t m, uint64_t *v)
+{
+    switch (ct_dt[dt].size) {
+    case 1:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const uint8_t *)buf)[i + k];
+        break;
+    case 2:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const uint16_t *)buf)[i + k];
+        break;
+    case 4:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const uint32_t *)buf)[i + k];
+        break;
+    default:
+        memcpy(v, (const uint64_t *)buf + i, m * 8);
+    }
+}
+
+static void ct_st_block(void *buf, int dt, size_t i, size_t m, const uint64_t *v)
+{
+    switch (ct_dt[dt].size) {
+    case 1:
+        for (size_t k = 0; k < m; k++)
+            ((uint8_t *)buf)[i + k] = (uint8_t)v[k];
+        break;
+    case 2:
+        for (size_t k = 0; k < m; k++)
+            ((uint16_t *)buf)[i + k] = (uint16_t)v[k];
+        break;
+    case 4:
+        for (size_t k = 0; k < m; k++)
+            ((uint32_t *)buf)[i + k] = (uint32_t)v[k];
+        break;
+    default:
+        memcpy((uint64_t *)buf + i, v, m * 8);
+    }
+}
+
+/* Store rank r's input elements 0 .. len - 1 at buf's elements at .. at + len - 1. */
+static void ct_fill(const struct ct_case *c, int r, void *buf, size_t at, size_t len)
+{
+    uint64_t v[CT_BLK];
+    for (size_t j = 0; j < len; j += CT_BLK) {
+        size_t m = len - j < CT_BLK ? len - j : CT_BLK;
+        ct_gen_block(c, r, j, m, v);
+        ct_st_block(buf, c->dt, at + j, m, v);
+    }
+}
+
+/* The values of m patterns of float type dt (ct_decode, its switch made once). */
+static void ct_decode_block(int dt, const uint64_t *bits, size_t m, double *v)
+{
+    switch (dt) {
+    case CT_FLOAT:
+        for (size_t k = 0; k < m; k++) {
+            uint32_t u = (uint32_t)bits[k];
+            float f;
+            memcpy(&f, &u, 4);
+            v[k] = f;
+        }
+        break;
+    case CT_DOUBLE:
+        memcpy(v, bits, m * 8);
+        break;
+    default: { /* the narrow types: a table of every pattern's value */
+        const double *tab = dt == CT_HALF   ? ct_tab16[0]
+                            : dt == CT_BF16 ? ct_tab16[1]
+                            : dt == CT_E4M3 ? ct_tab8[0]
+                                            : ct_tab8[1];
+        const uint64_t mask = ct_dt[dt].size == 2 ? 0xffff : 0xff;
+        for (size_t k = 0; k < m; k++)
+            v[k] = tab[bits[k] & mask];
     }
     }
 }
 
-/* ---- reference ---------------------------------------------------------------------- */
-
-struct ct_ref {
-    uint64_t bits; /* integers: the exact result */
-    double val;    /* floats */
-    double tol;    /* floats: allowed |got - val| */
+/* What elements of a checked region must hold. */
+struct ct_refs {
+    uint64_t bits[CT_BLK]; /* an input's patterns, or an integer reduction's exact result */
+    double val[CT_BLK];    /* a float reduction's value */
+    double tol[CT_BLK];    /* ... and the allowed |got - val| */
 };
 
-static void ct_ref_reduce(const struct ct_case *c, int n, size_t j, struct ct_ref *o)
+/* The integer reduction at global indices idx .. idx + m - 1: wrapping 64-bit arithmetic on
+ * the elements as ct_int_val gives them, truncated to the width. */
+static void ct_ref_int(const struct ct_case *c, int n, size_t idx, size_t m, struct ct_refs *o)
 {
-    int dt = c->dt, op = c->op;
+    int dt = c->dt, op = c->op, sgn = ct_dt[dt].kind == CT_K_SINT;
     int premul = op == CT_PREMUL_IMM || op == CT_PREMUL_DEV;
-    if (ct_dt[dt].kind != CT_K_FLOAT) {
-        int sgn = ct_dt[dt].kind == CT_K_SINT;
-        uint64_t s = ct_int_val(dt, c->scalar_bits), acc = 0;
-        for (int r = 0; r < n; r++) {
-            uint64_t v = ct_int_val(dt, ct_gen(c, r, j));
-            if (premul)
-                v *= s;
-            if (r == 0) {
-                acc = v;
-                continue;
-            }
-            switch (op) {
-            case CT_PROD:
-                acc *= v;
-                break;
-            case CT_MAX:
-                acc = (sgn ? (int64_t)v > (int64_t)acc : v > acc) ? v : acc;
-                break;
-            case CT_MIN:
-                acc = (sgn ? (int64_t)v < (int64_t)acc : v < acc) ? v : acc;
-                break;
-            default:
-                acc += v;
-            }
-        }
-        acc = ct_trunc(dt, acc);
-        if (op == CT_AVG)
-            acc = ct_trunc(dt, sgn ? (uint64_t)(ct_sext(dt, acc) / n) : acc / (uint64_t)n);
-        o->bits = acc;
-        o->val = 0;
-        o->tol = 0;
-        return;
-    }
-    double s = premul ? ct_decode(dt, c->scalar_bits) : 1.0, acc = 0, mag = 0;
+    int shift = 64 - ct_dt[dt].size * 8; /* sign extension of a signed element */
+    uint64_t s = ct_int_val(dt, c->scalar_bits), v[CT_BLK], *acc = o->bits;
     for (int r = 0; r < n; r++) {
-        double v = ct_decode(dt, ct_gen(c, r, j)) * s;
-        if (r == 0 && op != CT_AVG && !premul && op != CT_SUM) {
-            acc = v;
+        ct_gen_block(c, r, idx, m, v);
+        if (sgn)
+            for (size_t k = 0; k < m; k++)
+                v[k] = (uint64_t)((int64_t)(v[k] << shift) >> shift);
+        if (premul)
+            for (size_t k = 0; k < m; k++)
+                v[k] *= s;
+        if (r == 0) {
+            memcpy(acc, v, m * sizeof(v[0]));
             continue;
         }
         switch (op) {
         case CT_PROD:
-            acc *= v;
+            for (size_t k = 0; k < m; k++)
+                acc[k] *= v[k];
             break;
         case CT_MAX:
-            acc = v > acc ? v : acc;
+            for (size_t k = 0; k < m; k++)
+                acc[k] = (sgn ? (int64_t)v[k] > (int64_t)acc[k] : v[k] > acc[k]) ? v[k] : acc[k];
             break;
         case CT_MIN:
-            acc = v < acc ? v : acc;
+            for (size_t k = 0; k < m; k++)
+                acc[k] = (sgn ? (int64_t)v[k] < (int64_t)acc[k] : v[k] < acc[k]) ? v[k] : acc[k];
             break;
         default:
-            acc += v;
-            mag += fabs(v);
+            for (size_t k = 0; k < m; k++)
+                acc[k] += v[k];
         }
     }
-    o->tol = 0;
-    if (op == CT_AVG) {
-        acc /= n;
-        mag /= n;
-        if ((n & (n - 1)) != 0)
-            o->tol = (n + 1) * ct_ulp(dt, mag) + mag * (dt == CT_DOUBLE ? 0x1p-50 : 0x1p-22);
+    for (size_t k = 0; k < m; k++) {
+        acc[k] = ct_trunc(dt, acc[k]);
+        if (op == CT_AVG)
+            acc[k] = ct_trunc(dt, sgn ? (uint64_t)(ct_sext(dt, acc[k]) / n) : acc[k] / (uint64_t)n);
+        o->val[k] = 0;
+        o->tol[k] = 0;
     }
-    o->val = acc;
-    o->bits = 0;
 }
 
+/* The float reduction at global indices idx .. idx + m - 1, in double, ranks in order. */
+static void ct_ref_float(const struct ct_case *c, int n, size_t idx, size_t m, struct ct_refs *o)
+{
+    int dt = c->dt, op = c->op;
+    int premul = op == CT_PREMUL_IMM || op == CT_PREMUL_DEV;
+    /* prod, max, min start from rank 0's value; sums from 0 (0 + -0 is +0) */
+    int from_first = op == CT_PROD || op == CT_MAX || op == CT_MIN;
+    double s = premul ? ct_decode(dt, c->scalar_bits) : 1.0, *acc = o->val, mag[CT_BLK];
+    uint64_t bits[CT_BLK];
+    double v[CT_BLK];
+    for (size_t k = 0; k < m; k++)
+        acc[k] = 0, mag[k] = 0;
+    for (int r = 0; r < n; r++) {
+        ct_gen_block(c, r, idx, m, bits);
+        ct_decode_block(dt, bits, m, v);
+        for (size_t k = 0; k < m; k++)
+            v[k] *= s;
+        if (r == 0 && from_first) {
+            memcpy(acc, v, m * sizeof(v[0]));
+            continue;
+        }
+        switch (op) {
+        case CT_PROD:
+            for (size_t k = 0; k < m; k++)
+                acc[k] *= v[k];
+            break;
+        case CT_MAX:
+            for (size_t k = 0; k < m; k++)
+                acc[k] = v[k] > acc[k] ? v[k] : acc[k];
+            break;
+        case CT_MIN:
+            for (size_t k = 0; k < m; k++)
+                acc[k] = v[k] < acc[k] ? v[k] : acc[k];
+            break;
+        default:
+            for (size_t k = 0; k < m; k++) {
+                acc[k] += v[k];
+                mag[k] += fabs(v[k]);
+            }
+        }
+    }
+    for (size_t k = 0; k < m; k++) {
+        o->tol[k] = 0;
+        o->bits[k] = 0;
+        if (op == CT_AVG) {
+            acc[k] /= n;
+            mag[k] /= n;
+            if ((n & (n - 1)) != 0)
+                o->tol[k] =
+                    (n + 1) * ct_ulp(dt, mag[k]) + mag[k] * (dt == CT_DOUBLE ? 0x1p-50 : 0x1p-22);
+        }
+    }
+}
 /* ---- one rank ----------------------------------------------------------------------- */
 
 #define CT_GUARD 64
@@ -359,37 +522,6 @@ static size_t ct_count_of(const struct colls_suite *s, int size_class, int dt)
         return s->simple_slot / es + 1;
     default:
         return CT_LARGE_BYTES / es + 5;
-    }
-}
-
-static void ct_st(void *buf, int dt, size_t i, uint64_t v)
-{
-    switch (ct_dt[dt].size) {
-    case 1:
-        ((uint8_t *)buf)[i] = (uint8_t)v;
-        break;
-    case 2:
-        ((uint16_t *)buf)[i] = (uint16_t)v;
-        break;
-    case 4:
-        ((uint32_t *)buf)[i] = (uint32_t)v;
-        break;
-    default:
-        ((uint64_t *)buf)[i] = v;
-    }
-}
-
-static uint64_t ct_ld(const void *buf, int dt, size_t i)
-{
-    switch (ct_dt[dt].size) {
-    case 1:
-        return ((const uint8_t *)buf)[i];
-    case 2:
-        return ((const uint16_t *)buf)[i];
-    case 4:
-        return ((const uint32_t *)buf)[i];
-    default:
-        return ((const uint64_t *)buf)[i];
     }
 }
 
@@ -557,47 +689,61 @@ static int ct_check_guard(struct ct_rank *x, const struct ct_case *c, const char
     return bad;
 }
 
-/* Compare region `buf` (len elements) with its expectation; returns the mismatch count. */
+/* Compare region `buf` (len elements) with its expectation; returns the mismatch count. A
+ * run of elements within one block of `count` has one source rank and consecutive indices
+ * (ct_expect_b), so each run is checked a CT_BLK block at a time. */
 static long ct_check_region(struct ct_rank *x, const struct ct_case *c, const char *buf, size_t len,
                             int is_a, int *nrep)
 {
     long bad = 0;
     int dt = c->dt, isf = ct_dt[dt].kind == CT_K_FLOAT;
-    for (size_t j = 0; j < len; j++) {
-        uint64_t got = ct_ld(buf, dt, j);
-        struct ct_src s = is_a ? (struct ct_src){x->rank, j} : ct_expect_b(x, c, j);
-        int ok;
-        struct ct_ref ref;
-        if (s.rank >= 0) {
-            ref.bits = ct_gen(c, s.rank, s.idx);
-            ok = got == ref.bits;
-        } else if (!isf) {
-            ct_ref_reduce(c, x->n, s.idx, &ref);
-            ok = got == ref.bits;
-        } else {
-            ct_ref_reduce(c, x->n, s.idx, &ref);
-            double g = ct_decode(dt, got);
-            ok = ref.tol == 0 ? g == ref.val : fabs(g - ref.val) <= ref.tol;
+    uint64_t got[CT_BLK];
+    double gotv[CT_BLK];
+    struct ct_refs ref;
+    for (size_t j0 = 0; j0 < len;) {
+        struct ct_src s = is_a ? (struct ct_src){x->rank, j0} : ct_expect_b(x, c, j0);
+        size_t end = is_a ? len : (j0 / c->count + 1) * c->count;
+        size_t m = (end < len ? end : len) - j0;
+        if (m > CT_BLK)
+            m = CT_BLK;
+        ct_ld_block(buf, dt, j0, m, got);
+        if (s.rank >= 0)
+            ct_gen_block(c, s.rank, s.idx, m, ref.bits);
+        else if (!isf)
+            ct_ref_int(c, x->n, s.idx, m, &ref);
+        else {
+            ct_ref_float(c, x->n, s.idx, m, &ref);
+            ct_decode_block(dt, got, m, gotv);
         }
-        x->nchecked++;
-        if (ok)
-            continue;
-        if (bad++ < 4) {
+        x->nchecked += (long)m;
+        for (size_t k = 0; k < m; k++) {
+            int ok;
+            if (s.rank >= 0 || !isf) {
+                ok = got[k] == ref.bits[k];
+            } else {
+                double g = gotv[k];
+                ok = ref.tol[k] == 0 ? g == ref.val[k] : fabs(g - ref.val[k]) <= ref.tol[k];
+            }
+            if (ok || bad++ >= 4)
+                continue;
             ct_fail_head(x, c, nrep);
             if (x->nfailed >= CT_MAX_REPORTS)
                 continue;
+            size_t j = j0 + k, idx = s.idx + k;
             if (s.rank >= 0)
                 ct_say(x, "  %s[%zu] = 0x%llx, want 0x%llx (input %zu of rank %d)%s\n",
-                       is_a ? "input" : "output", j, (unsigned long long)got,
-                       (unsigned long long)ref.bits, s.idx, s.rank,
+                       is_a ? "input" : "output", j, (unsigned long long)got[k],
+                       (unsigned long long)ref.bits[k], idx, s.rank,
                        is_a ? " -- the input buffer was modified" : "");
             else if (!isf)
                 ct_say(x, "  output[%zu] = 0x%llx, want 0x%llx (reduction at %zu)\n", j,
-                       (unsigned long long)got, (unsigned long long)ref.bits, s.idx);
+                       (unsigned long long)got[k], (unsigned long long)ref.bits[k], idx);
             else
                 ct_say(x, "  output[%zu] = %.9g (0x%llx), want %.9g +- %.3g (reduction at %zu)\n",
-                       j, ct_decode(dt, got), (unsigned long long)got, ref.val, ref.tol, s.idx);
+                       j, ct_decode(dt, got[k]), (unsigned long long)got[k], ref.val[k], ref.tol[k],
+                       idx);
         }
+        j0 += m;
     }
     if (bad > 4 && x->nfailed < CT_MAX_REPORTS)
         ct_say(x, "  ... %ld mismatches in %s (%zu elements)\n", bad, is_a ? "input" : "output",
@@ -692,13 +838,11 @@ static void ct_run_case(struct ct_rank *x, struct ct_case *c)
     memset(x->a, CT_GUARD_BYTE, CT_GUARD);
     memset(x->b, CT_GUARD_BYTE, CT_GUARD);
     char *A = x->a + CT_GUARD, *B = x->b + CT_GUARD;
-    for (size_t j = 0; j < L.a_len; j++)
-        ct_st(A, dt, j, ct_gen(c, r, j));
+    ct_fill(c, r, A, 0, L.a_len);
     memset(A + L.a_len * es, CT_GUARD_BYTE, CT_GUARD);
     memset(B, CT_GUARD_BYTE, L.b_len * es + CT_GUARD);
     if (L.b_is_input)
-        for (size_t j = 0; j < L.b_in_len; j++)
-            ct_st(B, dt, L.b_in_off + j, ct_gen(c, r, j));
+        ct_fill(c, r, B, L.b_in_off, L.b_in_len);
 
     /* The operator. The PreMulSum scalar variable holds the decoy when it must not be used:
      * after creation for HostImmediate (the value was copied), before the call for Device
@@ -725,14 +869,14 @@ static void ct_run_case(struct ct_rank *x, struct ct_case *c)
             break;
         default: {
             int imm = c->op == CT_PREMUL_IMM;
-            ct_st(&scalar, dt, 0, imm ? c->scalar_bits : c->decoy_bits);
+            ct_st_block(&scalar, dt, 0, 1, imm ? &c->scalar_bits : &c->decoy_bits);
             ct_call_ok(x, c,
                        ncclRedOpCreatePreMulSum(&op, &scalar, (ncclDataType_t)dt,
                                                 imm ? ncclScalarHostImmediate : ncclScalarDevice,
                                                 x->comm),
                        "ncclRedOpCreatePreMulSum");
             scalar = 0;
-            ct_st(&scalar, dt, 0, imm ? c->decoy_bits : c->scalar_bits);
+            ct_st_block(&scalar, dt, 0, 1, imm ? &c->decoy_bits : &c->scalar_bits);
             custom = 1;
         }
         }
