@@ -191,6 +191,13 @@ static void ct_case_prepare(struct ct_case *c)
  * 10%). */
 #define CT_BLK 512
 
+/* The loops over a block touch only the suite's own arenas and arrays, at indices their
+ * sizes bound, in unsigned or double arithmetic; in the sanitized build the sanitizers' checks
+ * of them were most of a suite's time (the suite itself 82% of mp/colls_twoshot's CPU) and
+ * could find nothing of the library's, whose own code stays checked and whose writes past a
+ * buffer the guard bytes catch. */
+#define CT_HOT __attribute__((no_sanitize("address", "undefined")))
+
 #define CT_GOLDEN 0x9e3779b97f4a7c15ull
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -204,7 +211,7 @@ typedef uint32_t ct_u32_alias __attribute__((may_alias));
  * counter ((rank, word) -> a distinct counter value per case) gives 8 / B elements their
  * B-byte fields, low field first: B is the element's size for bit patterns (a byte type's 8
  * elements cost one hash), 4 for the values drawn from a range. */
-static void ct_gen_block(const struct ct_case *c, int r, size_t idx, size_t m, uint64_t *v)
+static CT_HOT void ct_gen_block(const struct ct_case *c, int r, size_t idx, size_t m, uint64_t *v)
 {
     const int bit_patterns =
         c->gen == CT_GEN_BITS || c->gen == CT_GEN_BITS_ODD || c->gen == CT_GEN_FINITE;
@@ -277,7 +284,7 @@ static void ct_gen_block(const struct ct_case *c, int r, size_t idx, size_t m, u
 }
 
 /* Elements i .. i + m - 1 of a buffer of dtype dt, as 64-bit patterns, and back. */
-static void ct_ld_block(const void *buf, int dt, size_t i, size_t m, uint64_t *v)
+static CT_HOT void ct_ld_block(const void *buf, int dt, size_t i, size_t m, uint64_t *v)
 {
     switch (ct_dt[dt].size) {
     case 1:
@@ -297,7 +304,7 @@ static void ct_ld_block(const void *buf, int dt, size_t i, size_t m, uint64_t *v
     }
 }
 
-static void ct_st_block(void *buf, int dt, size_t i, size_t m, const uint64_t *v)
+static CT_HOT void ct_st_block(void *buf, int dt, size_t i, size_t m, const uint64_t *v)
 {
     switch (ct_dt[dt].size) {
     case 1:
@@ -329,7 +336,7 @@ static void ct_fill(const struct ct_case *c, int r, void *buf, size_t at, size_t
 }
 
 /* The values of m patterns of float type dt (ct_decode, its switch made once). */
-static void ct_decode_block(int dt, const uint64_t *bits, size_t m, double *v)
+static CT_HOT void ct_decode_block(int dt, const uint64_t *bits, size_t m, double *v)
 {
     switch (dt) {
     case CT_FLOAT:
@@ -364,7 +371,8 @@ struct ct_refs {
 
 /* The integer reduction at global indices idx .. idx + m - 1: wrapping 64-bit arithmetic on
  * the elements as ct_int_val gives them, truncated to the width. */
-static void ct_ref_int(const struct ct_case *c, int n, size_t idx, size_t m, struct ct_refs *o)
+static CT_HOT void ct_ref_int(const struct ct_case *c, int n, size_t idx, size_t m,
+                              struct ct_refs *o)
 {
     int dt = c->dt, op = c->op, sgn = ct_dt[dt].kind == CT_K_SINT;
     int premul = op == CT_PREMUL_IMM || op == CT_PREMUL_DEV;
@@ -410,7 +418,8 @@ static void ct_ref_int(const struct ct_case *c, int n, size_t idx, size_t m, str
 }
 
 /* The float reduction at global indices idx .. idx + m - 1, in double, ranks in order. */
-static void ct_ref_float(const struct ct_case *c, int n, size_t idx, size_t m, struct ct_refs *o)
+static CT_HOT void ct_ref_float(const struct ct_case *c, int n, size_t idx, size_t m,
+                                struct ct_refs *o)
 {
     int dt = c->dt, op = c->op;
     int premul = op == CT_PREMUL_IMM || op == CT_PREMUL_DEV;
@@ -692,8 +701,8 @@ static int ct_check_guard(struct ct_rank *x, const struct ct_case *c, const char
 /* Compare region `buf` (len elements) with its expectation; returns the mismatch count. A
  * run of elements within one block of `count` has one source rank and consecutive indices
  * (ct_expect_b), so each run is checked a CT_BLK block at a time. */
-static long ct_check_region(struct ct_rank *x, const struct ct_case *c, const char *buf, size_t len,
-                            int is_a, int *nrep)
+static CT_HOT long ct_check_region(struct ct_rank *x, const struct ct_case *c, const char *buf,
+                                   size_t len, int is_a, int *nrep)
 {
     long bad = 0;
     int dt = c->dt, isf = ct_dt[dt].kind == CT_K_FLOAT;
