@@ -1116,7 +1116,7 @@ int colls_suite_run(const struct colls_suite *s)
     int shm0 = bt_test_shm_count();
     int failed = 0;
     double t_all = ct_now();
-    /* BT_CT_MAX_RANKS: a cap on the rank counts, for a quicker run by hand */
+    /* BT_CT_MAX_RANKS: a cap on the rank counts (the sanitized build's: tests/CMakeLists.txt) */
     const char *cap = getenv("BT_CT_MAX_RANKS");
     int max_ranks = cap && atoi(cap) > 0 ? atoi(cap) : 0;
     for (int k = 0; k < CT_MAX_RANK_COUNTS && s->ranks[k] > 0; k++) {
