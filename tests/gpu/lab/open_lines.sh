@@ -25,6 +25,13 @@
 #             PROF_LIBS), timed, then under the sampler (sampler.c, staged as
 #             $B/bin/sampler.so); name the stacks here:
 #             tests/gpu/lab/sampler_report.py prof-*.txt LIBDIR
+#   order     (32, 33) the order event recorded by the launch itself (a programmatic event;
+#             branch wip-order-launch-event, built into build-libs/launchev): the gpu tests on
+#             that library (gpu_test_gpu_colls's streams case: one communicator on three
+#             streams; suspend: new streams every round; nonblocking: CUDA graphs), then
+#             AllReduce of 32 B at 8 and 2 ranks beside 3452d54, this build and noev (profile,
+#             ORDER_ROUNDS rounds, no sampled round); ORDER_LIB: another library folder to
+#             test and time so (build-libs/proto: branch wip-proto-entries)
 #   gin       (34, 36) devapi_gin.sh: GIN across hosts, 2.28's and 2.30.7's headers
 #   devapi    (36) devapi_v2.sh: LSA of every release, nccl-tests of 2.30.7's headers
 #   rma       (34) rma_gpu.sh: one-sided calls, processes and hosts
@@ -100,7 +107,7 @@ profile() {
     # of each; PROF_LIBS: library folders (default 3452d54's and this build's)
     local libs=${PROF_LIBS:-"$L/3452d54 $B/lib"}
     for r in ${PROF_RANKS:-8 2}; do
-        for round in $(seq "${PROF_ROUNDS:-2}") sampled; do
+        for round in $(seq "${PROF_ROUNDS:-2}") ${PROF_SAMPLED-sampled}; do
             for l in $libs; do
                 [ -d "$l" ] || continue
                 tag=$([ "$l" = "$B/lib" ] && echo this || basename "$l")
@@ -114,8 +121,24 @@ profile() {
         done
     done
 }
+order() {
+    local ev=${ORDER_LIB:-$L/launchev}
+    [ -d "$ev" ] || { echo "order: no $ev"; return 1; }
+    for n in 2 8; do
+        for v in BATON_X=1 BATON_PROTO=LL128; do
+            echo "== gpu_test_gpu_colls $n ranks $v: $(env $v LD_LIBRARY_PATH="$ev" \
+                BATON_TEST_SAME_GPU=1 BATON_TEST_GPUS=$n timeout 300 "$B/tests/gpu_test_gpu_colls" \
+                2>&1 | tail -n 2 | tr '\n' ' ')"
+        done
+    done
+    for t in gpu_test_gpu_suspend gpu_test_gpu_nonblocking gpu_test_gpu_random; do
+        echo "== $t: $(LD_LIBRARY_PATH="$ev" BATON_TEST_SAME_GPU=1 timeout 300 "$B/tests/$t" 2>&1 |
+            tail -n 2 | tr '\n' ' ')"
+    done
+    PROF_LIBS="$L/3452d54 $B/lib $ev $L/noev" PROF_ROUNDS=${ORDER_ROUNDS:-3} PROF_SAMPLED= profile
+}
 export B L
-export -f membw profile helpers helpers_baton # phase runs them under timeout, in a shell of their own
+export -f membw profile helpers helpers_baton order # phase runs them under timeout, in a shell of their own
 for arg in "$@"; do
     p=${arg%%:*} limit=
     [ "$p" != "$arg" ] && limit=${arg#*:}
@@ -156,6 +179,7 @@ for arg in "$@"; do
             tests/gpu/lab/sweep_libs.sh "${libs[@]}" "$B/lib" ${EXTRA_LIBS:-}
         ;;
     profile) phase profile bash -c profile ;;
+    order) phase order bash -c order ;;
     gin) phase gin tests/gpu/lab/devapi_gin.sh ;;
     devapi) phase devapi tests/gpu/lab/devapi_v2.sh ;;
     rma) phase rma tests/gpu/lab/rma_gpu.sh ;;
