@@ -35,11 +35,14 @@
  */
 #ifdef BATON_HAVE_OFI
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <glob.h>
 #include <limits.h>
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "net/ofi/ofi.h"
@@ -205,6 +208,33 @@ static int tcp_only(const char *names)
     return 1;
 }
 
+/* Whether the machine shows a NIC that one of core_is_hardware's providers drives: an RDMA
+ * device (verbs, efa, usnic, psm3 and Omni-Path's psm2/opx all sit under
+ * /sys/class/infiniband) or a Slingshot one (cxi: /sys/class/cxi, /dev/cxi*). Asked before
+ * libfabric is loaded when nothing names a provider: its first fi_getinfo costs ~150 ms of
+ * one core (libfabric 1.17's verbs provider reads all of /proc/kallsyms), for nothing where
+ * only tcp would answer. */
+static int rdma_nic_present(void)
+{
+    static const char *const classes[] = {"/sys/class/infiniband", "/sys/class/cxi"};
+    for (size_t c = 0; c < sizeof(classes) / sizeof(classes[0]); c++) {
+        DIR *d = opendir(classes[c]);
+        if (d == NULL)
+            continue;
+        struct dirent *e;
+        int found = 0;
+        while (!found && (e = readdir(d)) != NULL)
+            found = e->d_name[0] != '.';
+        closedir(d);
+        if (found)
+            return 1;
+    }
+    glob_t g;
+    int found = glob("/dev/cxi*", 0, NULL, &g) == 0 && g.gl_pathc > 0;
+    globfree(&g);
+    return found;
+}
+
 /* Build the device list. Under g_mu. */
 static void scan(void)
 {
@@ -226,10 +256,17 @@ static void scan(void)
      * the eager limit must equal rxm's buffer size. The user's value wins. */
     if (tcp_only(prov ? prov : fi_prov) && setenv("FI_OFI_RXM_EAGER_LIMIT", "4194304", 0) != 0)
         BT_INFO(BT_LOG_INIT | BT_LOG_NET, "NET/OFI: setenv(FI_OFI_RXM_EAGER_LIMIT) failed");
-    if (!lib_load())
-        return;
     /* FI_PROVIDER="^name" only excludes: it chooses nothing. */
     int chosen = prov || (fi_prov && *fi_prov && *fi_prov != '^');
+    const char *net = bt_param_str_net();
+    if (!chosen && !(net && strcasecmp(net, "OFI") == 0) && !rdma_nic_present()) {
+        BT_INFO(BT_LOG_INIT | BT_LOG_NET,
+                "NET/OFI: no RDMA NIC (/sys/class/infiniband, /sys/class/cxi): libfabric not "
+                "loaded; FI_PROVIDER, OFI_PROVIDER or NET=OFI use it anyway");
+        return;
+    }
+    if (!lib_load())
+        return;
     struct fi_info *list = NULL;
     const char *first = NULL;
 #ifdef BATON_HAVE_CUDA
