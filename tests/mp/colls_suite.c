@@ -203,9 +203,31 @@ static void ct_case_prepare(struct ct_case *c)
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ct_gen_block reads a hash's fields as the bytes of a little-endian word"
 #endif
-/* narrower views of the hash words (the same storage read as another type) */
+/* narrower views of any storage (ct_gen_block's hash words are uint64_t) */
 typedef uint16_t ct_u16_alias __attribute__((may_alias));
 typedef uint32_t ct_u32_alias __attribute__((may_alias));
+
+/* Elements i .. i + m - 1 of a buffer of `size`-byte elements, as 64-bit patterns (any
+ * storage: the hash words of ct_gen_block too). */
+static CT_HOT void ct_ld_block(const void *buf, size_t size, size_t i, size_t m, uint64_t *v)
+{
+    switch (size) {
+    case 1:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const uint8_t *)buf)[i + k];
+        break;
+    case 2:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const ct_u16_alias *)buf)[i + k];
+        break;
+    case 4:
+        for (size_t k = 0; k < m; k++)
+            v[k] = ((const ct_u32_alias *)buf)[i + k];
+        break;
+    default:
+        memcpy(v, (const uint64_t *)buf + i, m * 8);
+    }
+}
 
 /* Rank r's input elements idx .. idx + m - 1 (m <= CT_BLK) into v. Each splitmix64 hash of a
  * counter ((rank, word) -> a distinct counter value per case) gives 8 / B elements their
@@ -221,23 +243,7 @@ static CT_HOT void ct_gen_block(const struct ct_case *c, int r, size_t idx, size
     uint64_t ctr = c->seed + (((uint64_t)r << 40) + (uint64_t)(idx / per)) * CT_GOLDEN;
     for (size_t i = 0; i < nwords; i++, ctr += CT_GOLDEN)
         w[i] = ct_mix(ctr);
-    /* the fields: the words' bytes in order */
-    switch (fb) {
-    case 1:
-        for (size_t k = 0; k < m; k++)
-            v[k] = ((const uint8_t *)w)[skip + k];
-        break;
-    case 2:
-        for (size_t k = 0; k < m; k++)
-            v[k] = ((const ct_u16_alias *)w)[skip + k];
-        break;
-    case 4:
-        for (size_t k = 0; k < m; k++)
-            v[k] = ((const ct_u32_alias *)w)[skip + k];
-        break;
-    default:
-        memcpy(v, w, m * sizeof(w[0]));
-    }
+    ct_ld_block(w, fb, skip, m, v); /* the fields: the words' bytes in order */
     const unsigned top = (unsigned)fb * 8 - 2;
     switch (c->gen) {
     case CT_GEN_BITS:
@@ -283,27 +289,7 @@ static CT_HOT void ct_gen_block(const struct ct_case *c, int r, size_t idx, size
     }
 }
 
-/* Elements i .. i + m - 1 of a buffer of dtype dt, as 64-bit patterns, and back. */
-static CT_HOT void ct_ld_block(const void *buf, int dt, size_t i, size_t m, uint64_t *v)
-{
-    switch (ct_dt[dt].size) {
-    case 1:
-        for (size_t k = 0; k < m; k++)
-            v[k] = ((const uint8_t *)buf)[i + k];
-        break;
-    case 2:
-        for (size_t k = 0; k < m; k++)
-            v[k] = ((const uint16_t *)buf)[i + k];
-        break;
-    case 4:
-        for (size_t k = 0; k < m; k++)
-            v[k] = ((const uint32_t *)buf)[i + k];
-        break;
-    default:
-        memcpy(v, (const uint64_t *)buf + i, m * 8);
-    }
-}
-
+/* Elements i .. i + m - 1 of a buffer of dtype dt from 64-bit patterns (ct_ld_block back). */
 static CT_HOT void ct_st_block(void *buf, int dt, size_t i, size_t m, const uint64_t *v)
 {
     switch (ct_dt[dt].size) {
@@ -715,7 +701,7 @@ static CT_HOT long ct_check_region(struct ct_rank *x, const struct ct_case *c, c
         size_t m = (end < len ? end : len) - j0;
         if (m > CT_BLK)
             m = CT_BLK;
-        ct_ld_block(buf, dt, j0, m, got);
+        ct_ld_block(buf, (size_t)ct_dt[dt].size, j0, m, got);
         if (s.rank >= 0)
             ct_gen_block(c, s.rank, s.idx, m, ref.bits);
         else if (!isf)
