@@ -51,22 +51,24 @@ check() {
     echo "   $mode: $([ $ok = 1 ] && echo ok || echo FAILED): $(grep -c 'Simple slots in GPU memory' "$OUT/$name.log") connectors with GPU slots; dma-bufs: ${exports:-not said}; ${line:-no FakeCuda line}" |
         tee -a "$OUT/summary.txt"
 }
-for layout in "4 2" "8 4"; do
-    read -r n h <<<"$layout"
-    modes="SYS READ0 LOC OFF"
-    [ "$n" = 4 ] && modes="$modes DMABUF BOTH"
-    for mode in $modes; do
-        name=gdr_${n}r_${h}h_$mode
-        case $mode in
-        SYS) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS ;;
-        READ0) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS BATON_NET_GDR_READ=0 ;;
-        LOC) set -- BATON_GDR_ENABLE=1 ;;
-        OFF) set -- BATON_NET_GDR_LEVEL=SYS ;;
-        DMABUF) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS FAKE_NET_PTR=dmabuf ;;
-        BOTH) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS FAKE_NET_PTR=both ;;
-        esac
-        run "$name" "${NET[@]}" "$@" BATON_TEST_SAME_GPU=1 BATON_TEST_GPUS="$n" BATON_TEST_HOSTS="$h" \
-            timeout 300 "$T/gpu_test_gpu_colls"
-        check "$name" "$mode"
-    done
+# GDR_RUNS: the runs, RANKS/HOSTS/MODE each (default: every mode at 2 x 2, the first four at 4 x 2)
+runs=${GDR_RUNS:-}
+if [ -z "$runs" ]; then
+    for mode in SYS READ0 LOC OFF DMABUF BOTH; do runs="$runs 4/2/$mode"; done
+    for mode in SYS READ0 LOC OFF; do runs="$runs 8/4/$mode"; done
+fi
+for r in $runs; do
+    IFS=/ read -r n h mode <<<"$r"
+    name=gdr_${n}r_${h}h_$mode
+    case $mode in
+    SYS) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS ;;
+    READ0) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS BATON_NET_GDR_READ=0 ;;
+    LOC) set -- BATON_GDR_ENABLE=1 ;;
+    OFF) set -- BATON_NET_GDR_LEVEL=SYS ;;
+    DMABUF) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS FAKE_NET_PTR=dmabuf ;;
+    BOTH) set -- BATON_GDR_ENABLE=1 BATON_NET_GDR_LEVEL=SYS FAKE_NET_PTR=both ;;
+    esac
+    run "$name" "${NET[@]}" "$@" BATON_TEST_SAME_GPU=1 BATON_TEST_GPUS="$n" BATON_TEST_HOSTS="$h" \
+        timeout 300 "$T/gpu_test_gpu_colls"
+    check "$name" "$mode"
 done

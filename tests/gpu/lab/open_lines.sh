@@ -31,7 +31,9 @@
 #             streams; suspend: new streams every round; nonblocking: CUDA graphs), then
 #             AllReduce of 32 B at 8 and 2 ranks beside 3452d54, this build and noev (profile,
 #             ORDER_ROUNDS rounds, no sampled round); ORDER_LIB: another library folder to
-#             test and time so (build-libs/proto: branch wip-proto-entries)
+#             test and time so (build-libs/proto: branch wip-proto-entries); ORDER_TESTS=0 or
+#             ORDER_PROFILE=0 leave out one half; ORDER_VARIANTS8: the 8-rank test's variants;
+#             ORDER_PROF_LIBS: the libraries timed
 #   gin       (34, 36) devapi_gin.sh: GIN across hosts, 2.28's and 2.30.7's headers
 #   devapi    (36) devapi_v2.sh: LSA of every release, nccl-tests of 2.30.7's headers
 #   rma       (34) rma_gpu.sh: one-sided calls, processes and hosts
@@ -124,18 +126,20 @@ profile() {
 order() {
     local ev=${ORDER_LIB:-$L/launchev}
     [ -d "$ev" ] || { echo "order: no $ev"; return 1; }
-    for n in 2 8; do
-        for v in BATON_X=1 BATON_PROTO=LL128; do
+    [ "${ORDER_TESTS:-1}" = 1 ] && for n in 2 8; do
+        vs="BATON_X=1 BATON_PROTO=LL128" && [ $n = 8 ] && vs=${ORDER_VARIANTS8:-$vs}
+        for v in $vs; do
             echo "== gpu_test_gpu_colls $n ranks $v: $(env $v LD_LIBRARY_PATH="$ev" \
                 BATON_TEST_SAME_GPU=1 BATON_TEST_GPUS=$n timeout 300 "$B/tests/gpu_test_gpu_colls" \
                 2>&1 | tail -n 2 | tr '\n' ' ')"
         done
     done
-    for t in gpu_test_gpu_suspend gpu_test_gpu_nonblocking gpu_test_gpu_random; do
+    [ "${ORDER_TESTS:-1}" = 1 ] && for t in gpu_test_gpu_suspend gpu_test_gpu_nonblocking gpu_test_gpu_random; do
         echo "== $t: $(LD_LIBRARY_PATH="$ev" BATON_TEST_SAME_GPU=1 timeout 300 "$B/tests/$t" 2>&1 |
             tail -n 2 | tr '\n' ' ')"
     done
-    PROF_LIBS="$L/3452d54 $B/lib $ev $L/noev" PROF_ROUNDS=${ORDER_ROUNDS:-3} PROF_SAMPLED= profile
+    [ "${ORDER_PROFILE:-1}" = 1 ] && PROF_LIBS=${ORDER_PROF_LIBS:-"$L/3452d54 $B/lib $ev $L/noev"} \
+        PROF_ROUNDS=${ORDER_ROUNDS:-3} PROF_SAMPLED= profile
 }
 export B L
 export -f membw profile helpers helpers_baton order # phase runs them under timeout, in a shell of their own
