@@ -2,7 +2,8 @@
 # The LL128 ring against the Simple ring on one GPU (issue 37): every rank of one process on
 # GPU 0, gpu_test_gpu_colls with the LL128 ring forced at TEST_N ranks for each ring slot size
 # in TEST_BUFS, then baton-one-process at SWEEP_N ranks, AllReduce / AllGather / ReduceScatter
-# MIN..MAX, the Simple ring and the LL128 ring at each LL128_BUFFSIZE in BUFS (the same run).
+# MIN..MAX, the Simple ring and the LL128 ring at each LL128_BUFFSIZE in BUFS (the same run),
+# and both at each channel count in CHS.
 #   BUILD=build-gpu OUT=/some/dir tests/gpu/lab/ll128.sh      -> $OUT/ll128.tgz, console
 set -u
 B=${BUILD:-build-gpu}
@@ -23,6 +24,11 @@ done
 variants=("$ring=Simple")
 for b in ${BUFS:-524288 1048576 2097152 4194304}; do
     variants+=("$ring=LL128 BATON_LL128_BUFFSIZE=$b")
+done
+# CHS="8 16 32": also both rings at each channel count (the LL128 one with the last of BUFS)
+for c in ${CHS:-}; do
+    ch="BATON_MIN_NCHANNELS=$c BATON_MAX_NCHANNELS=$c"
+    variants+=("$ring=Simple $ch" "$ring=LL128 BATON_LL128_BUFFSIZE=${b:-4194304} $ch")
 done
 for coll in ${COLLS:-allreduce allgather reducescatter}; do
     for v in "${variants[@]}"; do

@@ -156,8 +156,10 @@ static __device__ __forceinline__ size_t ll128_step_off(size_t line, int j)
 }
 
 /* LL128 steps: line rounds a warp loads before it checks the first flag (a wait per batch,
- * not per round) */
+ * not per round); a build may set it (-DSTEP_LL128_BATCH=8: the lab's measurements) */
+#ifndef STEP_LL128_BATCH
 #define STEP_LL128_BATCH 4
+#endif
 
 #ifdef BATON_LL128_PROFILE
 /* A measuring build's counters (thread 0 of each block): cycles its warp waited for lines
