@@ -4,12 +4,13 @@
 # in TEST_BUFS, then baton-one-process at SWEEP_N ranks, AllReduce / AllGather / ReduceScatter
 # MIN..MAX, the Simple ring and the LL128 ring at each LL128_BUFFSIZE in BUFS (the same run),
 # and both at each channel count in CHS.
-#   BUILD=build-gpu OUT=/some/dir tests/gpu/lab/ll128.sh      -> $OUT/ll128.tgz, console
+#   BUILD=build-gpu OUT=/some/dir tests/gpu/lab/ll128.sh      -> $OUT/ll128[-TAG].tgz, console
 set -u
 B=${BUILD:-build-gpu}
-export LD_LIBRARY_PATH=$(realpath "$B")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# LIB: another library folder to run (a variant's build), TAG: a word in the output's names
+export LD_LIBRARY_PATH=$(realpath "${LIB:-$B/lib}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0 BATON_TIMEOUT=${BATON_TIMEOUT:-30} BATON_TEST_SAME_GPU=1
-R=$OUT/ll128
+R=$OUT/ll128${TAG:+-$TAG}
 mkdir -p "$R"
 ring="BATON_ALGO=Ring BATON_PROTO"
 for n in ${TEST_N:-8}; do
@@ -39,4 +40,4 @@ for coll in ${COLLS:-allreduce allgather reducescatter}; do
         grep -E '^ *[0-9]+ ' "$log" | awk '{print "   ", $0}'
     done
 done
-tar -C "$OUT" -czf "$OUT/ll128.tgz" ll128 && rm -rf "$R"
+tar -C "$OUT" -czf "$OUT/ll128${TAG:+-$TAG}.tgz" "ll128${TAG:+-$TAG}" && rm -rf "$R"
