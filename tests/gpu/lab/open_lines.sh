@@ -126,20 +126,25 @@ profile() {
 order() {
     local ev=${ORDER_LIB:-$L/launchev}
     [ -d "$ev" ] || { echo "order: no $ev"; return 1; }
-    [ "${ORDER_TESTS:-1}" = 1 ] && for n in 2 8; do
-        vs="BATON_X=1 BATON_PROTO=LL128" && [ $n = 8 ] && vs=${ORDER_VARIANTS8:-$vs}
-        for v in $vs; do
-            echo "== gpu_test_gpu_colls $n ranks $v: $(env $v LD_LIBRARY_PATH="$ev" \
-                BATON_TEST_SAME_GPU=1 BATON_TEST_GPUS=$n timeout 300 "$B/tests/gpu_test_gpu_colls" \
+    if [ "${ORDER_TESTS:-1}" = 1 ]; then
+        for n in 2 8; do
+            vs="BATON_X=1 BATON_PROTO=LL128"
+            [ $n = 8 ] && vs=${ORDER_VARIANTS8:-$vs}
+            for v in $vs; do
+                echo "== gpu_test_gpu_colls $n ranks $v: $(env $v LD_LIBRARY_PATH="$ev" \
+                    BATON_TEST_SAME_GPU=1 BATON_TEST_GPUS=$n timeout 300 \
+                    "$B/tests/gpu_test_gpu_colls" 2>&1 | tail -n 2 | tr '\n' ' ')"
+            done
+        done
+        for t in gpu_test_gpu_suspend gpu_test_gpu_nonblocking gpu_test_gpu_random; do
+            echo "== $t: $(LD_LIBRARY_PATH="$ev" BATON_TEST_SAME_GPU=1 timeout 300 "$B/tests/$t" \
                 2>&1 | tail -n 2 | tr '\n' ' ')"
         done
-    done
-    [ "${ORDER_TESTS:-1}" = 1 ] && for t in gpu_test_gpu_suspend gpu_test_gpu_nonblocking gpu_test_gpu_random; do
-        echo "== $t: $(LD_LIBRARY_PATH="$ev" BATON_TEST_SAME_GPU=1 timeout 300 "$B/tests/$t" 2>&1 |
-            tail -n 2 | tr '\n' ' ')"
-    done
-    [ "${ORDER_PROFILE:-1}" = 1 ] && PROF_LIBS=${ORDER_PROF_LIBS:-"$L/3452d54 $B/lib $ev $L/noev"} \
-        PROF_ROUNDS=${ORDER_ROUNDS:-3} PROF_SAMPLED= profile
+    fi
+    if [ "${ORDER_PROFILE:-1}" = 1 ]; then
+        PROF_LIBS=${ORDER_PROF_LIBS:-"$L/3452d54 $B/lib $ev $L/noev"} \
+            PROF_ROUNDS=${ORDER_ROUNDS:-3} PROF_SAMPLED= profile
+    fi
 }
 export B L
 export -f membw profile helpers helpers_baton order # phase runs them under timeout, in a shell of their own
