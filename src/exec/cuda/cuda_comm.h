@@ -97,6 +97,7 @@ struct bt_cuda_comm {
     int launched;                    /* a kernel has been queued */
     int multi_stream;                /* a second stream was seen (said once in the log) */
     void *order_ev;                  /* cudaEvent_t: after the comm's last kernel */
+    int launch_orders;               /* sm_90+: launches record order_ev themselves */
 
     /* host-mapped (cudaHostAlloc): the kernels' abort flag and their report (errors, stalls) */
     int *abort_h;

@@ -67,13 +67,18 @@ static unsigned long long capture_id(void *stream)
  * of one capture sequence, or of none: a captured graph runs when it is replayed, and its
  * order with other work is the caller's. Before the launch: *id gets the stream's capture
  * sequence for order_streams_after.
- * The event costs 0.2-0.25 us of host time per launch (one H200). Kernels that order
- * themselves instead (each block adds to a device count as it ends; cuStreamWaitValue32 on
- * the new stream) cost 0.4-0.7 us per kernel on the GPU, which is worse where the GPU is the
- * bound (bench/results/processes-hosts-1xh200-2026-12-04.md).
+ * The event costs 0.2-0.25 us of host time per launch (one H200) recorded after it. From sm_90
+ * the launch records it instead (a programmatic event: device/launch.cuh), in the same call,
+ * outside captures. Kernels that order themselves instead (each block adds to a device count
+ * as it ends; cuStreamWaitValue32 on the new stream) cost 0.4-0.7 us per kernel on the GPU,
+ * which is worse where the GPU is the bound (bench/results/processes-hosts-1xh200-2026-12-04.md).
  */
 static bt_status_t order_streams(struct bt_cuda_comm *cc, void *stream, unsigned long long *id)
 {
+    if (!cc->order_ev)
+        BT_CHECK(cuda_status(
+            cudaEventCreateWithFlags((cudaEvent_t *)&cc->order_ev, cudaEventDisableTiming),
+            "cudaEventCreate (stream order)"));
     *id = cc->last_capture;
     if (cc->launched && stream == cc->last_stream)
         return BT_OK;
@@ -88,15 +93,25 @@ static bt_status_t order_streams(struct bt_cuda_comm *cc, void *stream, unsigned
                        "cudaStreamWaitEvent (stream order)");
 }
 
-static bt_status_t order_streams_after(struct bt_cuda_comm *cc, void *stream, unsigned long long id)
+/* The event the launch on `stream` records itself, or NULL: then order_streams_after does. */
+static void *order_event_of_launch(struct bt_cuda_comm *cc, void *stream)
 {
-    if (!cc->order_ev)
-        BT_CHECK(cuda_status(
-            cudaEventCreateWithFlags((cudaEvent_t *)&cc->order_ev, cudaEventDisableTiming),
-            "cudaEventCreate (stream order)"));
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+    if (!cc->launch_orders)
+        return NULL;
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &cs) != cudaSuccess)
+        (void)cudaGetLastError();
+    return cs == cudaStreamCaptureStatusNone ? cc->order_ev : NULL;
+}
+
+static bt_status_t order_streams_after(struct bt_cuda_comm *cc, void *stream, unsigned long long id,
+                                       void *recorded)
+{
     cc->launched = 1;
     cc->last_stream = stream;
     cc->last_capture = id;
+    if (recorded)
+        return BT_OK;
     return cuda_status(cudaEventRecord((cudaEvent_t)cc->order_ev, (cudaStream_t)stream),
                        "cudaEventRecord (stream order)");
 }
@@ -119,8 +134,10 @@ bt_status_t bt_cuda_kargs_launch(struct bt_cuda_comm *cc, const struct bt_cuda_k
     BT_CHECK(bt_cuda_hostconn_reap(cc, 0));
     unsigned long long id;
     BT_CHECK(order_streams(cc, stream, &id));
-    BT_CHECK(cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream), "kernel launch"));
-    BT_CHECK(order_streams_after(cc, stream, id));
+    void *ev = order_event_of_launch(cc, stream);
+    BT_CHECK(
+        cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream, ev), "kernel launch"));
+    BT_CHECK(order_streams_after(cc, stream, id, ev));
     return bt_cuda_hostconn_post(cc, a);
 }
 
@@ -133,7 +150,8 @@ bt_status_t bt_cuda_window_launch(struct bt_cuda_comm *cc, struct bt_cuda_wargs 
     BT_CHECK(bt_cuda_hostconn_reap(cc, 0));
     unsigned long long id;
     BT_CHECK(order_streams(cc, stream, &id));
-    BT_CHECK(cuda_status((cudaError_t)bt_cuda_window_kernel_launch(a, nblocks, stream),
+    void *ev = order_event_of_launch(cc, stream);
+    BT_CHECK(cuda_status((cudaError_t)bt_cuda_window_kernel_launch(a, nblocks, stream, ev),
                          "window kernel launch"));
-    return order_streams_after(cc, stream, id);
+    return order_streams_after(cc, stream, id, ev);
 }

@@ -78,11 +78,15 @@ struct bt_cuda_wargs {
 extern "C" {
 #endif
 /* Launch the window AllReduce for `a->redop.dtype` with `nblocks` blocks (<=
- * BT_WIN_MAX_BLOCKS); the CUDA error code of the launch. */
-int bt_cuda_window_kernel_launch(const struct bt_cuda_wargs *a, int nblocks, void *stream);
+ * BT_WIN_MAX_BLOCKS); the CUDA error code of the launch. done_event: as below. */
+int bt_cuda_window_kernel_launch(const struct bt_cuda_wargs *a, int nblocks, void *stream,
+                                 void *done_event);
 /* Launch the kernel for the works' dtype (all works of a launch share it) with `nblocks`
- * blocks on `stream` (cudaStream_t); returns the CUDA error code (0 = cudaSuccess). */
-int bt_cuda_kernel_launch(const struct bt_cuda_kargs *args, int nblocks, void *stream);
+ * blocks on `stream` (cudaStream_t); returns the CUDA error code (0 = cudaSuccess).
+ * done_event (a cudaEvent_t, or NULL; sm_90+): the launch records it, triggered when every
+ * block has ended (device/launch.cuh). */
+int bt_cuda_kernel_launch(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                          void *done_event);
 #ifdef __cplusplus
 }
 #endif

@@ -49,32 +49,33 @@
 #include "exec/cuda/kargs.h"
 #include "exec/cuda/kernel.h"
 
-extern "C" int bt_cuda_kernel_launch(const struct bt_cuda_kargs *args, int nblocks, void *stream)
+extern "C" int bt_cuda_kernel_launch(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                     void *done_event)
 {
     switch (args->h.nworks > 0 ? args->works[0].redop.dtype : BT_UINT8) {
     case BT_INT8:
-        return bt_cuda_kernel_launch_int8(args, nblocks, stream);
+        return bt_cuda_kernel_launch_int8(args, nblocks, stream, done_event);
     case BT_UINT8:
-        return bt_cuda_kernel_launch_uint8(args, nblocks, stream);
+        return bt_cuda_kernel_launch_uint8(args, nblocks, stream, done_event);
     case BT_INT32:
-        return bt_cuda_kernel_launch_int32(args, nblocks, stream);
+        return bt_cuda_kernel_launch_int32(args, nblocks, stream, done_event);
     case BT_UINT32:
-        return bt_cuda_kernel_launch_uint32(args, nblocks, stream);
+        return bt_cuda_kernel_launch_uint32(args, nblocks, stream, done_event);
     case BT_INT64:
-        return bt_cuda_kernel_launch_int64(args, nblocks, stream);
+        return bt_cuda_kernel_launch_int64(args, nblocks, stream, done_event);
     case BT_UINT64:
-        return bt_cuda_kernel_launch_uint64(args, nblocks, stream);
+        return bt_cuda_kernel_launch_uint64(args, nblocks, stream, done_event);
     case BT_FLOAT16:
-        return bt_cuda_kernel_launch_float16(args, nblocks, stream);
+        return bt_cuda_kernel_launch_float16(args, nblocks, stream, done_event);
     case BT_FLOAT32:
-        return bt_cuda_kernel_launch_float32(args, nblocks, stream);
+        return bt_cuda_kernel_launch_float32(args, nblocks, stream, done_event);
     case BT_FLOAT64:
-        return bt_cuda_kernel_launch_float64(args, nblocks, stream);
+        return bt_cuda_kernel_launch_float64(args, nblocks, stream, done_event);
     case BT_BFLOAT16:
-        return bt_cuda_kernel_launch_bfloat16(args, nblocks, stream);
+        return bt_cuda_kernel_launch_bfloat16(args, nblocks, stream, done_event);
     case BT_FP8E4M3:
-        return bt_cuda_kernel_launch_fp8e4m3(args, nblocks, stream);
+        return bt_cuda_kernel_launch_fp8e4m3(args, nblocks, stream, done_event);
     default:
-        return bt_cuda_kernel_launch_fp8e5m2(args, nblocks, stream);
+        return bt_cuda_kernel_launch_fp8e5m2(args, nblocks, stream, done_event);
     }
 }

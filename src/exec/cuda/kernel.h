@@ -10,17 +10,29 @@
 
 #include "exec/cuda/kargs.h"
 
-int bt_cuda_kernel_launch_int8(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_uint8(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_int32(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_uint32(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_int64(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_uint64(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_float16(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_float32(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_float64(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_bfloat16(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_fp8e4m3(const struct bt_cuda_kargs *args, int nblocks, void *stream);
-int bt_cuda_kernel_launch_fp8e5m2(const struct bt_cuda_kargs *args, int nblocks, void *stream);
+int bt_cuda_kernel_launch_int8(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                               void *done_event);
+int bt_cuda_kernel_launch_uint8(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                void *done_event);
+int bt_cuda_kernel_launch_int32(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                void *done_event);
+int bt_cuda_kernel_launch_uint32(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                 void *done_event);
+int bt_cuda_kernel_launch_int64(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                void *done_event);
+int bt_cuda_kernel_launch_uint64(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                 void *done_event);
+int bt_cuda_kernel_launch_float16(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                  void *done_event);
+int bt_cuda_kernel_launch_float32(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                  void *done_event);
+int bt_cuda_kernel_launch_float64(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                  void *done_event);
+int bt_cuda_kernel_launch_bfloat16(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                   void *done_event);
+int bt_cuda_kernel_launch_fp8e4m3(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                  void *done_event);
+int bt_cuda_kernel_launch_fp8e5m2(const struct bt_cuda_kargs *args, int nblocks, void *stream,
+                                  void *done_event);
 
 #endif

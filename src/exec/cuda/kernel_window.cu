@@ -20,6 +20,7 @@
 
 #include "coll/redop.h"
 #include "exec/cuda/device/arith.cuh"
+#include "exec/cuda/device/launch.cuh"
 #include "exec/cuda/device/ll.cuh"
 #include "exec/cuda/device/sync.cuh"
 #include "exec/cuda/kargs.h"
@@ -70,6 +71,7 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
 {
     __shared__ uint64_t epoch;
     const int b = blockIdx.x, n = a.nranks;
+    order_wait();
     if (threadIdx.x == 0) {
         cur_seq = a.seq;
         cur_count = a.count;
@@ -133,39 +135,40 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
         a.flags[a.rank]->count[b] = e;
 }
 
-template <typename T> static int launch(const struct bt_cuda_wargs *a, int nblocks, void *stream)
+template <typename T>
+static int launch(const struct bt_cuda_wargs *a, int nblocks, void *stream, void *done_event)
 {
-    bt_cuda_window_kernel<T><<<nblocks, BT_CUDA_THREADS, 0, (cudaStream_t)stream>>>(*a);
+    bt_launch(bt_cuda_window_kernel<T>, nblocks, (cudaStream_t)stream, done_event, *a);
     return (int)cudaGetLastError();
 }
 
 extern "C" int bt_cuda_window_kernel_launch(const struct bt_cuda_wargs *a, int nblocks,
-                                            void *stream)
+                                            void *stream, void *done_event)
 {
     switch (a->redop.dtype) {
     case BT_INT8:
-        return launch<int8_t>(a, nblocks, stream);
+        return launch<int8_t>(a, nblocks, stream, done_event);
     case BT_UINT8:
-        return launch<uint8_t>(a, nblocks, stream);
+        return launch<uint8_t>(a, nblocks, stream, done_event);
     case BT_INT32:
-        return launch<int32_t>(a, nblocks, stream);
+        return launch<int32_t>(a, nblocks, stream, done_event);
     case BT_UINT32:
-        return launch<uint32_t>(a, nblocks, stream);
+        return launch<uint32_t>(a, nblocks, stream, done_event);
     case BT_INT64:
-        return launch<int64_t>(a, nblocks, stream);
+        return launch<int64_t>(a, nblocks, stream, done_event);
     case BT_UINT64:
-        return launch<uint64_t>(a, nblocks, stream);
+        return launch<uint64_t>(a, nblocks, stream, done_event);
     case BT_FLOAT16:
-        return launch<__half>(a, nblocks, stream);
+        return launch<__half>(a, nblocks, stream, done_event);
     case BT_FLOAT32:
-        return launch<float>(a, nblocks, stream);
+        return launch<float>(a, nblocks, stream, done_event);
     case BT_FLOAT64:
-        return launch<double>(a, nblocks, stream);
+        return launch<double>(a, nblocks, stream, done_event);
     case BT_BFLOAT16:
-        return launch<__nv_bfloat16>(a, nblocks, stream);
+        return launch<__nv_bfloat16>(a, nblocks, stream, done_event);
     case BT_FP8E4M3:
-        return launch<fp8e4m3>(a, nblocks, stream);
+        return launch<fp8e4m3>(a, nblocks, stream, done_event);
     default:
-        return launch<fp8e5m2>(a, nblocks, stream);
+        return launch<fp8e5m2>(a, nblocks, stream, done_event);
     }
 }

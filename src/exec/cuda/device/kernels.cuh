@@ -24,6 +24,7 @@
 #include "exec/cuda/device/arith.cuh"
 #include "exec/cuda/device/direct.cuh"
 #include "exec/cuda/device/ll.cuh"
+#include "exec/cuda/device/launch.cuh"
 #include "exec/cuda/device/ll128.cuh"
 #include "exec/cuda/device/simple.cuh"
 #include "exec/cuda/device/sync.cuh"
@@ -177,6 +178,7 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
 {
     __shared__ DirectChunk d;
     __shared__ struct bt_work ws;
+    order_wait();
     for (int wj = 0; wj < args.h.nworks; wj++) {
         int wi;
         if (!block_work(args, wj, &ws, &wi))
@@ -201,6 +203,7 @@ template <typename T, int W, bool SIMPLE = false>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
 {
+    order_wait();
 #ifdef BT_CUDA_RDC
     kernel_body<T, KView, SIMPLE>(KView{args.h, args.block, args.works});
 #else
@@ -219,7 +222,7 @@ static_assert(sizeof(KArgs<BT_CUDA_MAX_WORKS>) == sizeof(struct bt_cuda_kargs),
  * count (bt_work_channel); send/recv groups have a work per peer and part. */
 template <typename T, int W>
 static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_t stream,
-                         bool onepass, bool simple)
+                         void *done_event, bool onepass, bool simple)
 {
     KArgs<W> k;
     int n = a->h.nworks;
@@ -228,15 +231,15 @@ static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_
     memcpy(k.works, a->works, sizeof(k.works[0]) * (size_t)n);
     if constexpr (W == 4) { /* a collective's launch: one work, two for a tree */
         if (onepass) {
-            bt_cuda_direct_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
+            bt_launch(bt_cuda_direct_kernel<T, W>, nblocks, stream, done_event, k);
             return;
         }
         if (simple) {
-            bt_cuda_kernel<T, W, true><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
+            bt_launch(bt_cuda_kernel<T, W, true>, nblocks, stream, done_event, k);
             return;
         }
     }
-    bt_cuda_kernel<T, W><<<nblocks, BT_CUDA_THREADS, 0, stream>>>(k);
+    bt_launch(bt_cuda_kernel<T, W>, nblocks, stream, done_event, k);
 }
 
 /* uint8 is the send/recv works' type (byte copies, cuda_exec.c), the one whose launches carry
@@ -245,7 +248,8 @@ static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_
  * class alone, which halves what their units cost to build (each class is an entry
  * whole-program ptxas compiles the body into again). */
 template <typename T>
-static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream_v)
+static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream_v,
+                        void *done_event)
 {
     constexpr bool p2p = std::is_same<T, uint8_t>::value;
     cudaStream_t stream = (cudaStream_t)stream_v;
@@ -257,15 +261,15 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
     for (int i = 0; i < n && simple; i++)
         simple = a->works[i].proto == BT_PROTO_SIMPLE;
     if (n <= 4) {
-        launch_sized<T, 4>(a, nblocks, stream, onepass, simple);
+        launch_sized<T, 4>(a, nblocks, stream, done_event, onepass, simple);
     } else if constexpr (p2p) {
         /* two more size classes: 5 classes cost a clean build 2 minutes more; one with 5-32
          * works passes ~7 KB */
         if (n <= 32)
-            launch_sized<T, 32>(a, nblocks, stream, onepass, simple);
+            launch_sized<T, 32>(a, nblocks, stream, done_event, onepass, simple);
         else /* the host's struct as it is (same layout) */
-            bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>
-                <<<nblocks, BT_CUDA_THREADS, 0, stream>>>(*(const KArgs<BT_CUDA_MAX_WORKS> *)a);
+            bt_launch(bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>, nblocks, stream, done_event,
+                      *(const KArgs<BT_CUDA_MAX_WORKS> *)a);
     } else {
         return (int)cudaErrorInvalidValue; /* not a launch this dtype's works make */
     }
@@ -275,9 +279,10 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
 /* Defines bt_cuda_kernel_launch_NAME (kernel.h), the launcher of dtype T's kernels: the one
  * instantiation of T's kernels, in the unit that expands it. */
 #define BT_CUDA_KERNEL_DTYPE(NAME, T)                                                              \
-    int bt_cuda_kernel_launch_##NAME(const struct bt_cuda_kargs *args, int nblocks, void *stream)  \
+    int bt_cuda_kernel_launch_##NAME(const struct bt_cuda_kargs *args, int nblocks, void *stream,  \
+                                     void *done_event)                                             \
     {                                                                                              \
-        return launch_typed<T>(args, nblocks, stream);                                             \
+        return launch_typed<T>(args, nblocks, stream, done_event);                                 \
     }
 
 #endif
