@@ -20,20 +20,32 @@
  * third slower on one H200, bench/results/gpu-1xh200-ll128-2026-12-01.md) */
 #define DIRECT_LL128_BATCH 4
 
+/* LL128_FIFO_SCOPE_GPU (a lab build's -D): FIFO lines stored and peeked at GPU scope
+ * (relaxed) instead of volatile (system scope), which holds only while every rank of the
+ * ring shares one GPU: what the scope costs there (docs/TUNING.md, LL128 rings) */
+#ifdef LL128_FIFO_SCOPE_GPU
+#define LL128_FIFO_ST "st.relaxed.gpu"
+#define LL128_FIFO_LD "ld.relaxed.gpu"
+#else
+#define LL128_FIFO_ST "st.volatile"
+#define LL128_FIFO_LD "ld.volatile"
+#endif
+
 /* LL128 lines (transport/conn.h): lane j = 0..7 of each 8-lane group of a warp holds bytes
  * [16 j, 16 j + 16) of one line, one lane's second word being the flag (lane 7's in the
  * one-shot; in a step's lines lane 7's or lane 0's: ll128_step_off); a warp moves 4 lines per
  * instruction, and its lanes stay converged (the line loops are warp-uniform). */
 static __device__ __forceinline__ void ll128_store(char *line, int j, uint64_t v0, uint64_t v1)
 {
-    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(line + 16 * j), "l"(v0), "l"(v1)
+    asm volatile(LL128_FIFO_ST ".global.v2.u64 [%0], {%1, %2};" ::"l"(line + 16 * j), "l"(v0),
+                 "l"(v1)
                  : "memory");
 }
 
 /* This lane's 16 bytes of a line as they are now (the caller checks the flag). */
 static __device__ __forceinline__ void ll128_peek(const char *p, uint64_t *a, uint64_t *b)
 {
-    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+    asm volatile(LL128_FIFO_LD ".global.v2.u64 {%0, %1}, [%2];"
                  : "=l"(*a), "=l"(*b)
                  : "l"(p)
                  : "memory");
