@@ -56,6 +56,17 @@ static unsigned long long capture_id(void *stream)
     return cs == cudaStreamCaptureStatusActive ? id : 0;
 }
 
+/* The event the launch on `stream` records itself, or NULL: then order_streams_after does. */
+static void *order_event_of_launch(struct bt_cuda_comm *cc, void *stream)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+    if (!cc->launch_orders)
+        return NULL;
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &cs) != cudaSuccess)
+        (void)cudaGetLastError();
+    return cs == cudaStreamCaptureStatusNone ? cc->order_ev : NULL;
+}
+
 /*
  * A communicator's kernels share its connectors and their device step counters, so they must
  * run one after another in the order they were queued, whatever streams they are queued on
@@ -66,19 +77,21 @@ static unsigned long long capture_id(void *stream)
  * crashes on a destroyed stream's handle, it does not return an error. Only between launches
  * of one capture sequence, or of none: a captured graph runs when it is replayed, and its
  * order with other work is the caller's. Before the launch: *id gets the stream's capture
- * sequence for order_streams_after.
+ * sequence for order_streams_after, *ev the event the launch records (or NULL).
  * The event costs 0.2-0.25 us of host time per launch (one H200) recorded after it. From sm_90
  * the launch records it instead (a programmatic event: device/launch.cuh), in the same call,
  * outside captures. Kernels that order themselves instead (each block adds to a device count
  * as it ends; cuStreamWaitValue32 on the new stream) cost 0.4-0.7 us per kernel on the GPU,
  * which is worse where the GPU is the bound (bench/results/processes-hosts-1xh200-2026-12-04.md).
  */
-static bt_status_t order_streams(struct bt_cuda_comm *cc, void *stream, unsigned long long *id)
+static bt_status_t order_streams(struct bt_cuda_comm *cc, void *stream, unsigned long long *id,
+                                 void **ev)
 {
     if (!cc->order_ev)
         BT_CHECK(cuda_status(
             cudaEventCreateWithFlags((cudaEvent_t *)&cc->order_ev, cudaEventDisableTiming),
             "cudaEventCreate (stream order)"));
+    *ev = order_event_of_launch(cc, stream);
     *id = cc->last_capture;
     if (cc->launched && stream == cc->last_stream)
         return BT_OK;
@@ -91,17 +104,6 @@ static bt_status_t order_streams(struct bt_cuda_comm *cc, void *stream, unsigned
     }
     return cuda_status(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)cc->order_ev, 0),
                        "cudaStreamWaitEvent (stream order)");
-}
-
-/* The event the launch on `stream` records itself, or NULL: then order_streams_after does. */
-static void *order_event_of_launch(struct bt_cuda_comm *cc, void *stream)
-{
-    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
-    if (!cc->launch_orders)
-        return NULL;
-    if (cudaStreamIsCapturing((cudaStream_t)stream, &cs) != cudaSuccess)
-        (void)cudaGetLastError();
-    return cs == cudaStreamCaptureStatusNone ? cc->order_ev : NULL;
 }
 
 static bt_status_t order_streams_after(struct bt_cuda_comm *cc, void *stream, unsigned long long id,
@@ -133,8 +135,8 @@ bt_status_t bt_cuda_kargs_launch(struct bt_cuda_comm *cc, const struct bt_cuda_k
      * steps must be posted or it would wait for them until TIMEOUT */
     BT_CHECK(bt_cuda_hostconn_reap(cc, 0));
     unsigned long long id;
-    BT_CHECK(order_streams(cc, stream, &id));
-    void *ev = order_event_of_launch(cc, stream);
+    void *ev;
+    BT_CHECK(order_streams(cc, stream, &id, &ev));
     BT_CHECK(
         cuda_status((cudaError_t)bt_cuda_kernel_launch(a, nblocks, stream, ev), "kernel launch"));
     BT_CHECK(order_streams_after(cc, stream, id, ev));
@@ -149,8 +151,8 @@ bt_status_t bt_cuda_window_launch(struct bt_cuda_comm *cc, struct bt_cuda_wargs 
     a->h = k.h;
     BT_CHECK(bt_cuda_hostconn_reap(cc, 0));
     unsigned long long id;
-    BT_CHECK(order_streams(cc, stream, &id));
-    void *ev = order_event_of_launch(cc, stream);
+    void *ev;
+    BT_CHECK(order_streams(cc, stream, &id, &ev));
     BT_CHECK(cuda_status((cudaError_t)bt_cuda_window_kernel_launch(a, nblocks, stream, ev),
                          "window kernel launch"));
     return order_streams_after(cc, stream, id, ev);
