@@ -22,7 +22,51 @@
 /* Entry points check a handle against this set before touching it, so a call on a
  * destroyed communicator gets an error instead of reading freed memory. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct bt_ptrs registry; /* every live communicator */
+static struct bt_ptrs registry;            /* every live communicator */
+static _Atomic unsigned registry_removals; /* changed under the lock by every removal */
+
+/* What this thread found in the registry since its last removal: a collective checks its
+ * handle two or three times (the entry point, the group's end), so a thread driving eight
+ * ranks made six trips through the lock per call of each rank. A communicator found live
+ * stays so until something is removed; a thread that sees the count of removals unchanged
+ * needs no lock for the ones it remembers. (Taking a launch's hold, bt_comm_acquire, keeps
+ * the lock: an abort on another thread waits for the holds it can see, then frees.) */
+#define SEEN_MAX 16
+static __thread struct {
+    unsigned removals;
+    int n, next;
+    const struct bt_comm *c[SEEN_MAX];
+} seen;
+
+static int seen_live(const struct bt_comm *c)
+{
+    unsigned r = atomic_load_explicit(&registry_removals, memory_order_acquire);
+    if (seen.removals != r) {
+        seen.removals = r;
+        seen.n = 0;
+        return 0;
+    }
+    for (int i = 0; i < seen.n; i++)
+        if (seen.c[i] == c)
+            return 1;
+    return 0;
+}
+
+/* Under registry_lock: c was found live. */
+static void seen_add(const struct bt_comm *c)
+{
+    unsigned r = atomic_load_explicit(&registry_removals, memory_order_relaxed);
+    if (seen.removals != r) {
+        seen.removals = r;
+        seen.n = 0;
+    }
+    if (seen.n < SEEN_MAX) {
+        seen.c[seen.n++] = c;
+    } else {
+        seen.c[seen.next] = c;
+        seen.next = (seen.next + 1) % SEEN_MAX;
+    }
+}
 
 static int registry_add(struct bt_comm *c)
 {
@@ -36,15 +80,27 @@ static void registry_remove(struct bt_comm *c)
 {
     pthread_mutex_lock(&registry_lock);
     bt_ptrs_remove(&registry, c);
+    atomic_fetch_add_explicit(&registry_removals, 1, memory_order_release);
     pthread_mutex_unlock(&registry_lock);
+}
+
+/* Under registry_lock: c is in the registry and usable. */
+static int registry_has(const struct bt_comm *c)
+{
+    int found = 0;
+    for (int i = 0; i < registry.n && !found; i++)
+        found = registry.p[i] == c;
+    return found && c->magic == BT_COMM_MAGIC;
 }
 
 int bt_comm_is_live(const struct bt_comm *c)
 {
-    int found = 0;
+    if (seen_live(c))
+        return 1;
     pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < registry.n && !found; i++)
-        found = registry.p[i] == c && c->magic == BT_COMM_MAGIC;
+    int found = registry_has(c);
+    if (found)
+        seen_add(c);
     pthread_mutex_unlock(&registry_lock);
     return found;
 }
@@ -73,22 +129,13 @@ void bt_comm_lsa(const struct bt_comm *c, int *base, int *size)
 
 int bt_comm_nonblocking(const struct bt_comm *c)
 {
-    int nb = -1;
-    pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < registry.n && nb < 0; i++)
-        if (registry.p[i] == c && c->magic == BT_COMM_MAGIC)
-            nb = !c->config.blocking;
-    pthread_mutex_unlock(&registry_lock);
-    return nb;
+    return bt_comm_is_live(c) ? !c->config.blocking : -1;
 }
 
 int bt_comm_acquire(struct bt_comm *c)
 {
-    int ok = 0;
     pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < registry.n && !ok; i++)
-        ok = registry.p[i] == c;
-    ok = ok && c->magic == BT_COMM_MAGIC && !c->abort_flag;
+    int ok = registry_has(c) && !c->abort_flag;
     if (ok)
         atomic_fetch_add_explicit(&c->active_launches, 1, memory_order_acq_rel);
     pthread_mutex_unlock(&registry_lock);
