@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
 }
 
 /* dtype T's general kernel for launches of up to W works; SIMPLE: works all Simple (a
- * collective's large sizes), instantiated at the smallest size class only (launch_sized):
+ * collective's large sizes), instantiated at the smallest size class only (launch_typed):
  * one more entry per dtype, and a smaller one */
 template <typename T, int W, bool SIMPLE = false>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
@@ -218,55 +218,51 @@ static_assert(sizeof(KArgs<BT_CUDA_MAX_WORKS>) == sizeof(struct bt_cuda_kargs),
 
 /* A launch of n works passes them in the smallest size class that holds them: parameters
  * are copied at every launch (measured on H200: a launch carrying 128 works' 29 KB took
- * about 5 us longer than one carrying 4). A collective is one work whatever its channel
- * count (bt_work_channel); send/recv groups have a work per peer and part. */
-template <typename T, int W>
-static void launch_sized(const struct bt_cuda_kargs *a, int nblocks, cudaStream_t stream,
-                         void *done_event, bool onepass, bool simple)
+ * about 5 us longer than one carrying 4, some 0.18 us a KB). A collective is one work
+ * whatever its channel count (bt_work_channel), two for a tree; send/recv groups have a
+ * work per peer and part. */
+template <int W> static KArgs<W> kargs_sized(const struct bt_cuda_kargs *a)
 {
     KArgs<W> k;
     int n = a->h.nworks;
     k.h = a->h;
     memcpy(k.block, a->block, sizeof(k.block[0]) * (size_t)n);
     memcpy(k.works, a->works, sizeof(k.works[0]) * (size_t)n);
-    if constexpr (W == 4) { /* a collective's launch: one work, two for a tree */
-        if (onepass) {
-            bt_launch(bt_cuda_direct_kernel<T, W>, nblocks, stream, done_event, k);
-            return;
-        }
-        if (simple) {
-            bt_launch(bt_cuda_kernel<T, W, true>, nblocks, stream, done_event, k);
-            return;
-        }
-    }
-    bt_launch(bt_cuda_kernel<T, W>, nblocks, stream, done_event, k);
+    return k;
 }
 
 /* uint8 is the send/recv works' type (byte copies, cuda_exec.c), the one whose launches carry
- * many works (a work per peer and part); only it has the larger size classes. A collective's
- * launch is one work (two for a tree) whatever its channels: every other dtype has the 4-work
- * class alone, which halves what their units cost to build (each class is an entry
- * whole-program ptxas compiles the body into again). */
+ * many works (a work per peer and part); only it has the larger size classes, 4, 32 and 128
+ * works. A collective's launch is one work (two for a tree): every other dtype has the 2-work
+ * class alone (552 bytes of parameters against 4 works' 1032), which halves what their units
+ * cost to build (each class is an entry whole-program ptxas compiles the body into again);
+ * its Simple-only entry is of that class too. The one-pass one-shot AllReduce is one work:
+ * its kernel has the 1-work class alone (312 bytes). */
 template <typename T>
 static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream_v,
                         void *done_event)
 {
     constexpr bool p2p = std::is_same<T, uint8_t>::value;
+    constexpr int CW = p2p ? 4 : 2; /* the smallest class: a collective's launch */
     cudaStream_t stream = (cudaStream_t)stream_v;
     int n = a->h.nworks;
-    bool onepass = n > 0 && n <= 4; /* a collective's launch (the one-shot's kernel: W = 4) */
-    for (int i = 0; i < n && onepass; i++)
-        onepass = bt_cuda_onepass(&a->works[i]);
+    if (n == 1 && bt_cuda_onepass(&a->works[0])) {
+        bt_launch(bt_cuda_direct_kernel<T, 1>, nblocks, stream, done_event, kargs_sized<1>(a));
+        return (int)cudaGetLastError();
+    }
     bool simple = true;
     for (int i = 0; i < n && simple; i++)
         simple = a->works[i].proto == BT_PROTO_SIMPLE;
-    if (n <= 4) {
-        launch_sized<T, 4>(a, nblocks, stream, done_event, onepass, simple);
+    if (n <= CW) {
+        if (simple)
+            bt_launch(bt_cuda_kernel<T, CW, true>, nblocks, stream, done_event, kargs_sized<CW>(a));
+        else
+            bt_launch(bt_cuda_kernel<T, CW>, nblocks, stream, done_event, kargs_sized<CW>(a));
     } else if constexpr (p2p) {
         /* two more size classes: 5 classes cost a clean build 2 minutes more; one with 5-32
          * works passes ~7 KB */
         if (n <= 32)
-            launch_sized<T, 32>(a, nblocks, stream, done_event, onepass, simple);
+            bt_launch(bt_cuda_kernel<T, 32>, nblocks, stream, done_event, kargs_sized<32>(a));
         else /* the host's struct as it is (same layout) */
             bt_launch(bt_cuda_kernel<T, BT_CUDA_MAX_WORKS>, nblocks, stream, done_event,
                       *(const KArgs<BT_CUDA_MAX_WORKS> *)a);
