@@ -20,6 +20,8 @@
 #             that build-libs holds, this build's, then EXTRA_LIBS (folders: variants)
 #   small8    (32) 8 ranks, AllReduce and AllGather 32 B..512 KB: 3452d54, 665e831, this
 #             build's, EXTRA_LIBS
+#   launchcost (32) launch_cost.cu: host time per launch by parameter size (and with the
+#             order event), per pointer query (runtime, driver)
 #   profile   (32) where the host's time per call goes at small sizes: baton-one-process
 #             AllReduce of 32 B at 8 and 2 ranks, 3452d54's library and this build's (or
 #             PROF_LIBS), timed, then under the sampler (sampler.c, staged as
@@ -187,6 +189,7 @@ for arg in "$@"; do
         phase small8 env RANKS=8 ROUNDS=3 MIN=32 MAX=512K TAG=small8 \
             tests/gpu/lab/sweep_libs.sh "${libs[@]}" "$B/lib" ${EXTRA_LIBS:-}
         ;;
+    launchcost) phase launchcost "$B/bin/launch_cost" ;;
     profile) phase profile bash -c profile ;;
     order) phase order bash -c order ;;
     gin) phase gin tests/gpu/lab/devapi_gin.sh ;;

@@ -13,6 +13,8 @@ cp -a "$src"/lib/. "$dst/lib/"
 cp -a "$src"/tests/gpu_test_* "$dst/tests/"
 # the lab's sampling profiler (open_lines.sh profile): the GPU machine has no perf
 gcc -O2 -shared -fPIC -o "$dst/bin/sampler.so" tests/gpu/lab/sampler.c
+# the lab's launch-cost probe (open_lines.sh launchcost): host time per launch and pointer query
+nvcc -O2 -arch=sm_90 tests/gpu/lab/launch_cost.cu -lcuda -o "$dst/bin/launch_cost"
 # nccl-tests built against NCCL headers (nccl_tests.sh: a newer release's, build-nt230; or
 # NVIDIA's 2.28.9 of the CUDA toolkit, build-nt228), when there
 for nt in "${NT_BUILD:-build-nt230}" build-nt228; do
