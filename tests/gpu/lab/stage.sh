@@ -31,6 +31,9 @@ if [ -n "$fab" ]; then
     ldd "$fab" | awk '$3 ~ /^\// && $1 !~ /^(libc|libm|libpthread|libdl|librt)\./ {print $3}' |
         xargs -r cp -L -t "$dst/fabric/"
 fi
+# the commit it was built from (open_lines.sh names it): the checkout's, marked when it has
+# changes (the build may then hold them)
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo '+changes')" >"$dst/COMMIT"
 # no debug sections: a call carries 64 MB at most (the symbols stay, for backtraces)
 find "$dst" -type f \( -perm -u+x -o -name '*.so*' \) -exec strip --strip-debug {} + 2>/dev/null
 du -sh "$dst"
