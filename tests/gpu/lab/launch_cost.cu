@@ -2,12 +2,14 @@
  * What the host pays per launch for the size of a kernel's parameters, with and without the
  * programmatic event Baton's launches record (exec/cuda/device/launch.cuh), and per pointer
  * query (runtime against driver). Host time per call, the median of REPS batches of N calls,
- * on one stream that never fills (a sync after each batch). A lab program, not a test:
- *   nvcc -O2 -arch=sm_90 tests/gpu/lab/launch_cost.cu -lcuda -o launch_cost && ./launch_cost
+ * queued on one stream held by a wait on host memory (released after each batch). A lab program,
+ * not a test: nvcc -O2 -arch=sm_90 tests/gpu/lab/launch_cost.cu -lcuda -o launch_cost &&
+ * ./launch_cost
  */
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -24,15 +26,21 @@ template <int B> __global__ void empty_kernel(const __grid_constant__ Params<B> 
 }
 
 static const int N = 200, REPS = 21;
+static volatile unsigned *gate; /* host-mapped: the stream waits until it is 1 */
 
+/* The stream waits on the gate while a batch is queued, so the host's time is its own (with
+ * the GPU running them, a batch of empty kernels took the GPU's time, ~4.5 us each). */
 template <typename F> static double per_call_us(F call, cudaStream_t s)
 {
     std::vector<double> t;
     for (int r = 0; r < REPS; r++) {
+        *gate = 0;
+        cuStreamWaitValue32((CUstream)s, (CUdeviceptr)(uintptr_t)gate, 1, CU_STREAM_WAIT_VALUE_GEQ);
         auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < N; i++)
             call();
         auto t1 = std::chrono::steady_clock::now();
+        *gate = 1;
         cudaStreamSynchronize(s);
         t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / N);
     }
@@ -75,6 +83,9 @@ int main()
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cudaEvent_t ev;
     cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    void *g = nullptr;
+    cudaHostAlloc(&g, 64, cudaHostAllocMapped);
+    gate = (volatile unsigned *)g;
     empty_kernel<8><<<1, 32, 0, s>>>(Params<8>{});
     cudaStreamSynchronize(s);
     launches<8>(s, ev);

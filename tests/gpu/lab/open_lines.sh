@@ -18,8 +18,8 @@
 #             ranks, SWEEP_ROUNDS (3) rounds
 #   bisect    (32) 2-rank AllReduce 1..64 MB over the libraries between 3452d54 and e407cc3
 #             that build-libs holds, this build's, then EXTRA_LIBS (folders: variants)
-#   small8    (32) 8 ranks, AllReduce and AllGather 32 B..512 KB: 3452d54, 665e831, this
-#             build's, EXTRA_LIBS
+#   small8    (32) 8 ranks, AllReduce and AllGather 32 B..512 KB, SMALL8_ROUNDS (3) rounds:
+#             3452d54, 665e831, this build's, EXTRA_LIBS
 #   launchcost (32) launch_cost.cu: host time per launch by parameter size (and with the
 #             order event), per pointer query (runtime, driver)
 #   profile   (32) where the host's time per call goes at small sizes: baton-one-process
@@ -186,7 +186,7 @@ for arg in "$@"; do
             [ -d "$L/$c" ] && libs+=("$L/$c")
         done
         # shellcheck disable=SC2086
-        phase small8 env RANKS=8 ROUNDS=3 MIN=32 MAX=512K TAG=small8 \
+        phase small8 env RANKS=8 ROUNDS="${SMALL8_ROUNDS:-3}" MIN=32 MAX=512K TAG=small8 \
             tests/gpu/lab/sweep_libs.sh "${libs[@]}" "$B/lib" ${EXTRA_LIBS:-}
         ;;
     launchcost) phase launchcost "$B/bin/launch_cost" ;;
