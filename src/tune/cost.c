@@ -44,12 +44,21 @@ double bt_tune_allreduce_us(const struct bt_tune_costs *t, int algo, int proto, 
         hops = 2;
         moved = 2 * (n - 1) / n * s;
         break;
-    default: /* BT_ALGO_DIRECT */
-        hops = 1;
+    default: /* BT_ALGO_DIRECT: a wait on each peer's part, one after another */
+        hops = n - 1;
         moved = (n - 1) * s;
         break;
     }
     return path_us(&t->c[algo][proto], nranks, hops, moved);
+}
+
+void bt_tune_costs_shared(const struct bt_tune_costs *in, int nranks, struct bt_tune_costs *out)
+{
+    *out = *in;
+    double k = nranks > 0 ? (double)BT_TUNE_SHARED_GPU_RANKS / nranks : 1.0;
+    for (int a = 0; a < BT_NUM_ALGOS; a++)
+        for (int p = 0; p < BT_NUM_PROTOS; p++)
+            out->c[a][p].gbps = (float)(in->c[a][p].gbps * k);
 }
 
 void bt_tune_costs_bound(const struct bt_tune_costs *in, float gbps, float latency_us,

@@ -10,7 +10,7 @@
  *
  *     ring     2(n - 1) hops            2(n - 1)/n x S
  *     tree     2 ceil(log2 n) hops      2 S            (up, then down; links as the ring's)
- *     direct   1 hop                    (n - 1) x S    (one-shot: every rank sends to every rank)
+ *     direct   n - 1 hops               (n - 1) x S    (one-shot: every rank sends to every rank)
  *     twoshot  2 hops                   2(n - 1)/n x S (reduce-scatter, all-gather, direct)
  *
  * The other collectives' rings (one pass: n - 1 hops, (n - 1)/n x S) use the ring's figures to
@@ -18,6 +18,7 @@
  * (coll/pat.h): bt_pat_hops(n) hops (ceil(log2 n) up to 16 ranks, a hop per window of
  * BT_NSTEPS blocks beyond), (n - 1)/n x S, with PAT's own figures (bt_tune_pat_us).
  *
+ * (Every direct figure but the shared GPU's has hop 0: its base is the whole latency.)
  * The figures are fitted per executor and path to the AllReduce sweeps in bench/results
  * (docs/TUNING.md gives the fits and the crossovers they imply); the crossovers follow for
  * any rank count from there instead of thresholds divided by guesses.
@@ -40,6 +41,13 @@ struct bt_tune_cost {
 struct bt_tune_costs {
     struct bt_tune_cost c[BT_NUM_ALGOS][BT_NUM_PROTOS];
 };
+
+/* Ranks sharing one GPU share its memory's bandwidth: the shared-GPU figures are fitted at
+ * this many ranks, and at n ranks each moves its bytes at gbps x this / n. */
+#define BT_TUNE_SHARED_GPU_RANKS 8
+
+/* The shared-GPU figures `in` (fitted at BT_TUNE_SHARED_GPU_RANKS) for `nranks` ranks. */
+void bt_tune_costs_shared(const struct bt_tune_costs *in, int nranks, struct bt_tune_costs *out);
 
 /* The figures of `in` on a link of `gbps` and `latency_us` (0: not known): no pair sends
  * faster than the link, and no hop takes less than its latency. */

@@ -135,15 +135,21 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
      * latency + 62 GB/s (gpu-1xh200-ll128-rings-2026-12-03.md, 4-64 MB: never the fastest, nor in
      * AllGather or ReduceScatter, which one pass of the same figures fits); the two-shot LL 58 us +
      * 2 hops of 3 + 21 GB/s, Simple 109 us + 2 hops of 3 + 60 GB/s (its 4n - 3 steps a loop,
-     * one connector each, are the cost: never the fastest here). */
+     * one connector each, are the cost: never the fastest here). At other rank counts the
+     * bandwidths scale by 8 / n (bt_tune_costs_shared: the ranks share the GPU's memory) and
+     * the one-shot waits on each of its n - 1 peers in turn: fitted to 2 ranks of one process on
+     * one H100 as well (bench/results/small-launch-1xh100-2026-12-06.md: one-shot LL 10 us to
+     * 512 KB, LL128 12.5 us to 1 MB, the LL ring 13-17.7 us to 1 MB), the one-shot LL 7 us + 7
+     * hops of 3 and 45 GB/s at 8 ranks, LL128 10.6 + 7 of 2.05, the LL ring 7 + 14 of 3.5;
+     * the 4-rank picks from the same run are within 10% of the fastest (unit/test_tuner). */
     .shared_gpu.c =
         {
             [R][SI] = {13.0f, 6.0f, 155.0f},
-            [R][LL] = {2.0f, 3.0f, 48.0f},
+            [R][LL] = {7.0f, 3.5f, 48.0f},
             [R][L128] = {13.0f, 6.0f, 62.0f},
             [D][SI] = {60.0f, 0.0f, 72.0f},
-            [D][LL] = {28.0f, 0.0f, 70.0f},
-            [D][L128] = {25.0f, 0.0f, 100.0f},
+            [D][LL] = {7.0f, 3.0f, 45.0f},
+            [D][L128] = {10.6f, 2.05f, 100.0f},
             [W][SI] = {109.0f, 3.0f, 60.0f},
             [W][LL] = {58.0f, 3.0f, 21.0f},
         },
@@ -250,18 +256,20 @@ static unsigned drop(unsigned set, unsigned d)
     return set & ~d ? set & ~d : set;
 }
 
-/* The cost figures for `in`'s path: the network's bounded by the link (in *bounded), the
- * shared GPU's where ranks share one, else the local ones. */
+/* The cost figures for `in`'s path: the network's bounded by the link, the shared GPU's
+ * for this many ranks (both made in *made), else the local ones. */
 static const struct bt_tune_costs *costs_for(const struct bt_tune_in *in,
-                                             struct bt_tune_costs *bounded)
+                                             struct bt_tune_costs *made)
 {
     const struct bt_tune_costs *costs = in->shm_all ? &in->def->local : &in->def->net;
     if (in->shm_all && in->shared_gpu &&
-        in->def->shared_gpu.c[BT_ALGO_RING][BT_PROTO_SIMPLE].gbps > 0)
-        costs = &in->def->shared_gpu;
+        in->def->shared_gpu.c[BT_ALGO_RING][BT_PROTO_SIMPLE].gbps > 0) {
+        bt_tune_costs_shared(&in->def->shared_gpu, in->nranks, made);
+        return made;
+    }
     if (!in->shm_all && (in->net_gbps > 0 || in->net_latency_us > 0)) {
-        bt_tune_costs_bound(costs, in->net_gbps, in->net_latency_us, bounded);
-        costs = bounded;
+        bt_tune_costs_bound(costs, in->net_gbps, in->net_latency_us, made);
+        costs = made;
     }
     return costs;
 }
@@ -377,8 +385,8 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     /* LL128: the CUDA executor's FIFOs where every GPU pair is NVLink (ll128_payload) */
     int ll128_ok = env->ll128_ok && in->ll128_payload > 0 && in->shm_all && !p2p;
     int simple_ok = env->simple_ok || !in->shm_all || p2p;
-    struct bt_tune_costs bounded;
-    const struct bt_tune_costs *costs = costs_for(in, &bounded);
+    struct bt_tune_costs made;
+    const struct bt_tune_costs *costs = costs_for(in, &made);
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
         choose_allreduce(in, costs, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
         out->us =
