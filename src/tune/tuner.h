@@ -49,6 +49,7 @@ struct bt_tune_defaults {
     struct bt_tune_costs shared_gpu; /* AllReduce, ranks sharing one GPU (TEST_SAME_GPU): every
                                         byte moves within its memory, its SMs split between them;
                                         all zero: use `local` */
+    size_t shared_gpu_direct_max;    /* ranks sharing a GPU: one-shot while ranks x bytes <= */
     size_t bytes_per_channel;        /* Simple ring: a channel per this many bytes */
     size_t ll_bytes_per_channel;     /* LL ring: likewise; 0: one channel */
     size_t direct_bytes_per_channel; /* one-shot: likewise; 0: one channel */
