@@ -4,7 +4,7 @@
 # one process on GPU 0, ROUNDS rounds; first the plan the tuner makes with PROTO=LL128 alone.
 #   tests/gpu/lab/fit_oneshot.sh > fit.txt     (BUILD: the staged build, default build-gpu)
 set -u
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 export NCCL_NVLS_ENABLE=0 BATON_TEST_SAME_GPU=1
 B=${BUILD:-build-gpu}
 run() { LD_LIBRARY_PATH=$B/lib timeout 60 env "$@"; }

@@ -8,7 +8,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/baton-plan-diff}
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 B=$(realpath "${BUILD:-build-gpu}")
 export NCCL_NVLS_ENABLE=0 BATON_TEST_SAME_GPU=1
 for l in "$@"; do

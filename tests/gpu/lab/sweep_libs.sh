@@ -9,11 +9,15 @@
 # COLLS (default "allreduce allgather"), MIN (8) and MAX (64M) bytes, ITERS (20) calls timed
 # together REPS (3) times inside one run (the run's figure is their median), ROUNDS (3),
 # RANKS (2: the ranks of one process sharing GPU 0), TAG (a word in the files' names).
+# PER_SIZE=1: a run per size, the libraries alternating at each size of a round (their runs
+# then follow each other within a second, so the summary's "paired" ratio, the median over
+# rounds of the two runs' ratio in the same round, is less moved by a slow stretch of a noisy
+# machine). PIN: CPUs to run the program on (taskset -c PIN).
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-sweep}
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 B=$(realpath "${BUILD:-build-gpu}")
 export NCCL_NVLS_ENABLE=0 BATON_TEST_SAME_GPU=1
 libs=()
@@ -21,13 +25,35 @@ for l in "$@"; do libs+=("$(realpath "$l")"); done
 [ ${#libs[@]} -ge 1 ] || { echo "usage: sweep_libs.sh REF_LIB_DIR LIB_DIR..."; exit 2; }
 MIN=$(numfmt --from=iec "${MIN:-8}")
 MAX=$(numfmt --from=iec "${MAX:-64M}")
+pin=() && [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
+one_run() { # LIB_INDEX COLL MIN MAX FILE: append the run's table to FILE
+    LD_LIBRARY_PATH="${libs[$1]}" timeout 300 "${pin[@]}" "$B/bin/baton-one-process" \
+        --same-gpu --ranks "${RANKS:-2}" "$2" "$3" "$4" "${ITERS:-20}" "${REPS:-3}" >>"$5" 2>&1
+}
+sizes=("$MIN")
+if [ "${PER_SIZE:-0}" = 1 ]; then
+    sizes=()
+    for ((s = MIN; s <= MAX; s *= 2)); do sizes+=("$s"); done
+fi
 for r in $(seq "${ROUNDS:-3}"); do
-    for i in "${!libs[@]}"; do
-        for c in ${COLLS:-allreduce allgather}; do
+    for c in ${COLLS:-allreduce allgather}; do
+        for i in "${!libs[@]}"; do
+            : >"$OUT/sweep${TAG:+-$TAG}-$c-lib$i-round$r.txt"
+        done
+        for s in "${sizes[@]}"; do
+            for i in "${!libs[@]}"; do
+                f="$OUT/sweep${TAG:+-$TAG}-$c-lib$i-round$r.txt"
+                if [ "${PER_SIZE:-0}" = 1 ]; then
+                    one_run "$i" "$c" "$s" "$s" "$f"
+                else
+                    one_run "$i" "$c" "$MIN" "$MAX" "$f"
+                fi
+            done
+        done
+        for i in "${!libs[@]}"; do
             f="$OUT/sweep${TAG:+-$TAG}-$c-lib$i-round$r.txt"
-            LD_LIBRARY_PATH="${libs[$i]}" timeout 300 "$B/bin/baton-one-process" --same-gpu \
-                --ranks "${RANKS:-2}" "$c" "$MIN" "$MAX" "${ITERS:-20}" "${REPS:-3}" >"$f" 2>&1
-            echo "round $r lib$i (${libs[$i]}) $c: rc=$? $(grep -c '^ ' "$f") sizes, $(grep '^# wrong' "$f")"
+            echo "round $r lib$i (${libs[$i]}) $c: $(grep -c '^ ' "$f") sizes," \
+                "$(grep -c '^# wrong: 0' "$f") runs with 0 wrong"
         done
     done
 done
@@ -37,6 +63,9 @@ for c in ${COLLS:-allreduce allgather}; do
     echo "== $c, ${RANKS:-2} ranks: median out-of-place us over ${ROUNDS:-3} rounds (ratio: lib0's time / this one's)"
     for i in "${!libs[@]}"; do echo "lib$i = ${libs[$i]}"; done
     for i in "${!libs[@]}"; do
-        cat "$OUT"/sweep${TAG:+-$TAG}-"$c"-lib"$i"-round*.txt | awk -v l="$i" '/^ +[0-9]/ {print l, $1, $2}'
+        for r in $(seq "${ROUNDS:-3}"); do
+            awk -v l="$i" -v r="$r" '/^ +[0-9]/ {print l, $1, $2, r}' \
+                "$OUT/sweep${TAG:+-$TAG}-$c-lib$i-round$r.txt"
+        done
     done | awk -f bench/median_table.awk
 done | tee "$OUT/sweep${TAG:+-$TAG}-summary.txt"
