@@ -4,12 +4,12 @@
 # alternating, so that whatever else the machine does falls on both alike. The binaries are
 # this build's (baton-perf uses the public API only; LD_LIBRARY_PATH picks the library). Per
 # size: each library's median out-of-place time over the rounds, and the reference's median
-# over it (ratio >= 1: as fast as the reference).
+# over it (ratio >= 1: as fast as the reference), and the paired ratio (bench/median_table.awk).
 #   bench/compare_libs_host.sh REF_LIB_DIR LIB_DIR...
 # BUILD (build), COLL (allreduce), NRANKS (2), MIN (4K), MAX (16M), ITERS (20), ROUNDS (7),
 # OUT (a folder for the raw runs and the table, default /tmp/baton-compare-host).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 B=$(realpath "${BUILD:-build}")
 OUT=${OUT:-/tmp/baton-compare-host}
 mkdir -p "$OUT"
@@ -31,6 +31,9 @@ done
     echo "# (ratio: lib0's time / this one's; >= 1 is as fast)"
     for i in "${!libs[@]}"; do echo "# lib$i = ${libs[$i]}"; done
     for i in "${!libs[@]}"; do
-        cat "$OUT"/"$COLL"-lib"$i"-round*.txt | awk -v l="$i" '/^ +[0-9]+ +[0-9]+ / {print l, $1, $6}'
+        for r in $(seq "${ROUNDS:-7}"); do
+            awk -v l="$i" -v r="$r" '/^ +[0-9]+ +[0-9]+ / {print l, $1, $6, r}' \
+                "$OUT/$COLL-lib$i-round$r.txt"
+        done
     done | awk -f bench/median_table.awk
 } | tee "$OUT/summary.txt"

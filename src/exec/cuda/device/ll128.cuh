@@ -173,6 +173,14 @@ static __device__ __forceinline__ size_t ll128_step_off(size_t line, int j)
 #define STEP_LL128_BATCH 4
 #endif
 
+/* Lab builds that leave a stage of the LL128 step out, to time what it costs (the results are
+ * wrong; tests/gpu/lab/ll128_stages.sh): LL128_LAB_NOWAIT takes the lines as first peeked
+ * (no flag checks, no waiting), LL128_LAB_NOPEEK (with NOWAIT) does not read them at all,
+ * LL128_LAB_NOSEND (with NOWAIT: a receiver would wait forever) stores no send lines. */
+#if (defined(LL128_LAB_NOPEEK) || defined(LL128_LAB_NOSEND)) && !defined(LL128_LAB_NOWAIT)
+#error "LL128_LAB_NOPEEK and LL128_LAB_NOSEND need LL128_LAB_NOWAIT"
+#endif
+
 #ifdef BATON_LL128_PROFILE
 /* A measuring build's counters (thread 0 of each block): cycles its warp waited for lines
  * that were not there at the first look, and the batches it ran (kernels.cuh prints them). */
@@ -214,14 +222,20 @@ ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct 
         for (int k = 0; k < B; k++) {
             const size_t line = ll128_line(q0 + k, g);
             v0[k] = v1[k] = flag;
+#ifndef LL128_LAB_NOPEEK
             if (WHOLE || line < nlines)
                 ll128_peek(slot + line * BT_LL128_LINE + 16 * j, &v0[k], &v1[k]);
+#endif
         }
 #pragma unroll
         for (int k = 0; k < B; k++) {
             const size_t line = ll128_line(q0 + k, g);
             const bool valid = WHOLE || line < nlines, fl = ll128_step_flag_lane(line, j);
+#ifdef LL128_LAB_NOWAIT
+            if (false) {
+#else
             if (__any_sync(0xffffffffu, valid && fl && v1[k] != flag)) {
+#endif
 #ifdef BATON_LL128_PROFILE
                 long long t0 = clock64();
 #endif
@@ -263,11 +277,13 @@ ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct 
             continue;
         if (p.dst)
             ll128_user_store<M>(p.dst, o, nbytes, fl, x0[k], x1[k]);
+#ifndef LL128_LAB_NOSEND
         for (int i = 0; i < p.nsend; i++) {
             struct bt_conn *c = p.send[i];
             ll128_store(bt_conn_slot(c, BT_PROTO_LL128, c->step) + line * BT_LL128_LINE, j, x0[k],
                         fl ? c->step + 1 : x1[k]);
         }
+#endif
     }
     return 0;
 }

@@ -1,0 +1,18 @@
+#!/bin/bash
+# Where an LL128 ring step's time goes (issue 37), by lab builds that leave a stage out
+# (src/exec/cuda/device/ll128.cuh, LL128_LAB_*; their results are wrong, so no tests here):
+# the LL128 ring forced at RANKS (8) ranks of one process on GPU 0, 4 MB slots, AllReduce,
+# AllGather and ReduceScatter MIN..MAX (16M..64M), the default library first and each of the
+# variant folders after it, ROUNDS (3) alternating (sweep_libs.sh: ratio = the default's time
+# over the variant's); then the Simple ring on the default library for scale.
+#   OUT=$OUT tests/gpu/lab/ll128_stages.sh build-libs/ll128-nowait build-libs/ll128-nosend ...
+set -uo pipefail
+cd "$(dirname "$0")/../../.." || exit 1
+B=$(realpath "${BUILD:-build-gpu}")
+OUT=${OUT:-/tmp/baton-ll128-stages}
+common=(RANKS="${RANKS:-8}" ROUNDS="${ROUNDS:-3}" MIN="${MIN:-16M}" MAX="${MAX:-64M}"
+    COLLS="allreduce allgather reducescatter" BUILD="$B")
+env "${common[@]}" BATON_ALGO=Ring BATON_PROTO=LL128 BATON_LL128_BUFFSIZE=4194304 TAG=ll128 \
+    OUT="$OUT/ll128" tests/gpu/lab/sweep_libs.sh "$B/lib" "$@" | grep -v '^round'
+env "${common[@]}" ROUNDS=1 BATON_ALGO=Ring BATON_PROTO=Simple TAG=simple OUT="$OUT/simple" \
+    tests/gpu/lab/sweep_libs.sh "$B/lib" | grep -v '^round'
