@@ -84,10 +84,10 @@ int bt_device_ptr_is_device(const void *p)
         unsigned type = 0;
         int managed = 0;
         void *data[2] = {&type, &managed};
-        /* memory CUDA does not know: success, type 0 */
-        if (ptr_attrs(2, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
-            return 0;
-        return type == CU_MEMORYTYPE_DEVICE || managed;
+        /* memory CUDA does not know: success, type 0; an error (no context on this thread,
+         * say): the runtime's query below, which sets one up */
+        if (ptr_attrs(2, at, data, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS)
+            return type == CU_MEMORYTYPE_DEVICE || managed;
     }
     struct cudaPointerAttributes a;
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
