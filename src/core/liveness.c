@@ -1,8 +1,6 @@
 /* Liveness (liveness.h). */
 #include "core/liveness.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -10,6 +8,7 @@
 #include "core/arrival.h"
 #include "core/comm.h"
 #include "util/log.h"
+#include "util/proc.h"
 #include "util/socket.h"
 #include "util/time.h"
 
@@ -23,7 +22,7 @@ int bt_liveness_local(const struct bt_comm *comm, int peer)
 
 int bt_liveness_gone(const struct bt_comm *comm, int peer)
 {
-    return bt_liveness_local(comm, peer) && kill(comm->peers[peer].pid, 0) != 0 && errno == ESRCH;
+    return bt_liveness_local(comm, peer) && bt_pid_ended(comm->peers[peer].pid);
 }
 
 /* Why a rank failed, given the cause it recorded: the rank that died, as a rule; but a
