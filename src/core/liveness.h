@@ -1,13 +1,13 @@
 /*
  * Liveness: whether a rank is still with us, the one place that decides it. A rank is *down*
  * when its process has ended (a rank on this host, in this PID namespace: util/proc.h, also
- * a zombie its launcher has yet to reap) or when its arrival-board line names a cause: it failed because another rank died and will not
- * take part again, even if its process stays with its sockets and mappings open. Every wait
- * on one rank asks: the executor's stall check (core/launch.c), and, through tests this module
- * installs at init (bt_liveness_attach), the bootstrap's point-to-point send and recv, the
- * connection setup and the network transport's connects, accepts and proxied ops.
- * Cheap (a kill(pid, 0), a read of /proc/PID/stat, a load: callers ask every ~50 ms of a
- * wait), any thread.
+ * a zombie its launcher has yet to reap) or when its arrival-board line names a cause: it failed
+ * because another rank died and will not take part again, even if its process stays with its
+ * sockets and mappings open. Every wait on one rank asks: the executor's stall check
+ * (core/launch.c), and, through tests this module installs at init (bt_liveness_attach), the
+ * bootstrap's point-to-point send and recv, the connection setup and the network transport's
+ * connects, accepts and proxied ops. Cheap (a kill(pid, 0), a read of /proc/PID/stat, a load:
+ * callers ask every ~50 ms of a wait), any thread.
  */
 #ifndef BT_CORE_LIVENESS_H
 #define BT_CORE_LIVENESS_H
