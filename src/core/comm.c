@@ -38,14 +38,19 @@ static __thread struct {
     const struct bt_comm *c[SEEN_MAX];
 } seen;
 
-static int seen_live(const struct bt_comm *c)
+/* Forgets what this thread saw if anything was removed since. */
+static void seen_update(void)
 {
     unsigned r = atomic_load_explicit(&registry_removals, memory_order_acquire);
     if (seen.removals != r) {
         seen.removals = r;
         seen.n = 0;
-        return 0;
     }
+}
+
+static int seen_live(const struct bt_comm *c)
+{
+    seen_update();
     for (int i = 0; i < seen.n; i++)
         if (seen.c[i] == c)
             return 1;
@@ -55,11 +60,7 @@ static int seen_live(const struct bt_comm *c)
 /* Under registry_lock: c was found live. */
 static void seen_add(const struct bt_comm *c)
 {
-    unsigned r = atomic_load_explicit(&registry_removals, memory_order_relaxed);
-    if (seen.removals != r) {
-        seen.removals = r;
-        seen.n = 0;
-    }
+    seen_update();
     if (seen.n < SEEN_MAX) {
         seen.c[seen.n++] = c;
     } else {
