@@ -187,60 +187,92 @@ static __device__ __forceinline__ size_t ll128_step_off(size_t line, int j)
 static __shared__ unsigned long long prof_spin, prof_batches, prof_waits;
 #endif
 
+/* This lane's place in a step's lines, fixed for the step: a round adds nwarps x 4 lines, an
+ * even number, so the lane's line keeps its parity and its flag role, and its offsets in the
+ * user's buffers and in a slot grow by the same amounts every round (no per-line index
+ * arithmetic in the batches). */
+struct LL128Lane {
+    size_t line0; /* the lane's line in round 0 */
+    size_t nl;    /* lines a round: nwarps x 4 */
+    size_t uoff0; /* the lane's offset in the user's buffers in round 0 (ll128_step_off) */
+    size_t loff0; /* its line's offset in a slot in round 0 */
+    bool fl;      /* the lane carries its line's flag */
+};
+
+static __device__ __forceinline__ LL128Lane ll128_lane()
+{
+    const int j = threadIdx.x & 7;
+    LL128Lane ln;
+    ln.line0 = ll128_line(0, (threadIdx.x & 31) >> 3);
+    ln.nl = (size_t)(blockDim.x >> 5) * 4;
+    ln.uoff0 = ll128_step_off(ln.line0, j);
+    ln.loff0 = ln.line0 * BT_LL128_LINE;
+    ln.fl = ll128_step_flag_lane(ln.line0, j);
+    return ln;
+}
+
 /* A batch of an LL128 step (rounds q0 .. q0 + STEP_LL128_BATCH - 1 of this warp): acc and
  * src * pre are loaded first, so that they are on their way while the receive lines are
  * waited for; every receive line of the batch is peeked before the first flag check. Folds
  * acc, the received lines and src in that order (the Simple and LL steps' order), writes the
- * user's output and the send lines. Returns 0 or an enum bt_exec_err (warp-uniform). */
-template <typename T, bool WHOLE>
+ * user's output and the send lines. OP: the op when the caller knows it (its fold compiled
+ * in), else -1. Returns 0 or an enum bt_exec_err (warp-uniform). */
+template <typename T, int OP, bool WHOLE>
 static __device__ __forceinline__ int
 ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct bt_cuda_khdr &h,
-                 int widx, size_t q0, size_t nbytes, size_t nlines)
+                 int widx, const LL128Lane &ln, size_t q0, size_t nbytes, size_t nlines)
 {
-    const int B = STEP_LL128_BATCH, j = threadIdx.x & 7, g = (threadIdx.x & 31) >> 3;
+    const int B = STEP_LL128_BATCH, j = threadIdx.x & 7;
+    const int op = OP >= 0 ? OP : w->redop.op; /* a constant: the fold's switch folds away */
     const bool pre = p.src && p.pre_src && w->redop.pre_mul;
     const bool post = p.post && w->redop.post_div;
+    const bool fl = ln.fl;
+    /* round q0's line, user offset and slot offset; each round adds nl lines */
+    const size_t line = ln.line0 + q0 * ln.nl, uo = ln.uoff0 + q0 * ln.nl * BT_LL128_PAYLOAD;
+    const size_t lo = ln.loff0 + q0 * ln.nl * BT_LL128_LINE;
+    const size_t ustep = ln.nl * BT_LL128_PAYLOAD, lstep = ln.nl * BT_LL128_LINE;
     uint64_t x0[B], x1[B], s0[B], s1[B];
     const int M = WHOLE ? 16 : 0;
 #pragma unroll
     for (int k = 0; k < B; k++) {
-        const size_t line = ll128_line(q0 + k, g), o = ll128_step_off(line, j);
-        const bool fl = ll128_step_flag_lane(line, j);
         x0[k] = x1[k] = s0[k] = s1[k] = 0;
         if (p.acc)
-            ll128_user_load<M>(p.acc, o, nbytes, fl, &x0[k], &x1[k]);
+            ll128_user_load<M>(p.acc, uo + k * ustep, nbytes, fl, &x0[k], &x1[k]);
         if (p.src)
-            ll128_user_load<M>(p.src, o, nbytes, fl, &s0[k], &s1[k]);
+            ll128_user_load<M>(p.src, uo + k * ustep, nbytes, fl, &s0[k], &s1[k]);
     }
     bool have = p.acc != NULL;
     for (int i = 0; i < p.nrecv; i++) {
         struct bt_conn *c = p.recv[i];
-        const char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step);
+        const char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step) + lo;
         const uint64_t flag = c->step + 1;
         uint64_t v0[B], v1[B];
 #pragma unroll
         for (int k = 0; k < B; k++) {
-            const size_t line = ll128_line(q0 + k, g);
             v0[k] = v1[k] = flag;
 #ifndef LL128_LAB_NOPEEK
-            if (WHOLE || line < nlines)
-                ll128_peek(slot + line * BT_LL128_LINE + 16 * j, &v0[k], &v1[k]);
+            if (WHOLE || line + k * ln.nl < nlines)
+                ll128_peek(slot + k * lstep + 16 * j, &v0[k], &v1[k]);
 #endif
         }
+        /* one vote for the batch: only a batch with a line not yet there checks them one by one */
+        bool late = false;
+#pragma unroll
+        for (int k = 0; k < B; k++)
+            late |= (WHOLE || line + k * ln.nl < nlines) && fl && v1[k] != flag;
+#ifdef LL128_LAB_NOWAIT
+        late = false;
+#endif
+        late = __any_sync(0xffffffffu, late);
 #pragma unroll
         for (int k = 0; k < B; k++) {
-            const size_t line = ll128_line(q0 + k, g);
-            const bool valid = WHOLE || line < nlines, fl = ll128_step_flag_lane(line, j);
-#ifdef LL128_LAB_NOWAIT
-            if (false) {
-#else
-            if (__any_sync(0xffffffffu, valid && fl && v1[k] != flag)) {
-#endif
+            const bool valid = WHOLE || line + k * ln.nl < nlines;
+            if (late && __any_sync(0xffffffffu, valid && fl && v1[k] != flag)) {
 #ifdef BATON_LL128_PROFILE
                 long long t0 = clock64();
 #endif
-                int err = ll128_load(slot + line * BT_LL128_LINE, j, fl, valid, flag, &v0[k],
-                                     &v1[k], h, c->peer, widx);
+                int err = ll128_load(slot + k * lstep, j, fl, valid, flag, &v0[k], &v1[k], h,
+                                     c->peer, widx);
 #ifdef BATON_LL128_PROFILE
                 if (threadIdx.x == 0) {
                     prof_spin += (unsigned long long)(clock64() - t0);
@@ -252,39 +284,41 @@ ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct 
             }
             if (fl)
                 v1[k] = 0; /* the flag, not payload */
-            x0[k] = have ? word_fold<T>(x0[k], v0[k], w->redop.op) : v0[k];
-            x1[k] = have ? word_fold<T>(x1[k], v1[k], w->redop.op) : v1[k];
+            x0[k] = have ? word_fold<T>(x0[k], v0[k], op) : v0[k];
+            x1[k] = have ? word_fold<T>(x1[k], v1[k], op) : v1[k];
         }
         have = true;
     }
 #pragma unroll
     for (int k = 0; k < B; k++) {
-        const size_t line = ll128_line(q0 + k, g), o = ll128_step_off(line, j);
-        const bool fl = ll128_step_flag_lane(line, j);
         if (p.src) {
             if (pre) {
                 s0[k] = word_scale<T, false>(s0[k], w->redop);
                 s1[k] = word_scale<T, false>(s1[k], w->redop);
             }
-            x0[k] = have ? word_fold<T>(x0[k], s0[k], w->redop.op) : s0[k];
-            x1[k] = have ? word_fold<T>(x1[k], s1[k], w->redop.op) : s1[k];
+            x0[k] = have ? word_fold<T>(x0[k], s0[k], op) : s0[k];
+            x1[k] = have ? word_fold<T>(x1[k], s1[k], op) : s1[k];
         }
         if (post) {
             x0[k] = word_scale<T, true>(x0[k], w->redop);
             x1[k] = word_scale<T, true>(x1[k], w->redop);
         }
-        if (!WHOLE && line >= nlines)
-            continue;
-        if (p.dst)
-            ll128_user_store<M>(p.dst, o, nbytes, fl, x0[k], x1[k]);
-#ifndef LL128_LAB_NOSEND
-        for (int i = 0; i < p.nsend; i++) {
-            struct bt_conn *c = p.send[i];
-            ll128_store(bt_conn_slot(c, BT_PROTO_LL128, c->step) + line * BT_LL128_LINE, j, x0[k],
-                        fl ? c->step + 1 : x1[k]);
-        }
-#endif
+        if (p.dst && (WHOLE || line + k * ln.nl < nlines))
+            ll128_user_store<M>(p.dst, uo + k * ustep, nbytes, fl, x0[k], x1[k]);
     }
+#ifndef LL128_LAB_NOSEND
+    /* a send slot and flag read once a batch: each line store's asm clobbers memory, so
+     * reading them per line loads the prim's and the connector's fields again every time */
+    for (int i = 0; i < p.nsend; i++) {
+        struct bt_conn *c = p.send[i];
+        char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step) + lo;
+        const uint64_t flag = c->step + 1;
+#pragma unroll
+        for (int k = 0; k < B; k++)
+            if (WHOLE || line + k * ln.nl < nlines)
+                ll128_store(slot + k * lstep, j, x0[k], fl ? flag : x1[k]);
+    }
+#endif
     return 0;
 }
 
@@ -292,10 +326,12 @@ ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct 
  * takes a line (120 bytes of payload) a round, in batches (ll128_step_batch); a batch whose
  * lines are all whole, of 16-byte aligned buffers, moves one 16-byte access a lane. A step with no
  * data still moves one line. Returns 0 or an enum bt_exec_err (warp-uniform). */
-template <typename T>
-static __device__ __noinline__ int run_step_ll128(const struct bt_prim &p, const struct bt_work *w,
-                                                  const struct bt_cuda_khdr &h, int widx)
+template <typename T, int OP>
+static __device__ __forceinline__ int ll128_step_lines(const struct bt_prim &p,
+                                                       const struct bt_work *w,
+                                                       const struct bt_cuda_khdr &h, int widx)
 {
+    const LL128Lane ln = ll128_lane();
     const size_t nbytes = p.nelem * sizeof(T);
     const size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL128_PAYLOAD) : 1;
     const size_t nwarps = blockDim.x >> 5, warp = threadIdx.x >> 5;
@@ -305,8 +341,8 @@ static __device__ __noinline__ int run_step_ll128(const struct bt_prim &p, const
         /* this warp's last line of the batch: ((q0 + B - 1) * nwarps + warp) * 4 + 3 */
         const bool whole =
             aligned && ((q0 + STEP_LL128_BATCH - 1) * nwarps + warp) * 4 + 4 <= nwhole;
-        int err = whole ? ll128_step_batch<T, true>(p, w, h, widx, q0, nbytes, nlines)
-                        : ll128_step_batch<T, false>(p, w, h, widx, q0, nbytes, nlines);
+        int err = whole ? ll128_step_batch<T, OP, true>(p, w, h, widx, ln, q0, nbytes, nlines)
+                        : ll128_step_batch<T, OP, false>(p, w, h, widx, ln, q0, nbytes, nlines);
 #ifdef BATON_LL128_PROFILE
         if (threadIdx.x == 0)
             prof_batches++;
@@ -315,6 +351,17 @@ static __device__ __noinline__ int run_step_ll128(const struct bt_prim &p, const
             return err;
     }
     return 0;
+}
+
+/* Sum, nearly every reduction, with its fold compiled in (one FADD a word's element where the
+ * general step loads the op and branches on it for each); the other ops and the copies
+ * (whose steps fold nothing) share the general step. */
+template <typename T>
+static __device__ __noinline__ int run_step_ll128(const struct bt_prim &p, const struct bt_work *w,
+                                                  const struct bt_cuda_khdr &h, int widx)
+{
+    return w->redop.op == BT_OP_SUM ? ll128_step_lines<T, BT_OP_SUM>(p, w, h, widx)
+                                    : ll128_step_lines<T, -1>(p, w, h, widx);
 }
 
 /* Whether the batch from round q0 on is whole lines of aligned buffers (block-uniform). */
