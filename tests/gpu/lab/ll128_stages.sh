@@ -12,7 +12,7 @@ B=$(realpath "${BUILD:-build-gpu}")
 OUT=${OUT:-/tmp/baton-ll128-stages}
 export BATON_TIMEOUT=${BATON_TIMEOUT:-30} # a variant that stalls fails in 30 s, not hangs
 common=(RANKS="${RANKS:-8}" ROUNDS="${ROUNDS:-3}" MIN="${MIN:-16M}" MAX="${MAX:-64M}"
-    COLLS="allreduce allgather reducescatter" BUILD="$B")
+    COLLS="${COLLS:-allreduce allgather reducescatter}" BUILD="$B")
 env "${common[@]}" BATON_ALGO=Ring BATON_PROTO=LL128 BATON_LL128_BUFFSIZE=4194304 TAG=ll128 \
     OUT="$OUT/ll128" tests/gpu/lab/sweep_libs.sh "$B/lib" "$@" | grep -v '^round'
 env "${common[@]}" ROUNDS=1 BATON_ALGO=Ring BATON_PROTO=Simple TAG=simple OUT="$OUT/simple" \

@@ -22,6 +22,10 @@
 #             3452d54, 665e831, this build's, EXTRA_LIBS
 #   launchcost (32) launch_cost.cu: host time per launch by parameter size (and with the
 #             order event), per pointer query (runtime, driver)
+#   ll128     (37) ll128_stages.sh: the LL128 ring (4 MB slots) at 8 ranks, 16-64 MB, this
+#             build's library then each of EXTRA_LIBS (lab variants), and the Simple ring
+#   ll128verify (37) ll128_verify.sh on LL128_LIB (default this build's): gpu_test_gpu_colls
+#             with LL128 forced at 2, 3, 4, 8 ranks, compute-sanitizer memcheck and racecheck
 #   profile   (32) where the host's time per call goes at small sizes: baton-one-process
 #             AllReduce of 32 B at 8 and 2 ranks, 3452d54's library and this build's (or
 #             PROF_LIBS), timed, then under the sampler (sampler.c, staged as
@@ -190,6 +194,13 @@ for arg in "$@"; do
             tests/gpu/lab/sweep_libs.sh "${libs[@]}" "$B/lib" ${EXTRA_LIBS:-}
         ;;
     launchcost) phase launchcost "$B/bin/launch_cost" ;;
+    ll128) # the LL128 ring against the Simple ring, and EXTRA_LIBS (lab variants) beside it
+        # shellcheck disable=SC2086
+        phase ll128 env BUILD="$BUILD" tests/gpu/lab/ll128_stages.sh ${EXTRA_LIBS:-}
+        ;;
+    ll128verify) # the LL128 ring's tests and sanitizers on LL128_LIB (default: this build's)
+        phase ll128verify env BUILD="$BUILD" LIB="${LL128_LIB:-$B/lib}" tests/gpu/lab/ll128_verify.sh
+        ;;
     profile) phase profile bash -c profile ;;
     order) phase order bash -c order ;;
     gin) phase gin tests/gpu/lab/devapi_gin.sh ;;
