@@ -26,6 +26,9 @@
 #             build's library then each of EXTRA_LIBS (lab variants), and the Simple ring
 #   ll128verify (37) ll128_verify.sh on LL128_LIB (default this build's): gpu_test_gpu_colls
 #             with LL128 forced at 2, 3, 4, 8 ranks, compute-sanitizer memcheck and racecheck
+#   sass      (37) cuobjdump -sass of the float kernels of SASS_LIBS (library folders, default
+#             this build's): per function its instructions, local loads and stores (LDL,
+#             STL: spills and the call's saves) and calls; the listings xz-compressed
 #   profile   (32) where the host's time per call goes at small sizes: baton-one-process
 #             AllReduce of 32 B at 8 and 2 ranks, 3452d54's library and this build's (or
 #             PROF_LIBS), timed, then under the sampler (sampler.c, staged as
@@ -153,7 +156,22 @@ order() {
     fi
 }
 export B L
-export -f membw profile helpers helpers_baton order # phase runs them under timeout, in a shell of their own
+sass() {
+    # the float kernels of each library: cuobjdump lists a function's SASS after a
+    # "Function : NAME" line; the noinline calls' bodies sit inside their kernel's listing
+    for l in ${SASS_LIBS:-$B/lib}; do
+        tag=$(basename "$(dirname "$l")")-$(basename "$l")
+        cuobjdump -sass "$l/libnccl.so.2" >"$OUT/sass-$tag.txt" 2>&1 || continue
+        echo "== $l"
+        awk '/Function :/ { if (f ~ /IfL|If[E_]/) printf "%7d instr %5d LDL %5d STL %4d CALL  %s\n", n, ldl, stl, call, f;
+                             f = $3; n = ldl = stl = call = 0; next }
+             /\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]\*\// { n++; if (/LDL/) ldl++; if (/STL/) stl++; if (/CALL/) call++ }
+             END { if (f ~ /IfL|If[E_]/) printf "%7d instr %5d LDL %5d STL %4d CALL  %s\n", n, ldl, stl, call, f }' \
+            "$OUT/sass-$tag.txt"
+        xz -T0 "$OUT/sass-$tag.txt"
+    done
+}
+export -f membw profile helpers helpers_baton order sass # phase runs them under timeout, in a shell of their own
 for arg in "$@"; do
     p=${arg%%:*} limit=
     [ "$p" != "$arg" ] && limit=${arg#*:}
@@ -202,6 +220,7 @@ for arg in "$@"; do
         phase ll128verify env BUILD="$BUILD" LIB="${LL128_LIB:-$B/lib}" tests/gpu/lab/ll128_verify.sh
         ;;
     profile) phase profile bash -c profile ;;
+    sass) phase sass bash -c sass ;;
     order) phase order bash -c order ;;
     gin) phase gin tests/gpu/lab/devapi_gin.sh ;;
     devapi) phase devapi tests/gpu/lab/devapi_v2.sh ;;
