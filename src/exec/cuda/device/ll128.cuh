@@ -113,17 +113,12 @@ static __device__ __forceinline__ size_t ll128_line(size_t q, int g)
  * its second is the flag's place (0, never read). MODE 0: byte-exact (ld_bytes, st_bytes,
  * which branch around each access: a batch on it waits for its loads one by one, a third
  * slower in the one-shot on H200); 8: every byte there and base + o 8-byte aligned, two plain
- * 8-byte accesses; 16: also 16-byte aligned, one 16-byte access (a line's whole sectors in
- * one instruction of its 8 lanes). */
+ * 8-byte accesses. (A step's whole lines move 16-byte units: ll128_unit_load.) */
 template <int MODE>
 static __device__ __forceinline__ void ll128_user_load(const char *base, size_t o, size_t n,
                                                        bool fl, uint64_t *a, uint64_t *b)
 {
-    if (MODE == 16 && !fl) {
-        const ulonglong2 v = *(const ulonglong2 *)(base + o);
-        *a = v.x;
-        *b = v.y;
-    } else if (MODE != 0) {
+    if (MODE != 0) {
         *a = *(const uint64_t *)(base + o);
         *b = fl ? 0 : *(const uint64_t *)(base + o + 8);
     } else {
@@ -136,9 +131,7 @@ template <int MODE>
 static __device__ __forceinline__ void ll128_user_store(char *base, size_t o, size_t n, bool fl,
                                                         uint64_t a, uint64_t b)
 {
-    if (MODE == 16 && !fl) {
-        *(ulonglong2 *)(base + o) = make_ulonglong2(a, b);
-    } else if (MODE != 0) {
+    if (MODE != 0) {
         *(uint64_t *)(base + o) = a;
         if (!fl)
             *(uint64_t *)(base + o + 8) = b;
@@ -167,6 +160,31 @@ static __device__ __forceinline__ size_t ll128_step_off(size_t line, int j)
     return line * BT_LL128_PAYLOAD + ((line & 1) ? (j ? 16 * j - 8 : 0) : 16 * j);
 }
 
+/* A whole line's payload in the user's buffer, as a step's lane moves it: every lane loads
+ * the aligned 16-byte unit that holds its bytes, the flag's lane too (the same instruction in
+ * all 8 lanes, no divergent 8-byte access): on an even line it keeps the unit's low word (the
+ * high one is the next line's first 8 bytes), on an odd line the high word (the low one is the
+ * line before's last 8). Both neighbours are lines of the same round (an even line is a
+ * round's first or third), so the unit lies within whole lines. `ua`: the lane's offset
+ * rounded down to 16; `hi`: it keeps the high word (the flag's lane of an odd line). */
+static __device__ __forceinline__ void ll128_unit_load(const char *base, size_t ua, bool hi,
+                                                       bool fl, uint64_t *a, uint64_t *b)
+{
+    const ulonglong2 v = *(const ulonglong2 *)(base + ua);
+    *a = hi ? v.y : v.x;
+    *b = fl ? 0 : v.y;
+}
+
+/* The store of a whole line's lane: 16 bytes, or the flag's lane's 8, as one predicated
+ * instruction each (no branch around them: the 8 lanes of a line stay one path). */
+static __device__ __forceinline__ void ll128_unit_store(char *p, bool fl, uint64_t a, uint64_t b)
+{
+    asm volatile("{\n\t.reg .pred f;\n\tsetp.ne.u32 f, %3, 0;\n\t"
+                 "@f st.u64 [%0], %1;\n\t@!f st.v2.u64 [%0], {%1, %2};\n\t}" ::"l"(p),
+                 "l"(a), "l"(b), "r"((unsigned)fl)
+                 : "memory");
+}
+
 /* LL128 steps: line rounds a warp loads before it checks the first flag (a wait per batch,
  * not per round); a build may set it (-DSTEP_LL128_BATCH=8: the lab's measurements) */
 #ifndef STEP_LL128_BATCH
@@ -190,104 +208,193 @@ static __shared__ unsigned long long prof_spin, prof_batches, prof_waits;
 /* This lane's place in a step's lines, fixed for the step: a round adds nwarps x 4 lines, an
  * even number, so the lane's line keeps its parity and its flag role, and its offsets in the
  * user's buffers and in a slot grow by the same amounts every round (no per-line index
- * arithmetic in the batches). */
+ * arithmetic in the batches). 32-bit: a step's lines are one slot's (4 MB at most), and
+ * registers are what the step runs short of (ptxas). */
 struct LL128Lane {
-    size_t line0; /* the lane's line in round 0 */
-    size_t nl;    /* lines a round: nwarps x 4 */
-    size_t uoff0; /* the lane's offset in the user's buffers in round 0 (ll128_step_off) */
-    size_t loff0; /* its line's offset in a slot in round 0 */
-    bool fl;      /* the lane carries its line's flag */
+    uint32_t line0; /* the lane's line in round 0 */
+    uint32_t nl;    /* lines a round: nwarps x 4 */
+    uint32_t ua0;   /* its 16-byte unit's offset in the user's buffers in round 0 */
+    uint32_t sub;   /* its bytes' offset in that unit (ll128_step_off - ua0: 0, or 8) */
+    uint32_t loff0; /* its line's offset in a slot in round 0 */
+    bool fl;        /* the lane carries its line's flag */
+    bool hi;        /* ... of an odd line: its word is its 16-byte unit's high one */
 };
 
 static __device__ __forceinline__ LL128Lane ll128_lane()
 {
     const int j = threadIdx.x & 7;
     LL128Lane ln;
-    ln.line0 = ll128_line(0, (threadIdx.x & 31) >> 3);
-    ln.nl = (size_t)(blockDim.x >> 5) * 4;
-    ln.uoff0 = ll128_step_off(ln.line0, j);
+    ln.line0 = (uint32_t)ll128_line(0, (threadIdx.x & 31) >> 3);
+    ln.nl = (blockDim.x >> 5) * 4;
+    const uint32_t uo = (uint32_t)ll128_step_off(ln.line0, j);
+    ln.ua0 = uo & ~15u;
+    ln.sub = uo - ln.ua0;
     ln.loff0 = ln.line0 * BT_LL128_LINE;
     ln.fl = ll128_step_flag_lane(ln.line0, j);
+    ln.hi = ln.fl && (ln.line0 & 1);
     return ln;
+}
+
+/* This lane's words of a batch's round in the user's buffer `base` (ua: its unit's offset):
+ * whole lines as 16-byte units, others byte-exact. */
+template <bool WHOLE>
+static __device__ __forceinline__ void ll128_lane_load(const char *base, const LL128Lane &ln,
+                                                       uint32_t ua, size_t nbytes, uint64_t *a,
+                                                       uint64_t *b)
+{
+    if (WHOLE)
+        ll128_unit_load(base, ua, ln.hi, ln.fl, a, b);
+    else
+        ll128_user_load<0>(base, ua + ln.sub, nbytes, ln.fl, a, b);
+}
+
+template <bool WHOLE>
+static __device__ __forceinline__ void ll128_lane_store(char *base, const LL128Lane &ln,
+                                                        uint32_t ua, size_t nbytes, uint64_t a,
+                                                        uint64_t b)
+{
+    if (WHOLE)
+        ll128_unit_store(base + ua + ln.sub, ln.fl, a, b);
+    else
+        ll128_user_store<0>(base, ua + ln.sub, nbytes, ln.fl, a, b);
+}
+
+/* Warp-collective, a batch's slow path: some flag lane saw a line of the batch (lines at
+ * `slot` + k x lstep, valid ones) not yet there; peek every line that is not, again, until a
+ * pass finds them all (each line re-read by all its lanes at once: the flag seen with the
+ * line's words). One loop for the batch, not one a line: the fast path's code stays small.
+ * Returns 0 or an enum bt_exec_err (warp-uniform). */
+template <int B, bool WHOLE>
+static __device__ __forceinline__ int
+ll128_wait_batch(const char *slot, uint32_t lstep, const LL128Lane &ln, uint32_t line,
+                 uint32_t nlines, uint64_t flag, uint64_t (&v0)[B], uint64_t (&v1)[B],
+                 const struct bt_cuda_khdr &h, int peer, int widx)
+{
+    const int j = threadIdx.x & 7;
+    uint64_t start = 0;
+    for (uint32_t spins = 1;; spins++) {
+        bool again = false;
+#pragma unroll
+        for (int k = 0; k < B; k++) {
+            const bool valid = WHOLE || line + k * ln.nl < nlines;
+            if (__any_sync(0xffffffffu, valid && ln.fl && v1[k] != flag)) {
+                again = true;
+                if (valid)
+                    ll128_peek(slot + k * lstep + 16 * j, &v0[k], &v1[k]);
+            }
+        }
+        if (!again)
+            return 0;
+        if ((spins & 1023) == 0) {
+            int err = (threadIdx.x & 31) == 0 ? stall_check(h, &start, peer, widx, 0) : 0;
+            err = __shfl_sync(0xffffffffu, err, 0);
+            if (err)
+                return err;
+        }
+    }
+}
+
+/* A batch's lines from receive connector c (its rounds at slot offset lo, line `line` on),
+ * folded into x0/x1 (taken as they are when !have): every line peeked before the first flag
+ * check, one vote for the batch (ll128_wait_batch when a line is not there yet). Returns 0
+ * or an enum bt_exec_err (warp-uniform). */
+template <typename T, int OP, bool WHOLE>
+static __device__ __forceinline__ int
+ll128_step_recv(const struct bt_conn *c, const LL128Lane &ln, uint32_t lo, uint32_t line,
+                uint32_t nlines, int op, bool have, uint64_t (&x0)[STEP_LL128_BATCH],
+                uint64_t (&x1)[STEP_LL128_BATCH], const struct bt_cuda_khdr &h, int widx)
+{
+    const int B = STEP_LL128_BATCH, j = threadIdx.x & 7;
+    const uint32_t lstep = ln.nl * BT_LL128_LINE;
+    const char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step) + lo;
+    const uint64_t flag = c->step + 1;
+    uint64_t v0[B], v1[B];
+#pragma unroll
+    for (int k = 0; k < B; k++) {
+        v0[k] = v1[k] = flag;
+#ifndef LL128_LAB_NOPEEK
+        if (WHOLE || line + k * ln.nl < nlines)
+            ll128_peek(slot + k * lstep + 16 * j, &v0[k], &v1[k]);
+#endif
+    }
+    bool late = false;
+#pragma unroll
+    for (int k = 0; k < B; k++)
+        late |= (WHOLE || line + k * ln.nl < nlines) && ln.fl && v1[k] != flag;
+#ifdef LL128_LAB_NOWAIT
+    late = false;
+#endif
+    if (__any_sync(0xffffffffu, late)) {
+#ifdef BATON_LL128_PROFILE
+        long long t0 = clock64();
+#endif
+        int err = ll128_wait_batch<B, WHOLE>(slot, lstep, ln, line, nlines, flag, v0, v1, h,
+                                             c->peer, widx);
+#ifdef BATON_LL128_PROFILE
+        if (threadIdx.x == 0) {
+            prof_spin += (unsigned long long)(clock64() - t0);
+            prof_waits++;
+        }
+#endif
+        if (err)
+            return err;
+    }
+#pragma unroll
+    for (int k = 0; k < B; k++) {
+        if (ln.fl)
+            v1[k] = 0; /* the flag, not payload */
+        x0[k] = have ? word_fold<T>(x0[k], v0[k], op) : v0[k];
+        x1[k] = have ? word_fold<T>(x1[k], v1[k], op) : v1[k];
+    }
+    return 0;
 }
 
 /* A batch of an LL128 step (rounds q0 .. q0 + STEP_LL128_BATCH - 1 of this warp): acc and
  * src * pre are loaded first, so that they are on their way while the receive lines are
- * waited for; every receive line of the batch is peeked before the first flag check. Folds
- * acc, the received lines and src in that order (the Simple and LL steps' order), writes the
- * user's output and the send lines. OP: the op when the caller knows it (its fold compiled
- * in), else -1. Returns 0 or an enum bt_exec_err (warp-uniform). */
+ * waited for; every receive line of the batch is peeked before the first flag check, and one
+ * vote says whether they are all there (else ll128_wait_batch). Folds acc, the received lines
+ * and src in that order (the Simple and LL steps' order), writes the user's output and the
+ * send lines. OP: the op when the caller knows it (its fold compiled in), else -1. WHOLE:
+ * the batch's lines are all whole, of 16-byte aligned buffers. Returns 0 or an enum
+ * bt_exec_err (warp-uniform). */
 template <typename T, int OP, bool WHOLE>
 static __device__ __forceinline__ int
 ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct bt_cuda_khdr &h,
-                 int widx, const LL128Lane &ln, size_t q0, size_t nbytes, size_t nlines)
+                 int widx, const LL128Lane &ln, uint32_t q0, uint32_t nbytes, uint32_t nlines)
 {
     const int B = STEP_LL128_BATCH, j = threadIdx.x & 7;
     const int op = OP >= 0 ? OP : w->redop.op; /* a constant: the fold's switch folds away */
     const bool pre = p.src && p.pre_src && w->redop.pre_mul;
     const bool post = p.post && w->redop.post_div;
     const bool fl = ln.fl;
-    /* round q0's line, user offset and slot offset; each round adds nl lines */
-    const size_t line = ln.line0 + q0 * ln.nl, uo = ln.uoff0 + q0 * ln.nl * BT_LL128_PAYLOAD;
-    const size_t lo = ln.loff0 + q0 * ln.nl * BT_LL128_LINE;
-    const size_t ustep = ln.nl * BT_LL128_PAYLOAD, lstep = ln.nl * BT_LL128_LINE;
+    /* round q0's line, user unit offset and slot offset; each round adds nl lines */
+    const uint32_t ustep = ln.nl * BT_LL128_PAYLOAD, lstep = ln.nl * BT_LL128_LINE;
+    const uint32_t line = ln.line0 + q0 * ln.nl, ua = ln.ua0 + q0 * ustep;
+    const uint32_t lo = ln.loff0 + q0 * lstep;
     uint64_t x0[B], x1[B], s0[B], s1[B];
-    const int M = WHOLE ? 16 : 0;
 #pragma unroll
     for (int k = 0; k < B; k++) {
         x0[k] = x1[k] = s0[k] = s1[k] = 0;
         if (p.acc)
-            ll128_user_load<M>(p.acc, uo + k * ustep, nbytes, fl, &x0[k], &x1[k]);
+            ll128_lane_load<WHOLE>(p.acc, ln, ua + k * ustep, nbytes, &x0[k], &x1[k]);
         if (p.src)
-            ll128_user_load<M>(p.src, uo + k * ustep, nbytes, fl, &s0[k], &s1[k]);
+            ll128_lane_load<WHOLE>(p.src, ln, ua + k * ustep, nbytes, &s0[k], &s1[k]);
     }
+    /* the first receive apart from the others (a ring step has one): no copies of the
+     * batch's words carried around a loop; `have` folds to a constant in each */
     bool have = p.acc != NULL;
-    for (int i = 0; i < p.nrecv; i++) {
-        struct bt_conn *c = p.recv[i];
-        const char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step) + lo;
-        const uint64_t flag = c->step + 1;
-        uint64_t v0[B], v1[B];
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            v0[k] = v1[k] = flag;
-#ifndef LL128_LAB_NOPEEK
-            if (WHOLE || line + k * ln.nl < nlines)
-                ll128_peek(slot + k * lstep + 16 * j, &v0[k], &v1[k]);
-#endif
-        }
-        /* one vote for the batch: only a batch with a line not yet there checks them one by one */
-        bool late = false;
-#pragma unroll
-        for (int k = 0; k < B; k++)
-            late |= (WHOLE || line + k * ln.nl < nlines) && fl && v1[k] != flag;
-#ifdef LL128_LAB_NOWAIT
-        late = false;
-#endif
-        late = __any_sync(0xffffffffu, late);
-#pragma unroll
-        for (int k = 0; k < B; k++) {
-            const bool valid = WHOLE || line + k * ln.nl < nlines;
-            if (late && __any_sync(0xffffffffu, valid && fl && v1[k] != flag)) {
-#ifdef BATON_LL128_PROFILE
-                long long t0 = clock64();
-#endif
-                int err = ll128_load(slot + k * lstep, j, fl, valid, flag, &v0[k], &v1[k], h,
-                                     c->peer, widx);
-#ifdef BATON_LL128_PROFILE
-                if (threadIdx.x == 0) {
-                    prof_spin += (unsigned long long)(clock64() - t0);
-                    prof_waits++;
-                }
-#endif
-                if (err)
-                    return err;
-            }
-            if (fl)
-                v1[k] = 0; /* the flag, not payload */
-            x0[k] = have ? word_fold<T>(x0[k], v0[k], op) : v0[k];
-            x1[k] = have ? word_fold<T>(x1[k], v1[k], op) : v1[k];
-        }
+    if (p.nrecv > 0) {
+        int err = ll128_step_recv<T, OP, WHOLE>(p.recv[0], ln, lo, line, nlines, op, have, x0, x1,
+                                                h, widx);
+        if (err)
+            return err;
         have = true;
+        for (int i = 1; i < p.nrecv; i++) {
+            err = ll128_step_recv<T, OP, WHOLE>(p.recv[i], ln, lo, line, nlines, op, true, x0, x1,
+                                                h, widx);
+            if (err)
+                return err;
+        }
     }
 #pragma unroll
     for (int k = 0; k < B; k++) {
@@ -304,7 +411,7 @@ ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct 
             x1[k] = word_scale<T, true>(x1[k], w->redop);
         }
         if (p.dst && (WHOLE || line + k * ln.nl < nlines))
-            ll128_user_store<M>(p.dst, uo + k * ustep, nbytes, fl, x0[k], x1[k]);
+            ll128_lane_store<WHOLE>(p.dst, ln, ua + k * ustep, nbytes, x0[k], x1[k]);
     }
 #ifndef LL128_LAB_NOSEND
     /* a send slot and flag read once a batch: each line store's asm clobbers memory, so
@@ -332,12 +439,12 @@ static __device__ __forceinline__ int ll128_step_lines(const struct bt_prim &p,
                                                        const struct bt_cuda_khdr &h, int widx)
 {
     const LL128Lane ln = ll128_lane();
-    const size_t nbytes = p.nelem * sizeof(T);
-    const size_t nlines = nbytes ? bt_div_up(nbytes, BT_LL128_PAYLOAD) : 1;
-    const size_t nwarps = blockDim.x >> 5, warp = threadIdx.x >> 5;
-    const size_t nwhole = nbytes / BT_LL128_PAYLOAD;
+    const uint32_t nbytes = (uint32_t)(p.nelem * sizeof(T)); /* a slot's: under 4 MB */
+    const uint32_t nlines = nbytes ? bt_div_up(nbytes, BT_LL128_PAYLOAD) : 1;
+    const uint32_t nwarps = blockDim.x >> 5, warp = threadIdx.x >> 5;
+    const uint32_t nwhole = nbytes / BT_LL128_PAYLOAD;
     const bool aligned = (((uintptr_t)p.acc | (uintptr_t)p.src | (uintptr_t)p.dst) & 15) == 0;
-    for (size_t q0 = 0; q0 * nwarps * 4 < nlines; q0 += STEP_LL128_BATCH) { /* warp-uniform */
+    for (uint32_t q0 = 0; q0 * nwarps * 4 < nlines; q0 += STEP_LL128_BATCH) { /* warp-uniform */
         /* this warp's last line of the batch: ((q0 + B - 1) * nwarps + warp) * 4 + 3 */
         const bool whole =
             aligned && ((q0 + STEP_LL128_BATCH - 1) * nwarps + warp) * 4 + 4 <= nwhole;
@@ -355,13 +462,21 @@ static __device__ __forceinline__ int ll128_step_lines(const struct bt_prim &p,
 
 /* Sum, nearly every reduction, with its fold compiled in (one FADD a word's element where the
  * general step loads the op and branches on it for each); the other ops and the copies
- * (whose steps fold nothing) share the general step. */
+ * (whose steps fold nothing) share the general step. Inline in the LL128-only kernel
+ * (kernels.cuh), a noinline call (run_step_ll128) in the kernel of any protocol. */
+template <typename T>
+static __device__ __forceinline__ int ll128_step(const struct bt_prim &p, const struct bt_work *w,
+                                                 const struct bt_cuda_khdr &h, int widx)
+{
+    return w->redop.op == BT_OP_SUM ? ll128_step_lines<T, BT_OP_SUM>(p, w, h, widx)
+                                    : ll128_step_lines<T, -1>(p, w, h, widx);
+}
+
 template <typename T>
 static __device__ __noinline__ int run_step_ll128(const struct bt_prim &p, const struct bt_work *w,
                                                   const struct bt_cuda_khdr &h, int widx)
 {
-    return w->redop.op == BT_OP_SUM ? ll128_step_lines<T, BT_OP_SUM>(p, w, h, widx)
-                                    : ll128_step_lines<T, -1>(p, w, h, widx);
+    return ll128_step<T>(p, w, h, widx);
 }
 
 /* Whether the batch from round q0 on is whole lines of aligned buffers (block-uniform). */
