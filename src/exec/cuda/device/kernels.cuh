@@ -87,17 +87,23 @@ static __device__ bool block_work(const A &args, int wi, struct bt_work *ws, int
  * has T's dtype; send/recv works are byte copies (uint8). Works step through their schedules
  * (coll/algo.h); the one-pass one-shot AllReduce has its own kernel. A: KView (relocatable:
  * one body for every size class, called once per launch) or the entry's own KArgs<W>.
- * SIMPLE: every work is Simple (bt_cuda_kernel<T, 4, true>): no LL or LL128 code in the kernel,
- * whose registers then serve the Simple steps alone. With LL128's step in the same kernel
- * (a noinline call), ptxas spilled more in the whole kernel (float, W=4: 628 bytes of spill
- * loads against 388 before 31d9d7f) and the Simple ring ran 5-8% slower at 4-64 MB
- * (bench/results/gpu-1xh100-sweep32-bisect-2026-12-05.md). */
+ * ONLY: the protocol of every work (KERNEL_ANY: any mix), so that the kernel holds that
+ * protocol's step alone and its registers serve it alone:
+ * - BT_PROTO_SIMPLE (a collective's large sizes): no LL or LL128 code. With LL128's step in the
+ *   same kernel (a noinline call), ptxas spilled more in the whole kernel (float, W=4: 628
+ *   bytes of spill loads against 388 before 31d9d7f) and the Simple ring ran 5-8% slower at
+ *   4-64 MB (bench/results/gpu-1xh100-sweep32-bisect-2026-12-05.md).
+ * - BT_PROTO_LL128: its step inline. As the general kernel's noinline call, the call's
+ *   convention costs it registers: ptxas spilled 546 bytes in Sum's whole-line batches alone
+ *   (float), none inline (128 registers, the general op's path included).
+ * - KERNEL_ANY: LL and LL128 steps as noinline calls, the Simple step inline. */
+#define KERNEL_ANY (-1)
 #ifdef BT_CUDA_RDC
 #define BT_KERNEL_BODY __noinline__
 #else
 #define BT_KERNEL_BODY __forceinline__
 #endif
-template <typename T, typename A, bool SIMPLE>
+template <typename T, typename A, int ONLY>
 static __device__ BT_KERNEL_BODY void kernel_body(A args)
 {
     __shared__ struct bt_work ws;
@@ -116,7 +122,7 @@ static __device__ BT_KERNEL_BODY void kernel_body(A args)
         if (w->algo == BT_ALGO_TREE_DOWN && w->chan->tree.up < 0)
             continue; /* this rank is the channel's root: its steps are all empty */
         /* LL and LL128 lines carry their own flags: credit and head only */
-        const bool lines = !SIMPLE && w->proto != BT_PROTO_SIMPLE;
+        const bool lines = ONLY != BT_PROTO_SIMPLE && w->proto != BT_PROTO_SIMPLE;
         set_current(w);
 #ifdef BATON_LL128_PROFILE
         prof = prof || (blockIdx.x == 0 && w->count * w->esize >= (16u << 20));
@@ -135,9 +141,11 @@ static __device__ BT_KERNEL_BODY void kernel_body(A args)
             t_wait += clock64() - t0;
             t0 = clock64();
 #endif
-            if (!SIMPLE && w->proto == BT_PROTO_LL) {
+            if (ONLY == BT_PROTO_LL128) {
+                err = ll128_step<T>(p, w, args.h, wi);
+            } else if (ONLY == KERNEL_ANY && w->proto == BT_PROTO_LL) {
                 err = run_step_ll<T>(p, w, args.h, wi);
-            } else if (!SIMPLE && w->proto == BT_PROTO_LL128) {
+            } else if (ONLY == KERNEL_ANY && w->proto == BT_PROTO_LL128) {
                 err = run_step_ll128<T>(p, w, args.h, wi);
             } else {
                 StepIO io;
@@ -196,18 +204,19 @@ __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     }
 }
 
-/* dtype T's general kernel for launches of up to W works; SIMPLE: works all Simple (a
- * collective's large sizes), instantiated at the smallest size class only (launch_typed):
- * one more entry per dtype, and a smaller one */
-template <typename T, int W, bool SIMPLE = false>
+/* dtype T's general kernel for launches of up to W works; ONLY (kernel_body): the protocol
+ * of every work, BT_PROTO_SIMPLE (a collective's large sizes) or BT_PROTO_LL128, each
+ * instantiated at the smallest size class only (launch_typed): one more entry per dtype each,
+ * and a smaller one */
+template <typename T, int W, int ONLY = KERNEL_ANY>
 __global__ void __launch_bounds__(BT_CUDA_THREADS, 1)
     bt_cuda_kernel(const __grid_constant__ KArgs<W> args)
 {
     order_wait();
 #ifdef BT_CUDA_RDC
-    kernel_body<T, KView, SIMPLE>(KView{args.h, args.block, args.works});
+    kernel_body<T, KView, ONLY>(KView{args.h, args.block, args.works});
 #else
-    kernel_body<T, const KArgs<W> &, SIMPLE>(args);
+    kernel_body<T, const KArgs<W> &, ONLY>(args);
 #endif
 }
 
@@ -250,12 +259,17 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
         bt_launch(bt_cuda_direct_kernel<T, 1>, nblocks, stream, done_event, kargs_sized<1>(a));
         return (int)cudaGetLastError();
     }
-    bool simple = true;
-    for (int i = 0; i < n && simple; i++)
-        simple = a->works[i].proto == BT_PROTO_SIMPLE;
+    int only = a->works[0].proto; /* the works' one protocol, else KERNEL_ANY */
+    for (int i = 1; i < n && only != KERNEL_ANY; i++)
+        if (a->works[i].proto != only)
+            only = KERNEL_ANY;
     if (n <= CW) {
-        if (simple)
-            bt_launch(bt_cuda_kernel<T, CW, true>, nblocks, stream, done_event, kargs_sized<CW>(a));
+        if (only == BT_PROTO_SIMPLE)
+            bt_launch(bt_cuda_kernel<T, CW, BT_PROTO_SIMPLE>, nblocks, stream, done_event,
+                      kargs_sized<CW>(a));
+        else if (only == BT_PROTO_LL128)
+            bt_launch(bt_cuda_kernel<T, CW, BT_PROTO_LL128>, nblocks, stream, done_event,
+                      kargs_sized<CW>(a));
         else
             bt_launch(bt_cuda_kernel<T, CW>, nblocks, stream, done_event, kargs_sized<CW>(a));
     } else if constexpr (p2p) {
