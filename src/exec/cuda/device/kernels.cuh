@@ -93,9 +93,10 @@ static __device__ bool block_work(const A &args, int wi, struct bt_work *ws, int
  *   same kernel (a noinline call), ptxas spilled more in the whole kernel (float, W=4: 628
  *   bytes of spill loads against 388 before 31d9d7f) and the Simple ring ran 5-8% slower at
  *   4-64 MB (bench/results/gpu-1xh100-sweep32-bisect-2026-12-05.md).
- * - BT_PROTO_LL128: its step inline. As the general kernel's noinline call, the call's
- *   convention costs it registers: ptxas spilled 546 bytes in Sum's whole-line batches alone
- *   (float), none inline (128 registers, the general op's path included).
+ * - BT_PROTO_LL128: its step inline. As the general kernel's noinline call the call's
+ *   convention costs it registers (ptxas, float: 900 bytes of spill stores in run_step_ll128,
+ *   44 in this entry), and the LL128 ring ran 1.10-1.30x slower at 16-64 MB on one H100
+ *   (bench/results/ll128-entry-1xh100-2026-12-06.md).
  * - KERNEL_ANY: LL and LL128 steps as noinline calls, the Simple step inline. */
 #define KERNEL_ANY (-1)
 #ifdef BT_CUDA_RDC
