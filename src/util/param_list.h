@@ -122,8 +122,9 @@ BT_PARAM_INT(net_buffsize, "NET_BUFFSIZE", 1 << 22,
              "with a network path: fewer, larger messages per socket")
 BT_PARAM_INT(ll_buffsize, "LL_BUFFSIZE", 1 << 17,
              "bytes of LL-protocol buffer per connector (NSTEPS slots)")
-BT_PARAM_INT(ll128_buffsize, "LL128_BUFFSIZE", 1 << 19,
-             "bytes of LL128-protocol buffer per GPU connector (NSTEPS slots of 128-byte lines)")
+BT_PARAM_INT(ll128_buffsize, "LL128_BUFFSIZE", 1 << 22,
+             "bytes of LL128-protocol buffer per GPU ring connector (NSTEPS slots of 128-byte "
+             "lines); unset: 64 MB over the rank's ring channels, 1-4 MB each")
 BT_PARAM_INT(p2p_chunksize, "P2P_CHUNKSIZE", 1 << 17, "bytes of each slot of send/recv connectors")
 BT_PARAM_STR(proto, "PROTO", NULL, "protocols allowed: LL, LL128, Simple (^ excludes)")
 BT_PARAM_STR(algo, "ALGO", NULL,

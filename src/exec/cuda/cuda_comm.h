@@ -28,7 +28,14 @@
 #define BT_GPU_MAX_CHANNELS 64        /* MAX_NCHANNELS may ask for up to this many */
 #define BT_GPU_SLOT (512 * 1024)      /* bytes per Simple slot: 4 MB FIFOs */
 #define BT_GPU_LL_SLOT (64 * 1024)    /* bytes per LL slot (32 KB of payload) */
-#define BT_GPU_LL128_SLOT (64 * 1024) /* bytes per LL128 slot (60 KB of payload) */
+#define BT_GPU_LL128_SLOT (64 * 1024) /* bytes per send/recv LL128 slot (60 KB of payload) */
+/* A rank's ring FIFOs' LL128 slots, unless LL128_BUFFSIZE sets them: 64 MB in all, whatever
+ * the channels (bt_cuda_ll128_ring_slot), 128 KB-512 KB a slot. A step moves one slot at
+ * most, and with fewer channels each carries more of a message: 64 KB slots left the 8-rank
+ * one-GPU ring at 0.79 of Simple's speed at 64 MB, 512 KB ones at 0.91 (16 channels; NVIDIA's
+ * NCCL gives LL128 about 4.7 MB a connector) */
+#define BT_GPU_LL128_RING_BYTES (64u << 20)
+#define BT_GPU_LL128_RING_SLOT_MAX (512 * 1024)
 
 struct bt_transport_ctx;
 
@@ -105,6 +112,17 @@ struct bt_cuda_comm {
     void *abort_d, *report_d;
 };
 
+/* The ring FIFOs' LL128 slot for nch channels by default: BT_GPU_LL128_RING_BYTES over their
+ * BT_NSTEPS slots, whole lines, within [BT_GPU_LL128_SLOT, BT_GPU_LL128_RING_SLOT_MAX]. */
+static inline size_t bt_cuda_ll128_ring_slot(int nch)
+{
+    size_t s = BT_GPU_LL128_RING_BYTES / (size_t)(nch > 0 ? nch : 1) / BT_NSTEPS;
+    s = s / BT_LL128_LINE * BT_LL128_LINE;
+    if (s > BT_GPU_LL128_RING_SLOT_MAX)
+        s = BT_GPU_LL128_RING_SLOT_MAX;
+    return s < BT_GPU_LL128_SLOT ? BT_GPU_LL128_SLOT : s;
+}
+
 /* The default geometry of a communicator of cc->nranks ranks, before the ranks agree on it
  * (fifos.c then cuts channels so that every rank sharing a GPU fits it, and keeps
  * LL128 slots only over NVLink): `nch` channels (<= 0: the default), send/recv parts as many
@@ -121,7 +139,7 @@ static inline void bt_cuda_geometry_default(struct bt_cuda_comm *cc, int nch)
     cc->nsame = 1;
     cc->slot = BT_GPU_SLOT;
     cc->ll_slot = BT_GPU_LL_SLOT;
-    cc->ll128_slot = BT_GPU_LL128_SLOT;
+    cc->ll128_slot = bt_cuda_ll128_ring_slot(cc->nch);
 }
 
 /* A send/recv FIFO's LL128 slot: the one-shot's and two-shot's chunks, tuned at the default

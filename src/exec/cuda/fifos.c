@@ -15,12 +15,13 @@
  * needs them (bt_cuda_p2p_connect, called from core's launch before the op is placed: a
  * send or receive with r, or a collective the planner puts on every peer's connectors), as
  * NVIDIA's NCCL connects send/recv peers lazily: a job that never sends to a peer holds
- * nothing for it (7 x 8 x 5 MB of an 8-rank communicator's 364 MB). A rank sends to itself by
+ * nothing for it (7 x 8 x 5 MB of an 8-rank communicator's 420 MB). A rank sends to itself by
  * a copy, so it has no FIFOs from itself, and a one-rank communicator has none at all (its
  * collectives are copies). Every FIFO: the control block (tail, head, sizes), then BT_NSTEPS
- * slots of each protocol in enum order (bt_fifo_proto_offset): 5 MB at the default slots (4
- * MB Simple, 512 KB LL, 512 KB LL128; LL128_BUFFSIZE enlarges the ring FIFOs' LL128 slots
- * only: fifo_sizes), the most of a communicator's GPU memory (docs/ARCHITECTURE.md, "GPU
+ * slots of each protocol in enum order (bt_fifo_proto_offset): a send/recv FIFO 5 MB (4 MB
+ * Simple, 512 KB LL, 512 KB LL128), a ring FIFO's LL128 slots 64 MB over the rank's ring
+ * channels instead (1-4 MB a FIFO: cuda_comm.h, agree_geometry; LL128_BUFFSIZE sets them:
+ * fifo_sizes), the most of a communicator's GPU memory (docs/ARCHITECTURE.md, "GPU
  * memory").
  *
  * Without peer access (P2P_DISABLE=1, or GPUs that cannot reach each other) the FIFOs live
@@ -60,6 +61,7 @@ struct fifo_info {
     int mps;      /* this process's contexts on the GPU are shared through CUDA MPS */
     uint64_t host_hash;
     uint64_t slot, ll_slot, ll128_slot;
+    int ll128_set; /* LL128_BUFFSIZE set the ring slot (else the channels do, once agreed) */
     void *base;
     cudaIpcMemHandle_t handle;
     char shm_name[BT_SHM_NAME_MAX];
@@ -435,6 +437,7 @@ static bt_status_t agree_geometry(const struct bt_exec_comm *ec, struct bt_cuda_
     mine->slot = cc->slot;
     mine->ll_slot = cc->ll_slot;
     mine->ll128_slot = cc->ll128_slot;
+    mine->ll128_set = bt_param_env("LL128_BUFFSIZE") != NULL;
     mine->host_hash = ctx->peers[me].host_hash;
     mine->resident = resident_blocks(cc->dev);
     mine->mps = mps_enabled(cc->dev);
@@ -481,6 +484,12 @@ static bt_status_t agree_geometry(const struct bt_exec_comm *ec, struct bt_cuda_
         *remote |= all[r].host_hash != mine->host_hash;
     }
     fit_residency(cc, all, n);
+    /* the default ring LL128 slot follows the channels that remain (cuda_comm.h) */
+    int ll128_set = 0;
+    for (int r = 0; r < n; r++)
+        ll128_set |= all[r].ll128_set;
+    if (!ll128_set)
+        cc->ll128_slot = bt_cuda_ll128_ring_slot(cc->nch);
     return BT_OK;
 }
 
