@@ -104,10 +104,10 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
         {
             [R][SI] = {15.2f, 3.0f, 337.0f},
             [R][LL] = {7.0f, 2.0f, 150.0f},
-            /* a prediction (docs/TUNING.md): the Simple ring's latency (as on one H200) and
-             * the LL ring's NVLink figure scaled by LL128's gain over LL on one H200 (62 / 48
-             * GB/s at 8 ranks): under the Simple ring everywhere, so chosen only when forced */
-            [R][L128] = {15.2f, 3.0f, 194.0f},
+            /* a prediction (docs/TUNING.md): the LL ring's latency and the Simple ring's
+             * bandwidth, each scaled as LL128's ring stands to them on one GPU (shared_gpu:
+             * base 11.8 / 7 us, hop 4.1 / 3.5 us, 132.6 / 155 GB/s) */
+            [R][L128] = {11.8f, 2.3f, 288.0f},
             [D][SI] = {12.5f, 0.0f, 159.0f},
             [D][LL] = {5.5f, 0.0f, 95.0f},
             [D][L128] = {7.9f, 0.0f, 162.0f},
@@ -146,7 +146,7 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
         {
             [R][SI] = {13.0f, 6.0f, 155.0f},
             [R][LL] = {7.0f, 3.5f, 48.0f},
-            [R][L128] = {13.0f, 6.0f, 62.0f},
+            [R][L128] = {11.8f, 4.1f, 132.6f},
             [D][SI] = {60.0f, 0.0f, 72.0f},
             [D][LL] = {7.0f, 3.0f, 45.0f},
             [D][L128] = {10.6f, 2.05f, 100.0f},

@@ -270,11 +270,15 @@ int main(void)
         {AR, 64 << 10, DIRECT, LL, 8},
         {AR, 256 << 10, DIRECT, LL128, 8},
         {AR, 1 << 20, RING, LL, 64},
-        {AR, 4 << 20, RING, SIMPLE, 32},
+        /* the LL128 ring between the LL ring and Simple (a prediction: docs/TUNING.md) */
+        {AR, 4 << 20, RING, LL128, 32},
+        {AR, 16 << 20, RING, SIMPLE, 64},
         {AR, 1 << 30, RING, SIMPLE, 64},
         {AG, 8, RING, LL, 1},
         {AG, 512 << 10, RING, LL, 32},
-        {AG, 1 << 20, RING, SIMPLE, 8},
+        {AG, 1 << 20, RING, LL128, 8},
+        {AG, 32 << 20, RING, SIMPLE, 64},
+        {RS, 16 << 20, RING, LL128, 64},
         {RS, 1 << 30, RING, SIMPLE, 64},
     };
     test_picks("dgx8.txt", dgx8, (int)(sizeof(dgx8) / sizeof(dgx8[0])));

@@ -166,7 +166,7 @@ static void gpu_defaults(void)
     /* nor does TREE_THRESHOLD turn the ring into the one-shot where trees do not run */
     t = s;
     t.tree_threshold = 4 * MB;
-    expect("gpu TREE_THRESHOLD", tune(&t, d, AR, 8, 2 * MB, 1, 1), (struct want){RING, LL, 64});
+    expect("gpu TREE_THRESHOLD", tune(&t, d, AR, 8, 2 * MB, 1, 1), (struct want){RING, LL128, 16});
     expect("gpu AG 64 KB", tune(&s, d, BT_COLL_ALLGATHER, 2, 64 * KB, 1, 1),
            (struct want){RING, LL, 4});
     /* through the network: Simple, a channel per MB */
@@ -218,8 +218,9 @@ static void overrides(void)
     expect("MIN 16 host net", tune(&s, h, AR, 4, 1 * MB, 0, 0), (struct want){RING, SIMPLE, 2});
 }
 
-/* LL128: only over NVLink; by default the one-shot AllReduce between LL and Simple (to about
- * 4 MB for 2 ranks); forced, the rings too */
+/* LL128: only over NVLink; by default the one-shot AllReduce between LL and the rings (to
+ * about 3 MB for 2 ranks), then the LL128 ring (to about 10 MB), then Simple; forced, the
+ * rings too */
 static void ll128(void)
 {
     const struct bt_tune_defaults *h = &bt_tune_host_defaults, *g = &bt_tune_gpu_defaults;
@@ -227,15 +228,19 @@ static void ll128(void)
     struct bt_tune_settings s = env_defaults();
     expect("default 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
     expect("default 3 MB", tune(&s, g, AR, 2, 3 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
-    /* measured: the ring 32.5 us, LL128 34.0 */
-    expect("default 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1), (struct want){RING, SIMPLE, 32});
-    expect("default 8 MB", tune(&s, g, AR, 2, 8 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
+    /* measured on 2 x H200: the Simple ring 32.5 us, the one-shot LL128 34.0; the LL128 ring
+     * (not measured there since its step was reworked) predicted 31.0, 45.5 at 8 MB against
+     * Simple's 46.1, and Simple's from ~10 MB */
+    expect("default 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1), (struct want){RING, LL128, 32});
+    expect("default 8 MB", tune(&s, g, AR, 2, 8 * MB, 1, 1), (struct want){RING, LL128, 64});
+    expect("default 16 MB", tune(&s, g, AR, 2, 16 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
     s.ll_ok = s.simple_ok = 0; /* PROTO=LL128 */
     expect("PROTO=LL128 8 B", tune(&s, g, AR, 2, 8, 1, 1), (struct want){DIRECT, LL128, 1});
     expect("PROTO=LL128 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
     expect("PROTO=LL128 2 MB", tune(&s, g, AR, 2, 2 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
-    /* the one-shot LL128 is cheaper than the LL128 ring (predicted figures) to ~12 MB */
-    expect("PROTO=LL128 8 MB", tune(&s, g, AR, 2, 8 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
+    /* the one-shot LL128 is cheaper than the LL128 ring (predicted figures) to ~3 MB */
+    expect("PROTO=LL128 8 MB: ring", tune(&s, g, AR, 2, 8 * MB, 1, 1),
+           (struct want){RING, LL128, 64});
     expect("PROTO=LL128 32 MB: ring", tune(&s, g, AR, 2, 32 * MB, 1, 1),
            (struct want){RING, LL128, 64});
     expect("PROTO=LL128 AG: LL128 ring", tune(&s, g, AG, 2, 64 * KB, 1, 1),
@@ -254,12 +259,12 @@ static void ll128(void)
     expect("LL128_THRESHOLD 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1),
            (struct want){DIRECT, LL128, 32});
     expect("LL128_THRESHOLD 8 MB: ring", tune(&s, g, AR, 2, 8 * MB, 1, 1),
-           (struct want){RING, SIMPLE, 64});
+           (struct want){RING, LL128, 64});
     /* 4 ranks: one-shot up to 4 MB / 3 */
     expect("LL128_THRESHOLD 4r 1 MB", tune(&s, g, AR, 4, 1 * MB, 1, 1),
            (struct want){DIRECT, LL128, 32});
     expect("LL128_THRESHOLD 4r 2 MB: ring", tune(&s, g, AR, 4, 2 * MB, 1, 1),
-           (struct want){RING, LL, 64});
+           (struct want){RING, LL128, 16});
     s.ll128_ok = 0; /* PROTO=^LL128 */
     expect("PROTO=^LL128 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL, 32});
     expect("PROTO=^LL128 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1), (struct want){RING, SIMPLE, 32});
@@ -406,43 +411,44 @@ static void check_shared_picks(struct bt_tune_settings *s, int nranks, const str
  */
 static void shared_gpu_picks(void)
 {
-    /* the LL128 ring's from gpu-1xh200-ll128-rings-2026-12-03.md */
     static const struct shared_row m8[] = {
-        {64 * KB, {97.35, 59.52, 119.05, 65.75, 32.02, 71.15, 1e9, 98.88}},
-        {128 * KB, {99.41, 60.61, 121.72, 66.21, 31.22, 73.04, 1e9, 104.27}},
-        {256 * KB, {101.47, 60.41, 122.94, 69.02, 32.72, 79.89, 1e9, 110.39}},
-        {512 * KB, {107.68, 62.82, 127.48, 84.42, 54.64, 107.98, 1e9, 110.55}},
-        {1 * MB, {108.91, 80.58, 136.71, 123.82, 91.52, 146.78, 1e9, 110.51}},
-        {2 * MB, {115.31, 120.34, 155.07, 209.28, 160.33, 232.92, 1e9, 116.17}},
-        {4 * MB, {123.98, 223.60, 221.20, 410.25, 303.37, 453.11, 1e9, 177.56}},
-        {8 * MB, {168.08, 452.81, 339.09, 808.19, 596.46, 893.96, 1e9, 320.37}},
-        {16 * MB, {270.07, 900.47, 575.85, 1613.52, 1168.37, 1771.40, 1e9, 550.99}},
-        {32 * MB, {480.48, 1799.92, 1031.64, 3211.34, 2307.42, 3535.14, 1e9, 1016.47}},
-        {64 * MB, {852.21, 3620.95, 2048.76, 6453.40, 4568.32, 7038.77, 1e9, 1992.17}},
+        {64 * KB, {95.59, 59.75, 1e9, 1e9, 36.03, 1e9, 35.76, 69.23}},
+        {128 * KB, {98.00, 61.20, 1e9, 1e9, 36.52, 1e9, 35.18, 71.84}},
+        {256 * KB, {102.73, 61.71, 1e9, 1e9, 34.87, 1e9, 53.37, 78.38}},
+        {512 * KB, {105.34, 65.96, 1e9, 1e9, 55.76, 1e9, 99.29, 78.62}},
+        {1 * MB, {111.43, 86.70, 1e9, 1e9, 96.14, 1e9, 188.46, 79.81}},
+        {2 * MB, {120.41, 131.94, 1e9, 1e9, 169.35, 1e9, 370.52, 81.82}},
+        {4 * MB, {132.55, 242.19, 1e9, 1e9, 319.96, 1e9, 730.49, 111.42}},
+        {8 * MB, {192.39, 482.93, 1e9, 1e9, 625.94, 1e9, 1456.69, 188.24}},
+        {16 * MB, {337.69, 969.43, 1e9, 1e9, 1224.00, 1e9, 2908.19, 347.31}},
+        {32 * MB, {617.37, 1940.89, 1e9, 1e9, 2418.56, 1e9, 5804.85, 646.77}},
+        {64 * MB, {1120.60, 3884.10, 1e9, 1e9, 4816.24, 1e9, 11634.24, 1230.67}},
     };
     static const struct shared_row m4[] = {
-        {8 * KB, {43.09, 28.17, 1e9, 1e9, 23.96, 1e9, 24.66, 51.62}},
-        {64 * KB, {45.00, 31.61, 1e9, 1e9, 24.99, 1e9, 23.59, 58.22}},
-        {128 * KB, {48.33, 32.38, 1e9, 1e9, 25.20, 1e9, 25.58, 84.35}},
-        {256 * KB, {50.52, 32.77, 1e9, 1e9, 25.64, 1e9, 24.52, 83.15}},
-        {512 * KB, {52.33, 33.87, 1e9, 1e9, 25.16, 1e9, 24.79, 90.49}},
-        {1 * MB, {53.45, 42.50, 1e9, 1e9, 27.17, 1e9, 42.38, 89.72}},
-        {2 * MB, {57.28, 61.15, 1e9, 1e9, 47.05, 1e9, 78.38, 93.86}},
-        {4 * MB, {63.97, 111.27, 1e9, 1e9, 81.97, 1e9, 143.70, 116.89}},
+        {64 * KB, {45.08, 30.11, 1e9, 1e9, 21.13, 1e9, 22.23, 35.71}},
+        {128 * KB, {48.13, 31.28, 1e9, 1e9, 20.58, 1e9, 21.46, 43.99}},
+        {256 * KB, {50.08, 31.63, 1e9, 1e9, 21.50, 1e9, 21.45, 43.52}},
+        {512 * KB, {51.48, 32.49, 1e9, 1e9, 21.66, 1e9, 24.42, 47.17}},
+        {1 * MB, {52.76, 41.41, 1e9, 1e9, 26.81, 1e9, 41.89, 48.07}},
+        {2 * MB, {55.56, 60.65, 1e9, 1e9, 45.92, 1e9, 77.45, 49.71}},
+        {4 * MB, {63.15, 108.93, 1e9, 1e9, 81.29, 1e9, 144.89, 52.25}},
+        {8 * MB, {95.10, 214.56, 1e9, 1e9, 144.32, 1e9, 284.35, 88.48}},
+        {16 * MB, {163.10, 423.58, 1e9, 1e9, 275.34, 1e9, 562.60, 158.71}},
+        {32 * MB, {292.35, 847.22, 1e9, 1e9, 532.65, 1e9, 1122.41, 285.45}},
+        {64 * MB, {525.65, 1702.71, 1e9, 1e9, 1048.82, 1e9, 2221.95, 542.12}},
     };
     static const struct shared_row m2[] = {
-        {8 * KB, {17.16, 12.98, 1e9, 1e9, 12.40, 1e9, 10.99, 24.66}},
-        {64 * KB, {19.12, 15.80, 1e9, 1e9, 12.47, 1e9, 10.18, 37.53}},
-        {128 * KB, {22.84, 16.34, 1e9, 1e9, 12.29, 1e9, 10.16, 57.04}},
-        {256 * KB, {23.55, 16.80, 1e9, 1e9, 12.48, 1e9, 10.66, 57.22}},
-        {512 * KB, {23.74, 16.85, 1e9, 1e9, 12.95, 1e9, 11.31, 56.67}},
-        {1 * MB, {24.38, 17.73, 1e9, 1e9, 13.16, 1e9, 15.18, 60.44}},
-        {2 * MB, {25.29, 24.24, 1e9, 1e9, 17.90, 1e9, 26.04, 60.00}},
-        /* beyond the one-shot's cache bound (shared_gpu_direct_max): the Simple ring's (the
-         * pick before the refit) and the one-shot LL128's (the first refit's pick) from the
-         * sweeps of the same session */
-        {8 * MB, {39.83, 1e9, 1e9, 1e9, 53.11, 1e9, 1e9, 1e9}},
-        {16 * MB, {68.36, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9}},
+        {64 * KB, {19.18, 15.94, 1e9, 1e9, 9.74, 1e9, 8.43, 20.10}},
+        {128 * KB, {22.80, 16.03, 1e9, 1e9, 9.65, 1e9, 9.24, 23.62}},
+        {256 * KB, {23.41, 16.59, 1e9, 1e9, 10.70, 1e9, 8.91, 24.00}},
+        {512 * KB, {23.64, 16.70, 1e9, 1e9, 11.78, 1e9, 10.75, 23.90}},
+        {1 * MB, {24.05, 17.83, 1e9, 1e9, 13.05, 1e9, 15.22, 26.13}},
+        {2 * MB, {24.97, 24.60, 1e9, 1e9, 17.57, 1e9, 25.85, 25.96}},
+        {4 * MB, {27.14, 43.59, 1e9, 1e9, 29.27, 1e9, 50.45, 27.35}},
+        {8 * MB, {39.28, 80.88, 1e9, 1e9, 53.22, 1e9, 95.05, 37.34}},
+        {16 * MB, {67.25, 153.85, 1e9, 1e9, 93.12, 1e9, 182.20, 65.72}},
+        {32 * MB, {121.50, 302.61, 1e9, 1e9, 172.85, 1e9, 357.04, 119.42}},
+        {64 * MB, {214.87, 596.15, 1e9, 1e9, 329.73, 1e9, 707.32, 221.29}},
     };
     struct bt_tune_settings s = env_defaults();
     shared_gpu = 1;
@@ -451,9 +457,16 @@ static void shared_gpu_picks(void)
     check_shared_picks(&s, 8, m8, sizeof(m8) / sizeof(m8[0]));
     check_shared_picks(&s, 4, m4, sizeof(m4) / sizeof(m4[0]));
     check_shared_picks(&s, 2, m2, sizeof(m2) / sizeof(m2[0]));
-    /* AllGather's rings at 8 ranks (measured, in place: 16 MB LL 391.8 us, LL128 282.5, Simple
-     * 137.9): Simple beyond LL's threshold; without Simple, LL128 */
-    const int AG = BT_COLL_ALLGATHER;
+    /* AllGather's and ReduceScatter's rings at 8 ranks (the same call, out of place, us: AG 2
+     * MB LL128 47.7, Simple 60.4; 16 MB 186.1 and 175.4; RS 8 MB 99.2 and 109.0): LL to its
+     * threshold, then LL128, then Simple; without Simple, LL128 */
+    const int AG = BT_COLL_ALLGATHER, RS = BT_COLL_REDUCESCATTER;
+    expect("8 ranks on one GPU AG 512 KB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 512 * KB, 1, 1),
+           (struct want){RING, LL, 16});
+    expect("8 ranks on one GPU AG 2 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 2 * MB, 1, 1),
+           (struct want){RING, LL128, 16});
+    expect("8 ranks on one GPU RS 8 MB", tune(&s, &bt_tune_gpu_defaults, RS, 8, 8 * MB, 1, 1),
+           (struct want){RING, LL128, 16});
     expect("8 ranks on one GPU AG 16 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 16 * MB, 1, 1),
            (struct want){RING, SIMPLE, 16});
     s.simple_ok = 0; /* PROTO=LL,LL128 */
