@@ -131,9 +131,11 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
     /* 8 ranks of one process on one H200, 16 channels each (bench/results/
      * gpu-1xh200-nranks-2026-12-02.md, 64 KB-64 MB): one-shot LL128 25 us + 100 GB/s, LL 28 us +
      * 70 GB/s (one point), Simple 60 us + 72 GB/s; the LL ring 2 us + 14 hops of 3 us + 48 GB/s
-     * (512 KB-4 MB), the Simple ring 13 us + 14 hops of 6 us + 155 GB/s, the LL128 ring Simple's
-     * latency + 62 GB/s (gpu-1xh200-ll128-rings-2026-12-03.md, 4-64 MB: never the fastest, nor in
-     * AllGather or ReduceScatter, which one pass of the same figures fits); the two-shot LL 58 us +
+     * (512 KB-4 MB), the Simple ring 13 us + 14 hops of 6 us + 155 GB/s; the LL128 ring (its
+     * step reworked; bench/results/ll128-entry-1xh100-2026-12-06.md, 8, 4 and 2 ranks on one
+     * H100) 11.8 us + 2 (n - 1) hops of 4.1 and Simple's bandwidth x 0.855, their ratio there at
+     * 32-64 MB (100 / 117 GB/s): the fastest at 1-8 MB of 8 ranks, the same figures fitting
+     * AllGather's and ReduceScatter's one pass; the two-shot LL 58 us +
      * 2 hops of 3 + 21 GB/s, Simple 109 us + 2 hops of 3 + 60 GB/s (its 4n - 3 steps a loop,
      * one connector each, are the cost: never the fastest here). At other rank counts the
      * bandwidths scale by 8 / n (bt_tune_costs_shared: the ranks share the GPU's memory) and
