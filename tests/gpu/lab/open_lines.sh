@@ -165,7 +165,7 @@ sass() {
         echo "== $l"
         awk '/Function :/ { if (f ~ /IfL|If[E_]/) printf "%7d instr %5d LDL %5d STL %4d CALL  %s\n", n, ldl, stl, call, f;
                              f = $3; n = ldl = stl = call = 0; next }
-             /\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]\*\// { n++; if (/LDL/) ldl++; if (/STL/) stl++; if (/CALL/) call++ }
+             /\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]+\*\// { n++; if (/LDL/) ldl++; if (/STL/) stl++; if (/CALL/) call++ }
              END { if (f ~ /IfL|If[E_]/) printf "%7d instr %5d LDL %5d STL %4d CALL  %s\n", n, ldl, stl, call, f }' \
             "$OUT/sass-$tag.txt"
         xz -T0 "$OUT/sass-$tag.txt"
