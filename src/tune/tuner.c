@@ -106,8 +106,8 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
             [R][LL] = {7.0f, 2.0f, 150.0f},
             /* a prediction (docs/TUNING.md): the LL ring's latency and the Simple ring's
              * bandwidth, each scaled as LL128's ring stands to them on one GPU (shared_gpu:
-             * base 11.8 / 7 us, hop 4.1 / 3.5 us, 132.6 / 155 GB/s) */
-            [R][L128] = {11.8f, 2.3f, 288.0f},
+             * base 18.5 / 7 us, hop 3.75 / 3.5 us, 132.6 / 155 GB/s) */
+            [R][L128] = {18.5f, 2.1f, 288.0f},
             [D][SI] = {12.5f, 0.0f, 159.0f},
             [D][LL] = {5.5f, 0.0f, 95.0f},
             [D][L128] = {7.9f, 0.0f, 162.0f},
@@ -133,9 +133,11 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
      * 70 GB/s (one point), Simple 60 us + 72 GB/s; the LL ring 2 us + 14 hops of 3 us + 48 GB/s
      * (512 KB-4 MB), the Simple ring 13 us + 14 hops of 6 us + 155 GB/s; the LL128 ring (its
      * step reworked; bench/results/ll128-entry-1xh100-2026-12-06.md, 8, 4 and 2 ranks on one
-     * H100) 11.8 us + 2 (n - 1) hops of 4.1 and Simple's bandwidth x 0.855, their ratio there at
-     * 32-64 MB (100 / 117 GB/s): the fastest at 1-8 MB of 8 ranks, the same figures fitting
-     * AllGather's and ReduceScatter's one pass; the two-shot LL 58 us +
+     * H100) as it stands to the Simple ring there: 26 us less latency at 8 ranks (70 against 96
+     * at 64 KB), 1 more at 2 (20 against 19), so 18.5 us + 2 (n - 1) hops of 3.75 beside
+     * Simple's 13 + 6, and Simple's bandwidth x 0.855, their ratio at 32-64 MB (100 / 117
+     * GB/s): the fastest at 1-8 MB of 8 ranks, never at 2, the same figures fitting AllGather's
+     * and ReduceScatter's one pass; the two-shot LL 58 us +
      * 2 hops of 3 + 21 GB/s, Simple 109 us + 2 hops of 3 + 60 GB/s (its 4n - 3 steps a loop,
      * one connector each, are the cost: never the fastest here). At other rank counts the
      * bandwidths scale by 8 / n (bt_tune_costs_shared: the ranks share the GPU's memory) and
@@ -148,7 +150,7 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
         {
             [R][SI] = {13.0f, 6.0f, 155.0f},
             [R][LL] = {7.0f, 3.5f, 48.0f},
-            [R][L128] = {11.8f, 4.1f, 132.6f},
+            [R][L128] = {18.5f, 3.75f, 132.6f},
             [D][SI] = {60.0f, 0.0f, 72.0f},
             [D][LL] = {7.0f, 3.0f, 45.0f},
             [D][L128] = {10.6f, 2.05f, 100.0f},

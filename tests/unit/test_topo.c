@@ -278,7 +278,7 @@ int main(void)
         {AG, 512 << 10, RING, LL, 32},
         {AG, 1 << 20, RING, LL128, 8},
         {AG, 32 << 20, RING, SIMPLE, 64},
-        {RS, 16 << 20, RING, LL128, 64},
+        {RS, 4 << 20, RING, LL128, 32},
         {RS, 1 << 30, RING, SIMPLE, 64},
     };
     test_picks("dgx8.txt", dgx8, (int)(sizeof(dgx8) / sizeof(dgx8[0])));

@@ -166,7 +166,7 @@ static void gpu_defaults(void)
     /* nor does TREE_THRESHOLD turn the ring into the one-shot where trees do not run */
     t = s;
     t.tree_threshold = 4 * MB;
-    expect("gpu TREE_THRESHOLD", tune(&t, d, AR, 8, 2 * MB, 1, 1), (struct want){RING, LL128, 16});
+    expect("gpu TREE_THRESHOLD", tune(&t, d, AR, 8, 2 * MB, 1, 1), (struct want){RING, LL, 64});
     expect("gpu AG 64 KB", tune(&s, d, BT_COLL_ALLGATHER, 2, 64 * KB, 1, 1),
            (struct want){RING, LL, 4});
     /* through the network: Simple, a channel per MB */
@@ -218,9 +218,8 @@ static void overrides(void)
     expect("MIN 16 host net", tune(&s, h, AR, 4, 1 * MB, 0, 0), (struct want){RING, SIMPLE, 2});
 }
 
-/* LL128: only over NVLink; by default the one-shot AllReduce between LL and the rings (to
- * about 3 MB for 2 ranks), then the LL128 ring (to about 10 MB), then Simple; forced, the
- * rings too */
+/* LL128: only over NVLink; by default the one-shot AllReduce between LL and Simple (to about
+ * 4 MB for 2 ranks; the LL128 ring from 4 ranks on); forced, the rings too */
 static void ll128(void)
 {
     const struct bt_tune_defaults *h = &bt_tune_host_defaults, *g = &bt_tune_gpu_defaults;
@@ -229,16 +228,15 @@ static void ll128(void)
     expect("default 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
     expect("default 3 MB", tune(&s, g, AR, 2, 3 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
     /* measured on 2 x H200: the Simple ring 32.5 us, the one-shot LL128 34.0; the LL128 ring
-     * (not measured there since its step was reworked) predicted 31.0, 45.5 at 8 MB against
-     * Simple's 46.1, and Simple's from ~10 MB */
-    expect("default 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1), (struct want){RING, LL128, 32});
-    expect("default 8 MB", tune(&s, g, AR, 2, 8 * MB, 1, 1), (struct want){RING, LL128, 64});
-    expect("default 16 MB", tune(&s, g, AR, 2, 16 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
+     * (predicted: 2 ranks on one GPU gave it no lower latency than Simple's) never below
+     * Simple's */
+    expect("default 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1), (struct want){RING, SIMPLE, 32});
+    expect("default 8 MB", tune(&s, g, AR, 2, 8 * MB, 1, 1), (struct want){RING, SIMPLE, 64});
     s.ll_ok = s.simple_ok = 0; /* PROTO=LL128 */
     expect("PROTO=LL128 8 B", tune(&s, g, AR, 2, 8, 1, 1), (struct want){DIRECT, LL128, 1});
     expect("PROTO=LL128 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
     expect("PROTO=LL128 2 MB", tune(&s, g, AR, 2, 2 * MB, 1, 1), (struct want){DIRECT, LL128, 32});
-    /* the one-shot LL128 is cheaper than the LL128 ring (predicted figures) to ~3 MB */
+    /* the one-shot LL128 is cheaper than the LL128 ring (predicted figures) to ~5.5 MB */
     expect("PROTO=LL128 8 MB: ring", tune(&s, g, AR, 2, 8 * MB, 1, 1),
            (struct want){RING, LL128, 64});
     expect("PROTO=LL128 32 MB: ring", tune(&s, g, AR, 2, 32 * MB, 1, 1),
@@ -259,12 +257,12 @@ static void ll128(void)
     expect("LL128_THRESHOLD 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1),
            (struct want){DIRECT, LL128, 32});
     expect("LL128_THRESHOLD 8 MB: ring", tune(&s, g, AR, 2, 8 * MB, 1, 1),
-           (struct want){RING, LL128, 64});
+           (struct want){RING, SIMPLE, 64});
     /* 4 ranks: one-shot up to 4 MB / 3 */
     expect("LL128_THRESHOLD 4r 1 MB", tune(&s, g, AR, 4, 1 * MB, 1, 1),
            (struct want){DIRECT, LL128, 32});
     expect("LL128_THRESHOLD 4r 2 MB: ring", tune(&s, g, AR, 4, 2 * MB, 1, 1),
-           (struct want){RING, LL128, 16});
+           (struct want){RING, LL, 64});
     s.ll128_ok = 0; /* PROTO=^LL128 */
     expect("PROTO=^LL128 1 MB", tune(&s, g, AR, 2, 1 * MB, 1, 1), (struct want){DIRECT, LL, 32});
     expect("PROTO=^LL128 4 MB", tune(&s, g, AR, 2, 4 * MB, 1, 1), (struct want){RING, SIMPLE, 32});
