@@ -401,11 +401,12 @@ static void check_shared_picks(struct bt_tune_settings *s, int nranks, const str
 }
 
 /*
- * 8 ranks of one process on one H200 (TEST_SAME_GPU: 16 channels each, the one-shot's and
- * two-shot's 8; bench/results/gpu-1xh200-nranks-2026-12-02.md), and 2 and 4 ranks on one
- * H100 (bench/results/small-launch-1xh100-2026-12-06.md, two rounds' mean): the tuner's picks
- * with the shared-GPU figures. At 2 ranks and 4 MB the one-shot LL128 it picks is 10% off
- * the Simple ring's 27.6 us (30.4), a row left out.
+ * 8, 4 and 2 ranks of one process on one H100 (TEST_SAME_GPU), each table from one session's
+ * sweeps (bench/results/ll128-entry-1xh100-2026-12-06.md, raw/ll128-fit-1xh100-2026-12-06.txt:
+ * the faster of two rounds; 512 KB LL128 ring slots, as the default gives 16 channels; the
+ * two-shot and the one-shot Simple not measured there): the tuner's picks with the shared-GPU
+ * figures. The 8-rank sizes to 256 KB are the host's enqueue of eight launches, whose runs
+ * differ by up to 30%.
  */
 static void shared_gpu_picks(void)
 {

@@ -29,11 +29,11 @@
 #define BT_GPU_SLOT (512 * 1024)      /* bytes per Simple slot: 4 MB FIFOs */
 #define BT_GPU_LL_SLOT (64 * 1024)    /* bytes per LL slot (32 KB of payload) */
 #define BT_GPU_LL128_SLOT (64 * 1024) /* bytes per send/recv LL128 slot (60 KB of payload) */
-/* A rank's ring FIFOs' LL128 slots, unless LL128_BUFFSIZE sets them: 64 MB in all, whatever
- * the channels (bt_cuda_ll128_ring_slot), 128 KB-512 KB a slot. A step moves one slot at
- * most, and with fewer channels each carries more of a message: 64 KB slots left the 8-rank
- * one-GPU ring at 0.79 of Simple's speed at 64 MB, 512 KB ones at 0.91 (16 channels; NVIDIA's
- * NCCL gives LL128 about 4.7 MB a connector) */
+/* A rank's ring FIFOs' LL128 slots, unless LL128_BUFFSIZE sets them: 64 MB over its ring
+ * channels (bt_cuda_ll128_ring_slot), within 128 KB-512 KB a slot (8 channels: 32 MB). A step moves
+ * one slot at most, and with fewer channels each carries more of a message: 64 KB slots left the
+ * 8-rank one-GPU ring at 0.79 of Simple's speed at 64 MB, 512 KB ones at 0.91 (16 channels;
+ * NVIDIA's NCCL gives LL128 about 4.7 MB a connector) */
 #define BT_GPU_LL128_RING_BYTES (64u << 20)
 #define BT_GPU_LL128_RING_SLOT_MAX (512 * 1024)
 

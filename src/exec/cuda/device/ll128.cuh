@@ -1,6 +1,7 @@
 /*
- * LL128 lines: the warp-wide line stores and loads; one LL128 step of a schedule (the general
- * kernel's rings, two-shot and one-shot beyond the one-pass kernel's ranks: run_step_ll128);
+ * LL128 lines: the warp-wide line stores and loads; one LL128 step of a schedule (rings,
+ * two-shot and one-shot beyond the one-pass kernel's ranks: ll128_step, inline in the
+ * LL128-only kernel entry, run_step_ll128 as the general kernel's noinline call);
  * and for the one-pass one-shot AllReduce (direct.cuh runs it) a chunk's lines in batches of
  * rounds, sent to every peer and received and folded in rank order.
  */
