@@ -231,6 +231,24 @@ static void test_picks(const char *name, const struct pick *want, int nwant)
     }
 }
 
+/* The CUDA executor's default LL128 slots as the model sees them (exec/cuda/cuda_comm.h): ring
+ * FIFOs share 64 MB over the channels (64 on an 8-GPU machine: 128 KB slots, 120/128 of it
+ * payload), send/recv FIFOs keep 64 KB; no LL128 without NVLink between every pair. */
+static void test_model_ll128_slots(void)
+{
+    struct bt_tune_settings set;
+    bt_tune_settings_from_env(&set);
+    struct bt_plan_target tg;
+    bt_exec_cuda.model(8, 1, &set, &tg);
+    BT_TEST_CHECK(tg.max_channels == 64 && tg.ll128_payload == 128 * 1024 / 128 * 120 &&
+                      tg.direct_ll128_payload == 64 * 1024 / 128 * 120,
+                  "8 NVLink GPUs: %d channels, ring LL128 payload %zu, send/recv %zu",
+                  tg.max_channels, (size_t)tg.ll128_payload, (size_t)tg.direct_ll128_payload);
+    bt_exec_cuda.model(8, 0, &set, &tg);
+    BT_TEST_CHECK(tg.ll128_payload == 0, "8 GPUs without NVLink: ring LL128 payload %zu",
+                  (size_t)tg.ll128_payload);
+}
+
 /* save -> load gives the same paths and NICs */
 static void test_roundtrip(const char *name)
 {
@@ -262,6 +280,7 @@ int main(void)
     test_pcie8();
     test_dgx8();
     test_gpu2split();
+    test_model_ll128_slots();
     enum { AR = BT_COLL_ALLREDUCE, AG = BT_COLL_ALLGATHER, RS = BT_COLL_REDUCESCATTER };
     enum { RING = BT_ALGO_RING, DIRECT = BT_ALGO_DIRECT };
     enum { LL = BT_PROTO_LL, SIMPLE = BT_PROTO_SIMPLE, LL128 = BT_PROTO_LL128 };
