@@ -22,7 +22,7 @@
 #             3452d54, 665e831, this build's, EXTRA_LIBS
 #   launchcost (32) launch_cost.cu: host time per launch by parameter size (and with the
 #             order event), per pointer query (runtime, driver)
-#   ll128     (37) ll128_stages.sh: the LL128 ring (4 MB slots) at 8 ranks, 16-64 MB, this
+#   ll128     (37) ll128_stages.sh: the LL128 ring (4 MB FIFOs) at 8 ranks, 16-64 MB, this
 #             build's library then each of EXTRA_LIBS (lab variants), and the Simple ring
 #   ll128verify (37) ll128_verify.sh on LL128_LIB (default this build's): gpu_test_gpu_colls
 #             with LL128 forced at 2, 3, 4, 8 ranks, compute-sanitizer memcheck and racecheck
