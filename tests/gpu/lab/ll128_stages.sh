@@ -3,9 +3,9 @@
 # (src/exec/cuda/device/ll128.cuh, LL128_LAB_*; their results are wrong, so no tests here):
 # the LL128 ring forced at RANKS (8) ranks of one process on GPU 0, 4 MB FIFOs (512 KB slots,
 # the default at 16 channels), AllReduce, AllGather and ReduceScatter MIN..MAX (16M..64M), the
-# default library first and each of the
-# variant folders after it, ROUNDS (3) alternating (sweep_libs.sh: ratio = the default's time
-# over the variant's); then the Simple ring on the default library for scale.
+# default library first and each of the variant folders after it, ROUNDS (3) alternating
+# (sweep_libs.sh: ratio = the default's time over the variant's); then the Simple ring on the
+# default library for scale.
 #   OUT=$OUT tests/gpu/lab/ll128_stages.sh build-libs/ll128-nowait build-libs/ll128-nosend ...
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 1
