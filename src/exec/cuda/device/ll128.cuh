@@ -68,12 +68,8 @@ static __device__ __forceinline__ int ll128_load(const char *line, int j, bool f
             *v1 = b;
             return 0;
         }
-        if ((spins & 1023) == 0) {
-            int err = (threadIdx.x & 31) == 0 ? stall_check(h, &start, peer, widx, 0) : 0;
-            err = __shfl_sync(0xffffffffu, err, 0);
-            if (err)
-                return err;
-        }
+        if (int err = warp_stall_check(h, &start, spins, peer, widx))
+            return err;
     }
 }
 
@@ -286,12 +282,8 @@ ll128_wait_batch(const char *slot, uint32_t lstep, const LL128Lane &ln, uint32_t
         }
         if (!again)
             return 0;
-        if ((spins & 1023) == 0) {
-            int err = (threadIdx.x & 31) == 0 ? stall_check(h, &start, peer, widx, 0) : 0;
-            err = __shfl_sync(0xffffffffu, err, 0);
-            if (err)
-                return err;
-        }
+        if (int err = warp_stall_check(h, &start, spins, peer, widx))
+            return err;
     }
 }
 

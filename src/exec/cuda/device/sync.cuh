@@ -110,6 +110,18 @@ static __device__ __noinline__ int stall_check(const struct bt_cuda_khdr &h, uin
     return err;
 }
 
+/* Warp-collective, in a warp's wait loop at poll `spins` (the same in every lane): every 1024th
+ * poll lane 0 runs the stall check for the warp. Returns 0 or an enum bt_exec_err, the same
+ * in every lane. */
+static __device__ __forceinline__ int
+warp_stall_check(const struct bt_cuda_khdr &h, uint64_t *start, uint32_t spins, int peer, int widx)
+{
+    if ((spins & 1023) != 0)
+        return 0;
+    int err = (threadIdx.x & 31) == 0 ? stall_check(h, start, peer, widx, 0) : 0;
+    return __shfl_sync(0xffffffffu, err, 0);
+}
+
 /* Spin until *p >= v; *seen gets the value that satisfied it. Returns 0 or an enum
  * bt_exec_err (abort, timeout). caller: thread 0 of the block. */
 static __device__ int wait_ge(const uint64_t *p, uint64_t v, uint64_t *seen,
