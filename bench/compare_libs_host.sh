@@ -7,7 +7,9 @@
 # over it (ratio >= 1: as fast as the reference), and the paired ratio (bench/median_table.awk).
 #   bench/compare_libs_host.sh REF_LIB_DIR LIB_DIR...
 # BUILD (build), COLL (allreduce), NRANKS (2), MIN (4K), MAX (16M), ITERS (20), ROUNDS (7),
-# OUT (a folder for the raw runs and the table, default /tmp/baton-compare-host).
+# OUT (a folder for the raw runs and the table, default /tmp/baton-compare-host). STAT=best:
+# each library's fastest run over the rounds instead of the median (on a busy 2-core machine
+# a slow stretch only adds time; the paired ratio stays the median of same-round ratios).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 B=$(realpath "${BUILD:-build}")
@@ -27,7 +29,9 @@ for r in $(seq "${ROUNDS:-7}"); do
     done
 done
 {
-    echo "# $COLL, ${NRANKS:-2} ranks, host memory: median out-of-place us over ${ROUNDS:-7} rounds"
+    agg=median
+    [ "${STAT:-median}" = best ] && agg=min
+    echo "# $COLL, ${NRANKS:-2} ranks, host memory: $agg out-of-place us over ${ROUNDS:-7} rounds"
     echo "# (ratio: lib0's time / this one's; >= 1 is as fast)"
     for i in "${!libs[@]}"; do echo "# lib$i = ${libs[$i]}"; done
     for i in "${!libs[@]}"; do
@@ -35,5 +39,5 @@ done
             awk -v l="$i" -v r="$r" '/^ +[0-9]+ +[0-9]+ / {print l, $1, $6, r}' \
                 "$OUT/$COLL-lib$i-round$r.txt"
         done
-    done | awk -f bench/median_table.awk
+    done | awk -v agg="$agg" -f bench/median_table.awk
 } | tee "$OUT/summary.txt"

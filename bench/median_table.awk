@@ -4,6 +4,8 @@
 # as fast as lib0). With rounds given, also "paired": the median over the rounds of lib0's time
 # over this library's in the same round, which a slow stretch of the machine moves less when
 # the libraries' runs of a round follow each other closely (sweep_libs.sh PER_SIZE=1).
+# -v agg=min: each library's fastest time over the rounds instead of the median (for times
+# that are already each run's best round: sweep_libs.sh STAT=best).
 {
     t[$2 " " $1] = t[$2 " " $1] " " $3
     size[$2] = 1
@@ -29,6 +31,16 @@ function median(list,    a, n) {
     sort_n(a, n)
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
+function stat(list,    a, n, i, m) {
+    if (agg != "min")
+        return median(list)
+    n = split(list, a, " ")
+    m = 0
+    for (i = 1; i <= n; i++)
+        if (i == 1 || a[i] + 0 < m + 0)
+            m = a[i]
+    return m
+}
 function paired_ratio(s, l,    q, list, k0, k1) {
     list = ""
     for (q in round) {
@@ -51,9 +63,9 @@ END {
     for (k = 1; k <= n; k++) {
         s = sizes[k]
         printf "%12d", s
-        ref = median(t[s " 0"])
+        ref = stat(t[s " 0"])
         for (l = 0; l in lib; l++) {
-            m = median(t[s " " l])
+            m = stat(t[s " " l])
             printf " %10.2f %7.3f", m, (m > 0 ? ref / m : 0)
             if (paired && l > 0)
                 printf " %7.3f", paired_ratio(s, l)

@@ -47,6 +47,12 @@
 #   devapi    (36) devapi_v2.sh: LSA of every release, nccl-tests of 2.30.7's headers
 #   rma       (34) rma_gpu.sh: one-sided calls, processes and hosts
 #   sweep35   (35) 2- and 8-rank sweeps against 2f3a788
+#   noregress (32, 33, 35, 37) the no-regression lines at once: AllReduce and AllGather at
+#             NOREG_RANKS (2 8) ranks, 8 B (32 B at 8 ranks)..NOREG_MAX (64M), against the
+#             commits before each issue that build-libs holds (3452d54: 32, b09d2a3: 33,
+#             2f3a788: 35 and 37; NOREG_LIBS: others), STAT=best (each run's fastest of NOREG_REPS (9)
+#             rounds, each library's fastest of NOREG_ROUNDS (5) runs), the libraries
+#             alternating
 #   gdr       (35) gdr.sh: GPUDirect RDMA's contract over the FakeCuda fixture plugin
 #   tree      (35) tree_hosts.sh: tree AllReduce between GPUs on different hosts
 #   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
@@ -228,6 +234,15 @@ for arg in "$@"; do
     sweep35)
         phase sweep35 env TESTS=0 RANKS_LIST="2 8" ROUNDS=3 tests/gpu/lab/kernels_build.sh \
             "$L/2f3a788"
+        ;;
+    noregress)
+        libs=()
+        for c in ${NOREG_LIBS:-3452d54 b09d2a3 2f3a788}; do
+            [ -d "$L/$c" ] && libs+=("$L/$c")
+        done
+        phase noregress env TESTS=0 STAT=best RANKS_LIST="${NOREG_RANKS:-2 8}" \
+            MAX="${NOREG_MAX:-64M}" REPS="${NOREG_REPS:-9}" ROUNDS="${NOREG_ROUNDS:-5}" \
+            tests/gpu/lab/kernels_build.sh "${libs[@]}"
         ;;
     gdr) phase gdr tests/gpu/lab/gdr.sh ;;
     tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;

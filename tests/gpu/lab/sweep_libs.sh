@@ -12,7 +12,11 @@
 # PER_SIZE=1: a run per size, the libraries alternating at each size of a round (their runs
 # then follow each other within a second, so the summary's "paired" ratio, the median over
 # rounds of the two runs' ratio in the same round, is less moved by a slow stretch of a noisy
-# machine). PIN: CPUs to run the program on (taskset -c PIN).
+# machine). PIN: CPUs to run the program on (taskset -c PIN). STAT=best: each run's figure is
+# its fastest of the REPS rounds, and the summary takes each library's fastest run (a busy
+# machine only adds time: where one thread's enqueue bounds the call, as at 8 ranks on one GPU
+# at small sizes, the best of many rounds is what the code costs; the medians swing by more
+# than the libraries differ).
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-sweep}
 mkdir -p "$OUT"
@@ -26,6 +30,8 @@ for l in "$@"; do libs+=("$(realpath "$l")"); done
 MIN=$(numfmt --from=iec "${MIN:-8}")
 MAX=$(numfmt --from=iec "${MAX:-64M}")
 pin=() && [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
+col=2 agg=median what=median
+[ "${STAT:-median}" = best ] && col=9 agg=min what="best (fastest round of the fastest run)"
 one_run() { # LIB_INDEX COLL MIN MAX FILE: append the run's table to FILE
     LD_LIBRARY_PATH="${libs[$1]}" timeout 300 "${pin[@]}" "$B/bin/baton-one-process" \
         --same-gpu --ranks "${RANKS:-2}" "$2" "$3" "$4" "${ITERS:-20}" "${REPS:-3}" >>"$5" 2>&1
@@ -60,12 +66,12 @@ done
 # per collective and size: each library's median (over rounds) out-of-place time, and the
 # reference's time over it
 for c in ${COLLS:-allreduce allgather}; do
-    echo "== $c, ${RANKS:-2} ranks: median out-of-place us over ${ROUNDS:-3} rounds (ratio: lib0's time / this one's)"
+    echo "== $c, ${RANKS:-2} ranks: $what out-of-place us over ${ROUNDS:-3} rounds (ratio: lib0's time / this one's)"
     for i in "${!libs[@]}"; do echo "lib$i = ${libs[$i]}"; done
     for i in "${!libs[@]}"; do
         for r in $(seq "${ROUNDS:-3}"); do
-            awk -v l="$i" -v r="$r" '/^ +[0-9]/ {print l, $1, $2, r}' \
+            awk -v l="$i" -v r="$r" -v col="$col" '/^ +[0-9]/ {print l, $1, $col, r}' \
                 "$OUT/sweep${TAG:+-$TAG}-$c-lib$i-round$r.txt"
         done
-    done | awk -f bench/median_table.awk
+    done | awk -v agg="$agg" -f bench/median_table.awk
 done | tee "$OUT/sweep${TAG:+-$TAG}-summary.txt"
