@@ -29,6 +29,9 @@
  *
  * n = 1 is included although the launches handle one rank outside the schedules: the
  * schedules then degenerate to local steps, which is checked too (the tuner runs rings there).
+ *
+ * Last, the executor's liveness probe's timing: a stall of 20 ms (a late rank) asks nothing
+ * about the peers, one of 230 ms asks every 50 ms.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -567,6 +570,46 @@ static double input_of(const struct op *o, int r, size_t i)
     return gen(o->fl, r, i);
 }
 
+/* The liveness probe's timing (exec/host/lanes.c, stall_check): with rank n-1's works held
+ * back for late_ms, the other ranks' lanes stall; the waiting thread must first ask about the
+ * peers (wait.stalled, wait.peer_gone) 50 ms into the stall, then every 50 ms. Asking costs
+ * more than most stalls last (a /proc read per local peer): a launch that asked at its first
+ * look paid that on nearly every small collective. */
+static struct {
+    int late_ms;         /* 0: no probe case */
+    uint64_t release_at; /* when the held lanes get their works back */
+    struct bt_lane *held[MAXLANES];
+    struct bt_lane saved[MAXLANES];
+    int nheld;
+    int asked; /* calls of wait.stalled and wait.peer_gone */
+} probe;
+
+static int probe_release(void *arg)
+{
+    (void)arg;
+    if (probe.nheld == 0 || bt_time_ns() < probe.release_at)
+        return 0;
+    for (int i = 0; i < probe.nheld; i++)
+        *probe.held[i] = probe.saved[i];
+    probe.nheld = 0;
+    return 1;
+}
+
+static void probe_stalled(const struct bt_work *w)
+{
+    (void)w;
+    probe.asked++;
+}
+
+static int probe_peer_gone(const struct bt_work *w, int peer, uint64_t stalled_ns)
+{
+    (void)w;
+    (void)peer;
+    (void)stalled_ns;
+    probe.asked++;
+    return 0;
+}
+
 static void run_case(const struct op *o)
 {
     int n = W.n, dtype = flavors[o->fl].dtype;
@@ -647,6 +690,20 @@ static void run_case(const struct op *o)
     /* One thread drives every rank: a pass without progress is a deadlock, so waiting
      * need not spin. */
     struct bt_wait_policy wait = {.spin = 0, .yields = 0};
+    if (probe.late_ms) { /* rank n-1's lanes empty until late_ms from now */
+        probe.nheld = 0;
+        probe.asked = 0;
+        for (int i = 0; i < nl; i++)
+            if (lanes[i]->head && rank_of_work(lanes[i]->head) == n - 1) {
+                probe.held[probe.nheld] = lanes[i];
+                probe.saved[probe.nheld++] = *lanes[i];
+                lanes[i]->head = lanes[i]->tail = NULL;
+            }
+        probe.release_at = bt_time_ns() + (uint64_t)probe.late_ms * 1000000ull;
+        wait.poll = probe_release;
+        wait.stalled = probe_stalled;
+        wait.peer_gone = probe_peer_gone;
+    }
     struct bt_work *failed = NULL;
     bt_status_t st = bt_host_exec(lanes, nl, &wait, &failed);
     if (st != BT_OK) {
@@ -839,6 +896,22 @@ static void run_tree_hosts(int n)
     }
 }
 
+/* A 2-rank ring AllReduce whose second rank comes late_ms late: returns how often the waiting
+ * thread asked about its peers. */
+static int probe_case(int late_ms)
+{
+    world_init(2, 1, 0);
+    struct op o = case_of(BT_PROTO_SIMPLE, 0, 0);
+    o.coll = BT_COLL_ALLREDUCE;
+    o.algo = BT_ALGO_RING;
+    o.count = 1000;
+    probe.late_ms = late_ms;
+    run_case(&o);
+    probe.late_ms = 0;
+    world_free();
+    return probe.asked;
+}
+
 int main(void)
 {
     struct bt_test_leaks leaks;
@@ -858,6 +931,13 @@ int main(void)
                (double)(bt_time_ns() - t0) / 1e9);
         fflush(stdout);
     }
+    int short_stall = probe_case(20), long_stall = probe_case(230);
+    printf("peers asked during a 20 ms stall: %d times, during a 230 ms one: %d\n", short_stall,
+           long_stall);
+    BT_TEST_CHECK(short_stall == 0, "a 20 ms stall asked about the peers %d times (first at 50 ms)",
+                  short_stall);
+    BT_TEST_CHECK(long_stall >= 3, "a 230 ms stall asked about the peers %d times (every 50 ms)",
+                  long_stall);
     printf("%ld cases, %llu connector steps, %d failed checks, %.2f s\n", ncases,
            (unsigned long long)total_steps, failures, (double)(bt_time_ns() - t0) / 1e9);
     BT_TEST_CHECK(failures == 0, "%d checks failed (see above)", failures);

@@ -382,7 +382,7 @@ static int run_pass(struct bt_lane *const *lanes, int nlanes, int *progressed,
 struct stall {
     uint64_t since;       /* when it began (0: not yet looked) */
     uint64_t deadline;    /* TIMEOUT from the first look (0: not set) */
-    uint64_t liveness_at; /* the peers were last asked about */
+    uint64_t liveness_at; /* the peers were last asked about (or the stall began) */
     int hang_reported;
 };
 
@@ -409,8 +409,12 @@ static bt_status_t stall_check(struct bt_lane *const *lanes, int nlanes,
         }
     }
     uint64_t now = bt_time_ns();
+    /* The peers are first asked 50 ms into a stall, then every 50 ms: most stalls are a peer
+     * a few microseconds late, and asking costs more than that (a /proc read per local peer:
+     * util/proc.h). A launch that asked at its first look paid it on nearly every small
+     * collective. */
     if (s->since == 0)
-        s->since = now;
+        s->since = s->liveness_at = now;
     if ((wait->peer_gone || wait->stalled) && now - s->liveness_at > 50000000ull) {
         s->liveness_at = now;
         for (int i = 0; i < nlanes; i++) {
