@@ -97,7 +97,12 @@ static __device__ bool block_work(const A &args, int wi, struct bt_work *ws, int
  *   convention costs it registers (ptxas, float: 900 bytes of spill stores in run_step_ll128,
  *   44 in this entry), and the LL128 ring ran 1.10-1.30x slower at 16-64 MB on one H100
  *   (bench/results/ll128-entry-1xh100-2026-12-06.md).
- * - KERNEL_ANY: LL and LL128 steps as noinline calls, the Simple step inline. */
+ * - BT_PROTO_LL (a collective's small sizes on rings and trees): the LL step alone. In the
+ *   general kernel, beside the inline Simple step and the LL128 call, ptxas gave the float
+ *   kernel 706 bytes of spill stores and 1348 of loads, and the LL ring AllGather ran 3-5%
+ *   slower than at 3452d54 (566 / 852) on one H100.
+ * - KERNEL_ANY (uint8's launches: send/recv groups mix protocols): LL and LL128 steps as
+ *   noinline calls, the Simple step inline. */
 #define KERNEL_ANY (-1)
 #ifdef BT_CUDA_RDC
 #define BT_KERNEL_BODY __noinline__
@@ -144,7 +149,7 @@ static __device__ BT_KERNEL_BODY void kernel_body(A args)
 #endif
             if (ONLY == BT_PROTO_LL128) {
                 err = ll128_step<T>(p, w, args.h, wi);
-            } else if (ONLY == KERNEL_ANY && w->proto == BT_PROTO_LL) {
+            } else if (ONLY == BT_PROTO_LL || (ONLY == KERNEL_ANY && w->proto == BT_PROTO_LL)) {
                 err = run_step_ll<T>(p, w, args.h, wi);
             } else if (ONLY == KERNEL_ANY && w->proto == BT_PROTO_LL128) {
                 err = run_step_ll128<T>(p, w, args.h, wi);
@@ -242,12 +247,13 @@ template <int W> static KArgs<W> kargs_sized(const struct bt_cuda_kargs *a)
 }
 
 /* uint8 is the send/recv works' type (byte copies, cuda_exec.c), the one whose launches carry
- * many works (a work per peer and part); only it has the larger size classes, 4, 32 and 128
- * works. A collective's launch is one work (two for a tree): every other dtype has the 2-work
- * class alone (552 bytes of parameters against 4 works' 1032), which halves what their units
- * cost to build (each class is an entry whole-program ptxas compiles the body into again);
- * its Simple-only entry is of that class too. The one-pass one-shot AllReduce is one work:
- * its kernel has the 1-work class alone (312 bytes). */
+ * many works (a work per peer and part) and mix protocols; only it has the larger size
+ * classes, 4, 32 and 128 works, and the general entry (KERNEL_ANY). A collective's launch is
+ * one work (two for a tree, of one protocol): every other dtype has the 2-work class alone
+ * (552 bytes of parameters against 4 works' 1032), which halves what their units cost to
+ * build (each class is an entry whole-program ptxas compiles the body into again), in one
+ * entry per protocol. The one-pass one-shot AllReduce is one work: its kernel has the 1-work
+ * class alone (312 bytes). */
 template <typename T>
 static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream_v,
                         void *done_event)
@@ -271,8 +277,13 @@ static int launch_typed(const struct bt_cuda_kargs *a, int nblocks, void *stream
         else if (only == BT_PROTO_LL128)
             bt_launch(bt_cuda_kernel<T, CW, BT_PROTO_LL128>, nblocks, stream, done_event,
                       kargs_sized<CW>(a));
-        else
+        else if constexpr (p2p) /* LL, or protocols mixed (send/recv groups) */
             bt_launch(bt_cuda_kernel<T, CW>, nblocks, stream, done_event, kargs_sized<CW>(a));
+        else if (only == BT_PROTO_LL)
+            bt_launch(bt_cuda_kernel<T, CW, BT_PROTO_LL>, nblocks, stream, done_event,
+                      kargs_sized<CW>(a));
+        else
+            return (int)cudaErrorInvalidValue; /* only send/recv launches (uint8) mix them */
     } else if constexpr (p2p) {
         /* two more size classes: 5 classes cost a clean build 2 minutes more; one with 5-32
          * works passes ~7 KB */
