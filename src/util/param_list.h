@@ -202,6 +202,10 @@ BT_PARAM_STR(net_gdr_level, "NET_GDR_LEVEL", "LOC",
              "than this path class (PIX, PXB, PHB, NODE, SYS; SYS also where the topology does "
              "not place them); LOC: never (the default until GPUDirect RDMA has run on an RDMA "
              "NIC: docs/NETWORK.md)")
+BT_PARAM_INT(launch_event, "LAUNCH_EVENT", 1,
+             "GPU kernels on sm_90 and later record the communicator's stream-order event "
+             "themselves (a programmatic event of the launch); 0: a cudaEventRecord after each "
+             "launch, as on older GPUs and in CUDA graph captures (to compare the two)")
 BT_PARAM_INT(gpu_trees, "GPU_TREES", 0,
              "1: GPU communicators whose ranks are on several hosts may run AllReduce on trees "
              "over hosts (a chain per host, binary trees between hosts) where the tuner's model "

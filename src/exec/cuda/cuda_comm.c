@@ -31,7 +31,8 @@ bt_status_t bt_cuda_comm_create(const struct bt_exec_comm *ec, struct bt_cuda_co
     int major = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, cc->dev) != cudaSuccess)
         (void)cudaGetLastError();
-    cc->launch_orders = major >= 9; /* programmatic events (enqueue.c: order_streams) */
+    /* programmatic events (enqueue.c: order_streams) */
+    cc->launch_orders = major >= 9 && bt_param_launch_event() != 0;
     int64_t nch = bt_param_max_nchannels();
     if (ec->max_ctas > 0 && (nch <= 0 || nch > ec->max_ctas))
         nch = ec->max_ctas; /* config.maxCTAs */

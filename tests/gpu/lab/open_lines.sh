@@ -53,6 +53,10 @@
 #             2f3a788: 35 and 37; NOREG_LIBS: others), STAT=best (each run's fastest of NOREG_REPS (9)
 #             rounds, each library's fastest of NOREG_ROUNDS (5) runs), the libraries
 #             alternating
+#   event     (32, 33) where the host's enqueue bounds the call: AllReduce and AllGather at 8
+#             and 2 ranks, 32 B..512 KB, best rounds, 3452d54 (no order event), this build
+#             with LAUNCH_EVENT=0 (cudaEventRecord after each launch) and this build (the
+#             launch records it), EVENT_ROUNDS (4) rounds
 #   gdr       (35) gdr.sh: GPUDirect RDMA's contract over the FakeCuda fixture plugin
 #   tree      (35) tree_hosts.sh: tree AllReduce between GPUs on different hosts
 #   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
@@ -243,6 +247,11 @@ for arg in "$@"; do
         phase noregress env TESTS=0 STAT=best RANKS_LIST="${NOREG_RANKS:-2 8}" \
             MAX="${NOREG_MAX:-64M}" REPS="${NOREG_REPS:-9}" ROUNDS="${NOREG_ROUNDS:-5}" \
             tests/gpu/lab/kernels_build.sh "${libs[@]}"
+        ;;
+    event)
+        phase event env TESTS=0 STAT=best RANKS_LIST="8 2" MAX=512K REPS=9 \
+            ROUNDS="${EVENT_ROUNDS:-4}" tests/gpu/lab/kernels_build.sh "$L/3452d54" \
+            "$B/lib:BATON_LAUNCH_EVENT=0"
         ;;
     gdr) phase gdr tests/gpu/lab/gdr.sh ;;
     tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;

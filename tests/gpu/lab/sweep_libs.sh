@@ -24,8 +24,14 @@ OUT=$(realpath "$OUT")
 cd "$(dirname "$0")/../../.." || exit 1
 B=$(realpath "${BUILD:-build-gpu}")
 export NCCL_NVLS_ENABLE=0 BATON_TEST_SAME_GPU=1
-libs=()
-for l in "$@"; do libs+=("$(realpath "$l")"); done
+# LIB_DIR:VAR=VAL runs that library with VAR=VAL set (the same library twice, one setting
+# apart: build-gpu/lib build-gpu/lib:BATON_LAUNCH_EVENT=0)
+libs=() envs=()
+for l in "$@"; do
+    e=
+    [[ $l == *:*=* ]] && e=${l#*:} && l=${l%%:*}
+    libs+=("$(realpath "$l")") envs+=("$e")
+done
 [ ${#libs[@]} -ge 1 ] || { echo "usage: sweep_libs.sh REF_LIB_DIR LIB_DIR..."; exit 2; }
 MIN=$(numfmt --from=iec "${MIN:-8}")
 MAX=$(numfmt --from=iec "${MAX:-64M}")
@@ -33,7 +39,8 @@ pin=() && [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
 col=2 agg=median what=median
 [ "${STAT:-median}" = best ] && col=9 agg=min what="best (fastest round of the fastest run)"
 one_run() { # LIB_INDEX COLL MIN MAX FILE: append the run's table to FILE
-    LD_LIBRARY_PATH="${libs[$1]}" timeout 300 "${pin[@]}" "$B/bin/baton-one-process" \
+    # shellcheck disable=SC2086 # the library's VAR=VAL, if any
+    env ${envs[$1]} LD_LIBRARY_PATH="${libs[$1]}" timeout 300 "${pin[@]}" "$B/bin/baton-one-process" \
         --same-gpu --ranks "${RANKS:-2}" "$2" "$3" "$4" "${ITERS:-20}" "${REPS:-3}" >>"$5" 2>&1
 }
 sizes=("$MIN")
@@ -67,7 +74,7 @@ done
 # reference's time over it
 for c in ${COLLS:-allreduce allgather}; do
     echo "== $c, ${RANKS:-2} ranks: $what out-of-place us over ${ROUNDS:-3} rounds (ratio: lib0's time / this one's)"
-    for i in "${!libs[@]}"; do echo "lib$i = ${libs[$i]}"; done
+    for i in "${!libs[@]}"; do echo "lib$i = ${libs[$i]}${envs[$i]:+ (${envs[$i]})}"; done
     for i in "${!libs[@]}"; do
         for r in $(seq "${ROUNDS:-3}"); do
             awk -v l="$i" -v r="$r" -v col="$col" '/^ +[0-9]/ {print l, $1, $col, r}' \
