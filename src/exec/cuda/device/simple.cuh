@@ -206,24 +206,22 @@ static __device__ __forceinline__ void fold2_packs(const StepIO &io, size_t npac
     }
 }
 
-/* 16-byte packs [0, npacks) with a fold (pure copies: copy_packs): each thread takes UNROLL
- * packs at a time and issues every load of every source before the first use (loops over
- * sources and destinations run to their compile-time maximum with a guard, so the packs and
- * pointers stay in registers). */
+/* The fold of three or more sources (a tree's steps: its children's slots, the rank's own
+ * data, the accumulator), 16-byte packs: each thread takes UNROLL packs at a time and issues
+ * every load of every source before the first use (loops over sources and destinations run
+ * to their compile-time maximum with a guard, so the packs and pointers stay in registers).
+ * A call, not inline: its MAX_SRCS x UNROLL packs (64 registers for the loads alone) inside
+ * the kernel made ptxas spill across the whole Simple entry, the rings' copy and two-source
+ * loops included (bytes of spill stores / loads, sm_90: float 528 / 632, half 916 / 1440,
+ * uint8 500 / 1396); as a call those entries spill 16 / 20, 196 / 248 and 56 / 76, and this
+ * function 264-400 / 272-1216, paid by steps of three or more sources alone. */
 template <typename T>
-static __device__ void run_packs(const StepIO &io, size_t npacks, const struct bt_redop &r)
+static __device__ __noinline__ void fold_many_packs(const StepIO &io, size_t npacks,
+                                                    const struct bt_redop &r)
 {
     typedef typename Num<T>::C C;
     const int N = VEC / sizeof(T);
     const size_t stride = (size_t)blockDim.x * UNROLL;
-    if (io.nsrc == 1 && io.pre < 0 && !io.post) {
-        copy_packs(io, npacks);
-        return;
-    }
-    if (io.nsrc == 2) {
-        fold2_packs<T>(io, npacks, r);
-        return;
-    }
     for (size_t base = (size_t)threadIdx.x; base < npacks; base += stride) {
         uint4 in[MAX_SRCS][UNROLL];
 #pragma unroll
@@ -262,6 +260,19 @@ static __device__ void run_packs(const StepIO &io, size_t npacks, const struct b
         }
         copy_store(out, io, base, npacks);
     }
+}
+
+/* 16-byte packs [0, npacks): a pure copy (one source, no arithmetic), the fold of two
+ * sources (a ring's reduce steps) or of more (a tree's). */
+template <typename T>
+static __device__ void run_packs(const StepIO &io, size_t npacks, const struct bt_redop &r)
+{
+    if (io.nsrc == 1 && io.pre < 0 && !io.post)
+        copy_packs(io, npacks);
+    else if (io.nsrc == 2)
+        fold2_packs<T>(io, npacks, r);
+    else
+        fold_many_packs<T>(io, npacks, r);
 }
 
 template <typename T>
