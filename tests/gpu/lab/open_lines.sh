@@ -57,6 +57,8 @@
 #             and 2 ranks, 32 B..512 KB, best rounds, 3452d54 (no order event), this build
 #             with LAUNCH_EVENT=0 (cudaEventRecord after each launch) and this build (the
 #             launch records it), EVENT_ROUNDS (4) rounds
+#   protos8   (32, 37) the Simple and LL128 rings against the tuner's pick among rings: 8
+#             ranks, AllReduce, AllGather, ReduceScatter 1-16 MB, best rounds, PROTOS8_ROUNDS (3)
 #   gdr       (35) gdr.sh: GPUDirect RDMA's contract over the FakeCuda fixture plugin
 #   tree      (35) tree_hosts.sh: tree AllReduce between GPUs on different hosts
 #   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
@@ -252,6 +254,12 @@ for arg in "$@"; do
         phase event env TESTS=0 STAT=best RANKS_LIST="8 2" MAX=512K REPS=9 \
             ROUNDS="${EVENT_ROUNDS:-4}" tests/gpu/lab/kernels_build.sh "$L/3452d54" \
             "$B/lib:BATON_LAUNCH_EVENT=0"
+        ;;
+    protos8)
+        phase protos8 env BATON_ALGO=Ring RANKS=8 TAG=r8 STAT=best REPS=9 \
+            ROUNDS="${PROTOS8_ROUNDS:-3}" COLLS="allreduce allgather reducescatter" MIN=1M \
+            MAX=16M BUILD="$B" tests/gpu/lab/sweep_libs.sh "$B/lib:BATON_PROTO=Simple" \
+            "$B/lib:BATON_PROTO=LL128" "$B/lib"
         ;;
     gdr) phase gdr tests/gpu/lab/gdr.sh ;;
     tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;
