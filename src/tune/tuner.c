@@ -158,6 +158,13 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
             [W][LL] = {58.0f, 3.0f, 21.0f},
         },
     .shared_gpu_direct_max = 8 * 1024 * 1024,
+    /* A copy step is Simple's cheapest (one source, no arithmetic), where LL128 still checks
+     * every line's flag: on one H100, 8 ranks, its ring stood to Simple's at 0.88-0.95 in
+     * AllGather against 0.91-0.98 in AllReduce and 0.98-1.06 in ReduceScatter (16-64 MB),
+     * and at 8 MB AllGather took 100.0 us against Simple's 96.4 while ReduceScatter took 99.2
+     * against 109.0 (bench/results/ll128-entry-1xh100-2026-12-06.md,
+     * noregress-1xh100-2026-12-06.md) */
+    .ll128_copy_scale = 0.88f,
     .bytes_per_channel = 128 * 1024,
     .ll_bytes_per_channel = 16 * 1024,
     .direct_bytes_per_channel = 2 * 1024,
@@ -395,8 +402,14 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     /* LL128: the CUDA executor's FIFOs where every GPU pair is NVLink (ll128_payload) */
     int ll128_ok = env->ll128_ok && in->ll128_payload > 0 && in->shm_all && !p2p;
     int simple_ok = env->simple_ok || !in->shm_all || p2p;
-    struct bt_tune_costs made;
+    struct bt_tune_costs made, copying;
     const struct bt_tune_costs *costs = costs_for(in, &made);
+    if ((in->coll == BT_COLL_ALLGATHER || in->coll == BT_COLL_BROADCAST) &&
+        def->ll128_copy_scale > 0) {
+        copying = *costs;
+        copying.c[BT_ALGO_RING][BT_PROTO_LL128].gbps *= def->ll128_copy_scale;
+        costs = &copying;
+    }
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
         choose_allreduce(in, costs, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
         out->us =

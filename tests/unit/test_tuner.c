@@ -466,6 +466,12 @@ static void shared_gpu_picks(void)
            (struct want){RING, LL128, 16});
     expect("8 ranks on one GPU RS 8 MB", tune(&s, &bt_tune_gpu_defaults, RS, 8, 8 * MB, 1, 1),
            (struct want){RING, LL128, 16});
+    /* AllGather's LL128 pass copies (ll128_copy_scale): LL128 to 4 MB (58.8 us against Simple's
+     * 69.3), Simple at 8 MB (96.4 against 100.0; bench/results/noregress-1xh100-2026-12-06.md) */
+    expect("8 ranks on one GPU AG 4 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 4 * MB, 1, 1),
+           (struct want){RING, LL128, 16});
+    expect("8 ranks on one GPU AG 8 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 8 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 16});
     expect("8 ranks on one GPU AG 16 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 16 * MB, 1, 1),
            (struct want){RING, SIMPLE, 16});
     s.simple_ok = 0; /* PROTO=LL,LL128 */
