@@ -80,14 +80,13 @@ union Pack {
     char b[VEC];
 };
 
-/* Source s's packs: U of them from `base` on (a thread's share of a round). */
-template <int U = UNROLL>
-static __device__ __forceinline__ void pack_load(uint4 (&v)[U], const StepIO &io, int s,
+/* Source s's packs: UNROLL of them from `base` on (a thread's share of a round). */
+static __device__ __forceinline__ void pack_load(uint4 (&v)[UNROLL], const StepIO &io, int s,
                                                  size_t base, size_t npacks)
 {
     const bool cg = (io.cg_mask >> s) & 1;
 #pragma unroll
-    for (int u = 0; u < U; u++) {
+    for (int u = 0; u < UNROLL; u++) {
         size_t pk = base + (size_t)u * blockDim.x;
         if (pk < npacks) {
             const uint4 *p = (const uint4 *)(io.src[s] + pk * VEC);
@@ -96,8 +95,7 @@ static __device__ __forceinline__ void pack_load(uint4 (&v)[U], const StepIO &io
     }
 }
 
-template <int U = UNROLL>
-static __device__ __forceinline__ void copy_store(const uint4 (&v)[U], const StepIO &io,
+static __device__ __forceinline__ void copy_store(const uint4 (&v)[UNROLL], const StepIO &io,
                                                   size_t base, size_t npacks)
 {
 #pragma unroll
@@ -105,7 +103,7 @@ static __device__ __forceinline__ void copy_store(const uint4 (&v)[U], const Ste
         if (d >= io.ndst)
             break;
 #pragma unroll
-        for (int u = 0; u < U; u++) {
+        for (int u = 0; u < UNROLL; u++) {
             size_t pk = base + (size_t)u * blockDim.x;
             if (pk < npacks)
                 *(uint4 *)(io.dst[d] + pk * VEC) = v[u];
@@ -209,55 +207,65 @@ static __device__ __forceinline__ void fold2_packs(const StepIO &io, size_t npac
 }
 
 /* The fold of three or more sources (a tree's steps: its children's slots, the rank's own
- * data, the accumulator) or of one with arithmetic, 16-byte packs, one per source a thread
- * and round, every source's load issued before the first use (loops over sources and
- * destinations run to their compile-time maximum with a guard, so the packs and pointers
- * stay in registers). One pack, not UNROLL: with MAX_SRCS x UNROLL packs (64 registers for
- * the loads alone) ptxas spilled across the whole Simple entry, the rings' copy and
- * two-source loops included (bytes of spill stores / loads, sm_90: float 528 / 632, half
- * 916 / 1440, uint8 500 / 1396; one pack: 204 / 264, 224 / 284, 288 / 392). A call instead
- * (__noinline__) spilled less there (16 / 20 for float) but changed what NVVM made of the
- * unit's other entries, which never run this code: the LL128 entry's loops unswitched
- * further (float: 44 / 112 bytes against 20 / 80) and the LL128 ring ran 4-9% slower at 8
- * ranks, 1-8 MB, on one H100 (bench/results/simple-spills-1xh100-2026-12-06.md). */
+ * data, the accumulator), 16-byte packs: each thread takes UNROLL packs at a time and issues
+ * every load of every source before the first use (loops over sources and destinations run
+ * to their compile-time maximum with a guard, so the packs and pointers stay in registers).
+ * A call, not inline: its MAX_SRCS x UNROLL packs (64 registers for the loads alone) inside
+ * the kernel made ptxas spill across the whole Simple entry, the rings' copy and two-source
+ * loops included (bytes of spill stores / loads, sm_90: float 528 / 632, half 916 / 1440,
+ * uint8 500 / 1396); as a call those entries spill 16 / 20, 196 / 248 and 56 / 76, and this
+ * function 264-400 / 272-1216, paid by steps of three or more sources alone. On one H100
+ * the Simple rings then ran 1.04-1.10x faster at 8-64 MB (the 2-rank AllGather at 8-16 MB
+ * from 0.95-0.97 of 3452d54 to 1.02-1.03). The cost, elsewhere: NVVM makes other code of
+ * the unit's LL128 and one-shot entries (which never run this) when the loop is a call (float
+ * LL128 entry 44 / 112 bytes of spill against 20 / 80, the LL128 ring 4-9% slower at 8 ranks,
+ * 1-8 MB); inline with one pack a source instead, those entries stay as they were but the
+ * Simple entry keeps 204 / 264 and its rings only half the gain: the 2-rank AllGather stayed
+ * at 0.95 (bench/results/simple-spills-1xh100-2026-12-06.md). */
 template <typename T>
-static __device__ __forceinline__ void fold_many_packs(const StepIO &io, size_t npacks,
-                                                       const struct bt_redop &r)
+static __device__ __noinline__ void fold_many_packs(const StepIO &io, size_t npacks,
+                                                    const struct bt_redop &r)
 {
     typedef typename Num<T>::C C;
     const int N = VEC / sizeof(T);
-    for (size_t pk = (size_t)threadIdx.x; pk < npacks; pk += blockDim.x) {
-        uint4 in[MAX_SRCS][1];
+    const size_t stride = (size_t)blockDim.x * UNROLL;
+    for (size_t base = (size_t)threadIdx.x; base < npacks; base += stride) {
+        uint4 in[MAX_SRCS][UNROLL];
 #pragma unroll
         for (int s = 0; s < MAX_SRCS; s++) {
             if (s >= io.nsrc)
                 break;
-            pack_load<1>(in[s], io, s, pk, npacks);
+            pack_load(in[s], io, s, base, npacks);
         }
-        uint4 out[1];
+        /* the results in registers of their own: the next round's loads into in[] then never
+         * wait for this round's stores to read theirs (see copy_packs) */
+        uint4 out[UNROLL];
 #pragma unroll
-        for (int e = 0; e < N; e++) {
-            T t;
-            memcpy(&t, (const char *)&in[0][0] + e * sizeof(T), sizeof(T));
-            C v = Num<T>::load(t);
-            if (io.pre == 0)
-                v = pre_mul<T>(v, r);
+        for (int u = 0; u < UNROLL; u++) {
 #pragma unroll
-            for (int s = 1; s < MAX_SRCS; s++) {
-                if (s >= io.nsrc)
-                    break;
-                memcpy(&t, (const char *)&in[s][0] + e * sizeof(T), sizeof(T));
-                C x = Num<T>::load(t);
-                if (io.pre == s)
-                    x = pre_mul<T>(x, r);
-                v = fold<C>(v, x, r.op);
+            for (int e = 0; e < N; e++) {
+                T t;
+                memcpy(&t, (const char *)&in[0][u] + e * sizeof(T), sizeof(T));
+                C v = Num<T>::load(t);
+                if (io.pre == 0)
+                    v = pre_mul<T>(v, r);
+#pragma unroll
+                for (int s = 1; s < MAX_SRCS; s++) {
+                    if (s >= io.nsrc)
+                        break;
+                    memcpy(&t, (const char *)&in[s][u] + e * sizeof(T), sizeof(T));
+                    C x = Num<T>::load(t);
+                    if (io.pre == s)
+                        x = pre_mul<T>(x, r);
+                    v = fold<C>(v, x, r.op);
+                }
+                if (io.post)
+                    v = Scale<C>::div(v, r);
+                t = Num<T>::store(v);
+                memcpy((char *)&out[u] + e * sizeof(T), &t, sizeof(T));
             }
-            if (io.post)
-                v = Scale<C>::div(v, r);
-            t = Num<T>::store(v);
-            memcpy((char *)&out[0] + e * sizeof(T), &t, sizeof(T));
         }
-        copy_store<1>(out, io, pk, npacks);
+        copy_store(out, io, base, npacks);
     }
 }
 
