@@ -207,21 +207,21 @@ static __device__ __forceinline__ void fold2_packs(const StepIO &io, size_t npac
 }
 
 /* The fold of three or more sources (a tree's steps: its children's slots, the rank's own
- * data, the accumulator), 16-byte packs: each thread takes UNROLL packs at a time and issues
- * every load of every source before the first use (loops over sources and destinations run
- * to their compile-time maximum with a guard, so the packs and pointers stay in registers).
- * A call, not inline: its MAX_SRCS x UNROLL packs (64 registers for the loads alone) inside
- * the kernel made ptxas spill across the whole Simple entry, the rings' copy and two-source
- * loops included (bytes of spill stores / loads, sm_90: float 528 / 632, half 916 / 1440,
- * uint8 500 / 1396); as a call those entries spill 16 / 20, 196 / 248 and 56 / 76, and this
- * function 264-400 / 272-1216, paid by steps of three or more sources alone. On one H100
- * the Simple rings then ran 1.04-1.10x faster at 8-64 MB (the 2-rank AllGather at 8-16 MB
- * from 0.95-0.97 of 3452d54 to 1.02-1.03). The cost, elsewhere: NVVM makes other code of
- * the unit's LL128 and one-shot entries (which never run this) when the loop is a call (float
- * LL128 entry 44 / 112 bytes of spill against 20 / 80, the LL128 ring 4-9% slower at 8 ranks,
- * 1-8 MB); inline with one pack a source instead, those entries stay as they were but the
- * Simple entry keeps 204 / 264 and its rings only half the gain: the 2-rank AllGather stayed
- * at 0.95 (bench/results/simple-spills-1xh100-2026-12-06.md). */
+ * data, the accumulator), or of one with arithmetic (pre-multiply, division), 16-byte packs: each
+ * thread takes UNROLL packs at a time and issues every load of every source before the first use
+ * (loops over sources and destinations run to their compile-time maximum with a guard, so the packs
+ * and pointers stay in registers). A call, not inline: its MAX_SRCS x UNROLL packs (64 registers
+ * for the loads alone) inside the kernel made ptxas spill across the whole Simple entry, the rings'
+ * copy and two-source loops included (bytes of spill stores / loads, sm_90: float 528 / 632, half
+ * 916 / 1440, uint8 500 / 1396); as a call those entries spill 16 / 20, 196 / 248 and 56 / 76, and
+ * this function 264-400 / 272-1216, paid by steps of three or more sources alone. On one H100 the
+ * Simple rings then ran 1.04-1.10x faster at 8-64 MB (the 2-rank AllGather at 8-16 MB from
+ * 0.95-0.97 of 3452d54 to 1.02-1.03). The cost, elsewhere: NVVM makes other code of the unit's
+ * LL128 and one-shot entries (which never run this) when the loop is a call (float LL128 entry 44 /
+ * 112 bytes of spill against 20 / 80, the LL128 ring 4-9% slower at 8 ranks, 1-8 MB); inline with
+ * one pack a source instead, those entries stay as they were but the Simple entry keeps 204 / 264
+ * and its rings only half the gain: the 2-rank AllGather stayed at 0.95
+ * (bench/results/simple-spills-1xh100-2026-12-06.md). */
 template <typename T>
 static __device__ __noinline__ void fold_many_packs(const StepIO &io, size_t npacks,
                                                     const struct bt_redop &r)
@@ -270,7 +270,8 @@ static __device__ __noinline__ void fold_many_packs(const StepIO &io, size_t npa
 }
 
 /* 16-byte packs [0, npacks): a pure copy (one source, no arithmetic), the fold of two
- * sources (a ring's reduce steps) or of more (a tree's). */
+ * sources (a ring's reduce steps), or the rest (fold_many_packs: a tree's steps, a lone
+ * source with arithmetic). */
 template <typename T>
 static __device__ void run_packs(const StepIO &io, size_t npacks, const struct bt_redop &r)
 {
