@@ -59,6 +59,9 @@
 #             launch records it), EVENT_ROUNDS (4) rounds
 #   protos8   (32, 37) the Simple and LL128 rings against the tuner's pick among rings: 8
 #             ranks, AllReduce, AllGather, ReduceScatter 1-16 MB, best rounds, PROTOS8_ROUNDS (3)
+#   ll128x    (32, 37) the LL128 ring forced, 8 ranks, AllReduce, AllGather, ReduceScatter
+#             1-16 MB, best rounds, LL128X_ROUNDS (3): the libraries LL128X_LIBS (build-libs
+#             folders, default 5b873ae) and this build's, alternating
 #   gdr       (35) gdr.sh: GPUDirect RDMA's contract over the FakeCuda fixture plugin
 #   tree      (35) tree_hosts.sh: tree AllReduce between GPUs on different hosts
 #   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
@@ -260,6 +263,15 @@ for arg in "$@"; do
             ROUNDS="${PROTOS8_ROUNDS:-3}" COLLS="allreduce allgather reducescatter" MIN=1M \
             MAX=16M BUILD="$B" tests/gpu/lab/sweep_libs.sh "$B/lib:BATON_PROTO=Simple" \
             "$B/lib:BATON_PROTO=LL128" "$B/lib"
+        ;;
+    ll128x)
+        specs=""
+        for l in ${LL128X_LIBS:-5b873ae}; do
+            specs="$specs $L/$l:BATON_PROTO=LL128"
+        done
+        phase ll128x env BATON_ALGO=Ring RANKS=8 TAG=r8 STAT=best REPS=9 \
+            ROUNDS="${LL128X_ROUNDS:-3}" COLLS="allreduce allgather reducescatter" MIN=1M \
+            MAX=16M BUILD="$B" tests/gpu/lab/sweep_libs.sh $specs "$B/lib:BATON_PROTO=LL128"
         ;;
     gdr) phase gdr tests/gpu/lab/gdr.sh ;;
     tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;

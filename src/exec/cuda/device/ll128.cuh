@@ -356,7 +356,16 @@ ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct 
                  int widx, const LL128Lane &ln, uint32_t q0, uint32_t nbytes, uint32_t nlines)
 {
     const int B = STEP_LL128_BATCH, j = threadIdx.x & 7;
-    const int op = OP >= 0 ? OP : w->redop.op; /* a constant: the fold's switch folds away */
+    int op = OP >= 0 ? OP : w->redop.op; /* a constant: the fold's switch folds away */
+    /* Else the op is hidden from the optimizer, batch by batch, so that it cannot unswitch
+     * the step's loop on it. Whether NVVM did depended on the rest of the unit: with the
+     * Simple step's many-source fold a call (0f8dd32), it made copies of the loop per op,
+     * and ptxas spilled more in the whole LL128 entry (float: 44 / 112 bytes of spill stores
+     * / loads, against 20 / 80), the LL128 ring 4-9% slower at 8 ranks, 1-8 MB, on one H100
+     * (bench/results/simple-spills-1xh100-2026-12-06.md). Hidden, the float, double and
+     * 64-bit integer LL128 entries compile to 5b873ae's code in any unit, float's alone too. */
+    if (OP < 0)
+        asm volatile("" : "+r"(op));
     const bool pre = p.src && p.pre_src && w->redop.pre_mul;
     const bool post = p.post && w->redop.post_div;
     const bool fl = ln.fl;
