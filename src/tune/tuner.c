@@ -106,7 +106,9 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
             [R][LL] = {7.0f, 2.0f, 150.0f},
             /* a prediction (docs/TUNING.md): the LL ring's latency and the Simple ring's
              * bandwidth, each scaled as LL128's ring stands to them on one GPU (shared_gpu:
-             * base 18.5 / 7 us, hop 3.75 / 3.5 us, 132.6 / 155 GB/s) */
+             * base 18.5 / 7 us, hop 3.75 / 3.5 us; bandwidth 0.855 of Simple's, the two rings'
+             * ratio at 32-64 MB there, where shared_gpu's own figure is fitted to the sizes at
+             * which they cross) */
             [R][L128] = {18.5f, 2.1f, 288.0f},
             [D][SI] = {12.5f, 0.0f, 159.0f},
             [D][LL] = {5.5f, 0.0f, 95.0f},
@@ -135,9 +137,13 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
      * step reworked; bench/results/ll128-entry-1xh100-2026-12-06.md, 8, 4 and 2 ranks on one
      * H100) as it stands to the Simple ring there: 26 us less latency at 8 ranks (70 against 96
      * at 64 KB), 1 more at 2 (20 against 19), so 18.5 us + 2 (n - 1) hops of 3.75 beside
-     * Simple's 13 + 6, and Simple's bandwidth x 0.855, their ratio at 32-64 MB (100 / 117
-     * GB/s): the fastest at 1-8 MB of 8 ranks, never at 2, the same figures fitting AllGather's
-     * and ReduceScatter's one pass; the two-shot LL 58 us +
+     * Simple's 13 + 6, and 116 GB/s (Simple's x 0.75), fitted to where the two rings cross at
+     * 8 ranks: between 4 and 8 MB in AllReduce, AllGather and ReduceScatter alike once the
+     * Simple step's many-source fold was a call (e65abf7, one H100, LL128 / Simple us: AllReduce
+     * 109.7 / 128.7 at 4 MB, 187.4 / 172.2 at 8; AllGather 59.2 / 68.2, 100.9 / 93.2;
+     * ReduceScatter 60.9 / 72.3, 98.0 / 94.3; bench/results/ll128-opaque-op-1xh100-2026-12-06.md):
+     * the fastest at 1-4 MB of 8 ranks, never at 2, the same figures for the one-pass
+     * collectives; the two-shot LL 58 us +
      * 2 hops of 3 + 21 GB/s, Simple 109 us + 2 hops of 3 + 60 GB/s (its 4n - 3 steps a loop,
      * one connector each, are the cost: never the fastest here). At other rank counts the
      * bandwidths scale by 8 / n (bt_tune_costs_shared: the ranks share the GPU's memory) and
@@ -150,7 +156,7 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
         {
             [R][SI] = {13.0f, 6.0f, 155.0f},
             [R][LL] = {7.0f, 3.5f, 48.0f},
-            [R][L128] = {18.5f, 3.75f, 132.6f},
+            [R][L128] = {18.5f, 3.75f, 116.0f},
             [D][SI] = {60.0f, 0.0f, 72.0f},
             [D][LL] = {7.0f, 3.0f, 45.0f},
             [D][L128] = {10.6f, 2.05f, 100.0f},
@@ -158,13 +164,6 @@ const struct bt_tune_defaults bt_tune_gpu_defaults = {
             [W][LL] = {58.0f, 3.0f, 21.0f},
         },
     .shared_gpu_direct_max = 8 * 1024 * 1024,
-    /* A copy step is Simple's cheapest (one source, no arithmetic), where LL128 still checks
-     * every line's flag: on one H100, 8 ranks, its ring stood to Simple's at 0.88-0.95 in
-     * AllGather against 0.91-0.98 in AllReduce and 0.98-1.06 in ReduceScatter (16-64 MB),
-     * and at 8 MB AllGather took 100.0 us against Simple's 96.4 while ReduceScatter took 99.2
-     * against 109.0 (bench/results/ll128-entry-1xh100-2026-12-06.md,
-     * noregress-1xh100-2026-12-06.md) */
-    .ll128_copy_scale = 0.88f,
     .bytes_per_channel = 128 * 1024,
     .ll_bytes_per_channel = 16 * 1024,
     .direct_bytes_per_channel = 2 * 1024,
@@ -402,14 +401,8 @@ void bt_tune_coll(const struct bt_tune_in *in, struct bt_tune_out *out)
     /* LL128: the CUDA executor's FIFOs where every GPU pair is NVLink (ll128_payload) */
     int ll128_ok = env->ll128_ok && in->ll128_payload > 0 && in->shm_all && !p2p;
     int simple_ok = env->simple_ok || !in->shm_all || p2p;
-    struct bt_tune_costs made, copying;
+    struct bt_tune_costs made;
     const struct bt_tune_costs *costs = costs_for(in, &made);
-    if ((in->coll == BT_COLL_ALLGATHER || in->coll == BT_COLL_BROADCAST) &&
-        def->ll128_copy_scale > 0) {
-        copying = *costs;
-        copying.c[BT_ALGO_RING][BT_PROTO_LL128].gbps *= def->ll128_copy_scale;
-        costs = &copying;
-    }
     if (in->coll == BT_COLL_ALLREDUCE && in->nranks > 1) {
         choose_allreduce(in, costs, ll_ok, simple_ok, ll128_ok, &out->algo, &out->proto);
         out->us =

@@ -55,9 +55,6 @@ struct bt_tune_defaults {
     size_t direct_bytes_per_channel; /* one-shot: likewise; 0: one channel */
     size_t net_bytes_per_channel;    /* through the network: likewise; 0: one channel */
     size_t win_min;                  /* AllReduce through windows from this many bytes */
-    float ll128_copy_scale;          /* the LL128 ring's bandwidth in a pass that copies
-                                        (AllGather, Broadcast) over its figure, the reduce
-                                        passes'; 0: the same */
 };
 
 extern const struct bt_tune_defaults bt_tune_host_defaults;

@@ -406,7 +406,9 @@ static void check_shared_picks(struct bt_tune_settings *s, int nranks, const str
  * the faster of two rounds; 512 KB LL128 ring slots, as the default gives 16 channels; the
  * two-shot and the one-shot Simple not measured there): the tuner's picks with the shared-GPU
  * figures. The 8-rank sizes to 256 KB are the host's enqueue of eight launches, whose runs
- * differ by up to 30%.
+ * differ by up to 30%. The 8-rank Simple and LL128 rings from 1 MB on are e65abf7's (the
+ * Simple step's many-source fold a call: its ring 3-10% faster there; the LL128 ring 16-64 MB
+ * and the other columns as before; bench/results/ll128-opaque-op-1xh100-2026-12-06.md).
  */
 static void shared_gpu_picks(void)
 {
@@ -415,13 +417,13 @@ static void shared_gpu_picks(void)
         {128 * KB, {98.00, 61.20, 1e9, 1e9, 36.52, 1e9, 35.18, 71.84}},
         {256 * KB, {102.73, 61.71, 1e9, 1e9, 34.87, 1e9, 53.37, 78.38}},
         {512 * KB, {105.34, 65.96, 1e9, 1e9, 55.76, 1e9, 99.29, 78.62}},
-        {1 * MB, {111.43, 86.70, 1e9, 1e9, 96.14, 1e9, 188.46, 79.81}},
-        {2 * MB, {120.41, 131.94, 1e9, 1e9, 169.35, 1e9, 370.52, 81.82}},
-        {4 * MB, {132.55, 242.19, 1e9, 1e9, 319.96, 1e9, 730.49, 111.42}},
-        {8 * MB, {192.39, 482.93, 1e9, 1e9, 625.94, 1e9, 1456.69, 188.24}},
-        {16 * MB, {337.69, 969.43, 1e9, 1e9, 1224.00, 1e9, 2908.19, 347.31}},
-        {32 * MB, {617.37, 1940.89, 1e9, 1e9, 2418.56, 1e9, 5804.85, 646.77}},
-        {64 * MB, {1120.60, 3884.10, 1e9, 1e9, 4816.24, 1e9, 11634.24, 1230.67}},
+        {1 * MB, {105.64, 86.70, 1e9, 1e9, 96.14, 1e9, 188.46, 79.09}},
+        {2 * MB, {118.60, 131.94, 1e9, 1e9, 169.35, 1e9, 370.52, 81.56}},
+        {4 * MB, {128.65, 242.19, 1e9, 1e9, 319.96, 1e9, 730.49, 109.72}},
+        {8 * MB, {172.24, 482.93, 1e9, 1e9, 625.94, 1e9, 1456.69, 187.43}},
+        {16 * MB, {307.46, 969.43, 1e9, 1e9, 1224.00, 1e9, 2908.19, 347.08}},
+        {32 * MB, {583.65, 1940.89, 1e9, 1e9, 2418.56, 1e9, 5804.85, 646.77}},
+        {64 * MB, {1097.96, 3884.10, 1e9, 1e9, 4816.24, 1e9, 11634.24, 1230.67}},
     };
     static const struct shared_row m4[] = {
         {64 * KB, {45.08, 30.11, 1e9, 1e9, 21.13, 1e9, 22.23, 35.71}},
@@ -456,18 +458,22 @@ static void shared_gpu_picks(void)
     check_shared_picks(&s, 8, m8, sizeof(m8) / sizeof(m8[0]));
     check_shared_picks(&s, 4, m4, sizeof(m4) / sizeof(m4[0]));
     check_shared_picks(&s, 2, m2, sizeof(m2) / sizeof(m2[0]));
-    /* AllGather's and ReduceScatter's rings at 8 ranks (the same call, out of place, us: AG 2
-     * MB LL128 47.7, Simple 60.4; 16 MB 186.1 and 175.4; RS 8 MB 99.2 and 109.0): LL to its
-     * threshold, then LL128, then Simple; without Simple, LL128 */
-    const int AG = BT_COLL_ALLGATHER, RS = BT_COLL_REDUCESCATTER;
+    /* AllGather's and ReduceScatter's rings at 8 ranks (e65abf7, out of place, LL128 / Simple
+     * us: AG 2 MB 44.8 / 59.5, 4 MB 59.2 / 68.2, 8 MB 100.9 / 93.2; RS 4 MB 60.9 / 72.3, 8 MB
+     * 98.0 / 94.3): LL to its threshold, LL128 to 4 MB, then Simple; without Simple, LL128 */
+    const int AG = BT_COLL_ALLGATHER, RS = BT_COLL_REDUCESCATTER, AR = BT_COLL_ALLREDUCE;
     expect("8 ranks on one GPU AG 512 KB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 512 * KB, 1, 1),
            (struct want){RING, LL, 16});
     expect("8 ranks on one GPU AG 2 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 2 * MB, 1, 1),
            (struct want){RING, LL128, 16});
-    expect("8 ranks on one GPU RS 8 MB", tune(&s, &bt_tune_gpu_defaults, RS, 8, 8 * MB, 1, 1),
+    expect("8 ranks on one GPU AR 4 MB", tune(&s, &bt_tune_gpu_defaults, AR, 8, 4 * MB, 1, 1),
            (struct want){RING, LL128, 16});
-    /* AllGather's LL128 pass copies (ll128_copy_scale): LL128 to 4 MB (58.8 us against Simple's
-     * 69.3), Simple at 8 MB (96.4 against 100.0; bench/results/noregress-1xh100-2026-12-06.md) */
+    expect("8 ranks on one GPU AR 8 MB", tune(&s, &bt_tune_gpu_defaults, AR, 8, 8 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 16});
+    expect("8 ranks on one GPU RS 4 MB", tune(&s, &bt_tune_gpu_defaults, RS, 8, 4 * MB, 1, 1),
+           (struct want){RING, LL128, 16});
+    expect("8 ranks on one GPU RS 8 MB", tune(&s, &bt_tune_gpu_defaults, RS, 8, 8 * MB, 1, 1),
+           (struct want){RING, SIMPLE, 16});
     expect("8 ranks on one GPU AG 4 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 4 * MB, 1, 1),
            (struct want){RING, LL128, 16});
     expect("8 ranks on one GPU AG 8 MB", tune(&s, &bt_tune_gpu_defaults, AG, 8, 8 * MB, 1, 1),
