@@ -553,6 +553,10 @@ ll128_recv_batch(const struct bt_work *w, const DirectChunk &d, const LL128Chunk
         if (WHOLE || (q0 + k < c.nrounds && line < c.nlines))
             ll128_own<T, WHOLE>(w, c, line, j, &own0[k], &own1[k]);
     }
+    /* one peer an iteration (not unrolled): unrolled, ptxas spilled more in the one-shot's
+     * entry, by how NVVM unrolled it in each unit (float 140 / 448 bytes of spill stores /
+     * loads, against 100 / 260, half's and bfloat16's already) */
+#pragma unroll 1
     for (int r = 0; r < n && !err; r++) {
         if (r == me) {
 #pragma unroll
