@@ -216,12 +216,12 @@ static __device__ __forceinline__ void fold2_packs(const StepIO &io, size_t npac
  * 916 / 1440, uint8 500 / 1396); as a call those entries spill 16 / 20, 196 / 248 and 56 / 76, and
  * this function 264-400 / 272-1216, paid by steps of three or more sources alone. On one H100 the
  * Simple rings then ran 1.04-1.10x faster at 8-64 MB (the 2-rank AllGather at 8-16 MB from
- * 0.95-0.97 of 3452d54 to 1.02-1.03). The cost, elsewhere: NVVM makes other code of the unit's
- * LL128 and one-shot entries (which never run this) when the loop is a call (float LL128 entry 44 /
- * 112 bytes of spill against 20 / 80, the LL128 ring 4-9% slower at 8 ranks, 1-8 MB); inline with
- * one pack a source instead, those entries stay as they were but the Simple entry keeps 204 / 264
- * and its rings only half the gain: the 2-rank AllGather stayed at 0.95
- * (bench/results/simple-spills-1xh100-2026-12-06.md). */
+ * 0.95-0.97 of 3452d54 to 1.02-1.03). Inline with one pack a source instead, the Simple entry
+ * kept 204 / 264 and its rings only half the gain: the 2-rank AllGather stayed at 0.95
+ * (bench/results/simple-spills-1xh100-2026-12-06.md). The call also changed how NVVM compiled
+ * the unit's LL128 and one-shot entries, which never run this (the LL128 ring 4-9% slower at 8
+ * ranks); ll128.cuh now keeps their code from depending on the rest of the unit (the general
+ * LL128 step's op, the one-shot's loop over peers: ll128-opaque-op-1xh100-2026-12-06.md). */
 template <typename T>
 static __device__ __noinline__ void fold_many_packs(const StepIO &io, size_t npacks,
                                                     const struct bt_redop &r)
