@@ -2,7 +2,8 @@
 # Builds of the library side by side on host memory (regression checks: a commit against an
 # earlier one): baton-perf over NRANKS ranks (baton-run), each library in turn, ROUNDS rounds
 # alternating, so that whatever else the machine does falls on both alike. The binaries are
-# this build's (baton-perf uses the public API only; LD_LIBRARY_PATH picks the library). Per
+# this build's (baton-perf uses the public API only; LD_LIBRARY_PATH picks the library); the
+# libraries' order turns every other round. Per
 # size: each library's median out-of-place time over the rounds, and the reference's median
 # over it (ratio >= 1: as fast as the reference), and the paired ratio (bench/median_table.awk).
 #   bench/compare_libs_host.sh REF_LIB_DIR LIB_DIR...
@@ -20,7 +21,13 @@ for l in "$@"; do libs+=("$(realpath "$l")"); done
 [ ${#libs[@]} -ge 1 ] || { echo "usage: compare_libs_host.sh REF_LIB_DIR LIB_DIR..."; exit 2; }
 COLL=${COLL:-allreduce}
 for r in $(seq "${ROUNDS:-7}"); do
-    for i in "${!libs[@]}"; do
+    # the order turns every other round, so that no library always runs first
+    order=("${!libs[@]}")
+    if [ $((r % 2)) = 0 ]; then
+        order=()
+        for ((i = ${#libs[@]} - 1; i >= 0; i--)); do order+=("$i"); done
+    fi
+    for i in "${order[@]}"; do
         f="$OUT/$COLL-lib$i-round$r.txt"
         LD_LIBRARY_PATH="${libs[$i]}" timeout 300 "$B/bin/baton-run" -n "${NRANKS:-2}" \
             "$B/bin/baton-perf" "$COLL" --host -b "${MIN:-4K}" -e "${MAX:-16M}" -f 2 -c 0 \
