@@ -92,6 +92,13 @@ phase() { # NAME CMD...: one phase, bounded, its console kept
     echo "==== $name: rc=$? in $((SECONDS - start)) s" | tee -a "$OUT/summary.txt"
     tail -n 40 "$OUT/$name/console.txt" >>"$OUT/summary.txt"
 }
+rings8() { # NAME ROUNDS LIB[:VAR=VAL]...: 8-rank rings, AllReduce/AllGather/ReduceScatter 1-16 MB
+    local name=$1 rounds=$2
+    shift 2
+    phase "$name" env BATON_ALGO=Ring RANKS=8 TAG=r8 STAT=best REPS=9 ROUNDS="$rounds" \
+        COLLS="allreduce allgather reducescatter" MIN=1M MAX=16M BUILD="$B" \
+        tests/gpu/lab/sweep_libs.sh "$@"
+}
 membw() {
     python3 - <<'EOF'
 import time
@@ -259,19 +266,13 @@ for arg in "$@"; do
             "$B/lib:BATON_LAUNCH_EVENT=0"
         ;;
     protos8)
-        phase protos8 env BATON_ALGO=Ring RANKS=8 TAG=r8 STAT=best REPS=9 \
-            ROUNDS="${PROTOS8_ROUNDS:-3}" COLLS="allreduce allgather reducescatter" MIN=1M \
-            MAX=16M BUILD="$B" tests/gpu/lab/sweep_libs.sh "$B/lib:BATON_PROTO=Simple" \
+        rings8 protos8 "${PROTOS8_ROUNDS:-3}" "$B/lib:BATON_PROTO=Simple" \
             "$B/lib:BATON_PROTO=LL128" "$B/lib"
         ;;
     ll128x)
-        specs=""
-        for l in ${LL128X_LIBS:-5b873ae}; do
-            specs="$specs $L/$l:BATON_PROTO=LL128"
-        done
-        phase ll128x env BATON_ALGO=Ring RANKS=8 TAG=r8 STAT=best REPS=9 \
-            ROUNDS="${LL128X_ROUNDS:-3}" COLLS="allreduce allgather reducescatter" MIN=1M \
-            MAX=16M BUILD="$B" tests/gpu/lab/sweep_libs.sh $specs "$B/lib:BATON_PROTO=LL128"
+        specs=()
+        for l in ${LL128X_LIBS:-5b873ae}; do specs+=("$L/$l:BATON_PROTO=LL128"); done
+        rings8 ll128x "${LL128X_ROUNDS:-3}" "${specs[@]}" "$B/lib:BATON_PROTO=LL128"
         ;;
     gdr) phase gdr tests/gpu/lab/gdr.sh ;;
     tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;
