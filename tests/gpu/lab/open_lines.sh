@@ -66,6 +66,10 @@
 #   tree      (35) tree_hosts.sh: tree AllReduce between GPUs on different hosts
 #   membw     (37) this host's memory bandwidth and Baton's 2-rank host AllReduce at 1 MB: why
 #             the 16-core VM's 1 MB takes 2.5x the 2-core one's
+#   host32    (32) host AllReduce at 2 processes, 4 KB..16 MB, against 3452d54 on the GPU
+#             machine's cores (bench/compare_libs_host.sh, STAT=best, HOST32_ROUNDS (15)
+#             rounds, the libraries alternating): the 2-core machine's runs vary by more than
+#             the line's 3% from one minute to the next
 #   helpers   (37) host AllReduce with the host executor's helper threads: build-host (CUDA
 #             off, the references staged in it: tests/gpu/lab/stage_hostref.sh build build-host)
 #             carried as build-pack/host.tar.xz; Baton (helpers by default) vs Open MPI vs
@@ -277,6 +281,10 @@ for arg in "$@"; do
     gdr) phase gdr tests/gpu/lab/gdr.sh ;;
     tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;
     membw) phase membw bash -c membw ;;
+    host32) # host AllReduce, 2 processes, 4 KB-16 MB against 3452d54 on this machine's cores
+        phase host32 env BUILD="$B" STAT=best ROUNDS="${HOST32_ROUNDS:-15}" ITERS=200 \
+            bench/compare_libs_host.sh "$L/3452d54" "$B/lib"
+        ;;
     helpers)
         [ -d build-host/bin ] || tar xJf build-pack/host.tar.xz
         phase helpers env BUILD=build-host NPS="2 4 8" ROUNDS=2 bash -c helpers
