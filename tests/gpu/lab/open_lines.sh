@@ -68,8 +68,9 @@
 #             the 16-core VM's 1 MB takes 2.5x the 2-core one's
 #   host32    (32) host AllReduce at 2 processes, 4 KB..16 MB, against 3452d54 on the GPU
 #             machine's cores (bench/compare_libs_host.sh, STAT=best, HOST32_ROUNDS (15)
-#             rounds, the libraries alternating): the 2-core machine's runs vary by more than
-#             the line's 3% from one minute to the next
+#             rounds, the libraries alternating; HOST32_REFS: the build-libs folders compared,
+#             default 3452d54): the 2-core machine's runs vary by more than the line's 3% from
+#             one minute to the next
 #   helpers   (37) host AllReduce with the host executor's helper threads: build-host (CUDA
 #             off, the references staged in it: tests/gpu/lab/stage_hostref.sh build build-host)
 #             carried as build-pack/host.tar.xz; Baton (helpers by default) vs Open MPI vs
@@ -282,8 +283,10 @@ for arg in "$@"; do
     tree) phase tree env BUILD="$BUILD" tests/gpu/lab/tree_hosts.sh ;;
     membw) phase membw bash -c membw ;;
     host32) # host AllReduce, 2 processes, 4 KB-16 MB against 3452d54 on this machine's cores
+        refs=()
+        for r in ${HOST32_REFS:-3452d54}; do refs+=("$L/$r"); done
         phase host32 env BUILD="$B" STAT=best ROUNDS="${HOST32_ROUNDS:-15}" ITERS=200 \
-            bench/compare_libs_host.sh "$L/3452d54" "$B/lib"
+            bench/compare_libs_host.sh "${refs[@]}" "$B/lib"
         ;;
     helpers)
         [ -d build-host/bin ] || tar xJf build-pack/host.tar.xz
