@@ -181,12 +181,20 @@ void bt_devcomm_abort(struct bt_comm *comm)
         __atomic_store_n(h, 1, __ATOMIC_RELEASE);
 }
 
-bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs *reqs, void *out)
-{
-    const struct ncclDevCommRequirements *q = &reqs->q;
+/* A device communicator's plan (plan_layout): whose rules lay its GIN out, where its
+ * barriers and the requirements' buffers lie in the resource window, the GIN ids they take. */
+struct layout {
+    int v2, v229, wide, gin; /* the rules (plan_layout says whose) and whether GIN is asked */
     int lsa_base, lsa_size;
-    bt_comm_lsa(comm, &lsa_base, &lsa_size);
-    BT_CHECK(refuse_unsupported(comm, q));
+    size_t nb_lsa, nb_rail, total;
+    ncclDevResourceHandle_t lsa_handle, rail_handle;
+    uint32_t rail_signal0, nctx;
+    struct ids sig, cnt;
+};
+
+static bt_status_t check_counts(const struct ncclDevCommRequirements *q,
+                                const struct bt_devcomm_reqs *reqs)
+{
     if (q->lsaBarrierCount < 0 || q->barrierCount < 0 || q->railGinBarrierCount < 0 ||
         reqs->world_gin_barriers < 0 || q->ginSignalCount < 0 || q->ginCounterCount < 0 ||
         q->lsaLLA2ABlockCount < 0 || q->lsaLLA2ASlotCount < 0) {
@@ -196,63 +204,69 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
                 q->ginCounterCount);
         return BT_ERR_INVALID_ARG;
     }
+    return BT_OK;
+}
+
+/* The layout of the requirements (the requirements' out-handles and id starts written
+ * here), and the GIN fields of `fill` that follow from it; refused, WARNed, where an id or a
+ * context count would not fit what the release's descriptors name. */
+static bt_status_t plan_layout(struct bt_comm *comm, const struct bt_devcomm_reqs *reqs,
+                               struct layout *l, struct bt_devcomm_fill *fill)
+{
+    const struct ncclDevCommRequirements *q = &reqs->q;
+    memset(l, 0, sizeof(*l));
+    bt_comm_lsa(comm, &l->lsa_base, &l->lsa_size);
     /* Whose rules lay the GIN out. 2.28's (and 2.29.2-3's): a world barrier is an LSA
      * barrier, then a GIN barrier across the rail (a signal and an epoch word per context
      * each), of one index; one context. 2.29.5's and 2.30.5's: a GIN barrier of a team is a
      * signal per barrier and team rank, no buffer, and contexts come in an array. 2.29.5's
      * world barrier is still an LSA and a rail GIN barrier of one index; 2.30.5's has an LSA
      * barrier of its own beside a rail and a world GIN barrier. */
-    int v2 = reqs->abi == BT_DEVAPI_ABI_2_30 && reqs->gin_connection != 0;
-    int v229 = reqs->abi == BT_DEVAPI_ABI_2_29_5 && reqs->gin_connection != 0;
-    int wide = v2 || v229; /* 2.29.5+'s GIN: contexts, ids of 24 and 23 bits */
-    int gin = wide || wants_gin(q);
-    size_t nb_lsa, nb_rail, nb_hybrid_lsa = 0;
-    if (v2) {
-        nb_lsa = (size_t)q->lsaBarrierCount;
-        nb_rail = 0;
+    l->v2 = reqs->abi == BT_DEVAPI_ABI_2_30 && reqs->gin_connection != 0;
+    l->v229 = reqs->abi == BT_DEVAPI_ABI_2_29_5 && reqs->gin_connection != 0;
+    l->wide = l->v2 || l->v229; /* 2.29.5+'s GIN: contexts, ids of 24 and 23 bits */
+    l->gin = l->wide || wants_gin(q);
+    size_t nb_hybrid_lsa = 0;
+    if (l->v2) {
+        l->nb_lsa = (size_t)q->lsaBarrierCount;
         nb_hybrid_lsa = (size_t)q->barrierCount;
     } else {
-        nb_lsa =
+        l->nb_lsa =
             (size_t)(q->lsaBarrierCount > q->barrierCount ? q->lsaBarrierCount : q->barrierCount);
-        nb_rail = (size_t)(q->railGinBarrierCount > q->barrierCount ? q->railGinBarrierCount
-                                                                    : q->barrierCount);
+        l->nb_rail = (size_t)(q->railGinBarrierCount > q->barrierCount ? q->railGinBarrierCount
+                                                                       : q->barrierCount);
     }
-    struct ids sig = {0}, cnt = {0};
-    take(&sig, q->ginSignalCount); /* the user's: ids 0 .. ginSignalCount - 1 */
-    take(&cnt, q->ginCounterCount);
-    struct bt_devcomm_fill fill;
-    memset(&fill, 0, sizeof(fill));
+    take(&l->sig, q->ginSignalCount); /* the user's: ids 0 .. ginSignalCount - 1 */
+    take(&l->cnt, q->ginCounterCount);
 
     /* the layout: the LSA barriers (2.30: the world barriers' own next), the rail GIN
      * barriers (2.28), then each requirement's buffer at its alignment */
     size_t off = 0;
-    ncclDevResourceHandle_t lsa_handle = 0, rail_handle = 0;
-    if (nb_lsa > 0) {
-        lsa_handle = (ncclDevResourceHandle_t)(off / UNIT);
-        off += round_up(sizeof(uint32_t) * nb_lsa * (3 + (size_t)lsa_size), UNIT);
+    if (l->nb_lsa > 0) {
+        l->lsa_handle = (ncclDevResourceHandle_t)(off / UNIT);
+        off += round_up(sizeof(uint32_t) * l->nb_lsa * (3 + (size_t)l->lsa_size), UNIT);
     }
     if (nb_hybrid_lsa > 0) {
-        fill.hybrid_lsa.bufHandle = (ncclDevResourceHandle_t)(off / UNIT);
-        fill.hybrid_lsa.nBarriers = (int)nb_hybrid_lsa;
-        off += round_up(sizeof(uint32_t) * nb_hybrid_lsa * (3 + (size_t)lsa_size), UNIT);
+        fill->hybrid_lsa.bufHandle = (ncclDevResourceHandle_t)(off / UNIT);
+        fill->hybrid_lsa.nBarriers = (int)nb_hybrid_lsa;
+        off += round_up(sizeof(uint32_t) * nb_hybrid_lsa * (3 + (size_t)l->lsa_size), UNIT);
     }
-    uint32_t rail_signal0 = 0;
-    int rail = comm->nranks / lsa_size; /* a rail: one rank per host */
-    if (v229) {                         /* its rail GIN barriers are signals alone */
-        rail_signal0 = take(&sig, (long long)nb_rail * rail);
-    } else if (nb_rail > 0) {
-        rail_handle = (ncclDevResourceHandle_t)(off / UNIT);
-        off += round_up(sizeof(uint32_t) * nb_rail * NCCL_GIN_MAX_CONTEXTS, UNIT);
-        rail_signal0 = take(&sig, (int)nb_rail);
+    int rail = comm->nranks / l->lsa_size; /* a rail: one rank per host */
+    if (l->v229) {                         /* its rail GIN barriers are signals alone */
+        l->rail_signal0 = take(&l->sig, (long long)l->nb_rail * rail);
+    } else if (l->nb_rail > 0) {
+        l->rail_handle = (ncclDevResourceHandle_t)(off / UNIT);
+        off += round_up(sizeof(uint32_t) * l->nb_rail * NCCL_GIN_MAX_CONTEXTS, UNIT);
+        l->rail_signal0 = take(&l->sig, (int)l->nb_rail);
     }
-    if (v2) {
+    if (l->v2) {
         int n = comm->nranks, railed = reqs->gin_connection == 2;
-        fill.world_gin.signal0 = take(&sig, (long long)reqs->world_gin_barriers * n);
-        rail_signal0 = take(&sig, (long long)q->railGinBarrierCount * rail);
-        fill.hybrid_world.signal0 = take(&sig, railed ? 0 : (long long)q->barrierCount * n);
-        fill.hybrid_rail.signal0 = take(&sig, (long long)q->barrierCount * rail);
-        fill.gin_contexts_railed = railed;
-        fill.gin_strong = reqs->gin_strong != 0;
+        fill->world_gin.signal0 = take(&l->sig, (long long)reqs->world_gin_barriers * n);
+        l->rail_signal0 = take(&l->sig, (long long)q->railGinBarrierCount * rail);
+        fill->hybrid_world.signal0 = take(&l->sig, railed ? 0 : (long long)q->barrierCount * n);
+        fill->hybrid_rail.signal0 = take(&l->sig, (long long)q->barrierCount * rail);
+        fill->gin_contexts_railed = railed;
+        fill->gin_strong = reqs->gin_strong != 0;
     }
     for (const struct ncclDevResourceRequirements *r = q->resourceRequirementsList; r;
          r = r->next) {
@@ -267,59 +281,67 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
         if (r->outBufferHandle)
             *r->outBufferHandle = (ncclDevResourceHandle_t)(off / UNIT);
         off += round_up(r->bufferSize, UNIT);
-        uint32_t s0 = take(&sig, r->ginSignalCount), c0 = take(&cnt, r->ginCounterCount);
+        uint32_t s0 = take(&l->sig, r->ginSignalCount), c0 = take(&l->cnt, r->ginCounterCount);
         if (r->outGinSignalStart)
             *r->outGinSignalStart = s0;
         if (r->outGinCounterStart)
             *r->outGinCounterStart = c0;
     }
-    size_t total = off > UNIT ? off : UNIT;
+    l->total = off > UNIT ? off : UNIT;
     /* every id must fit its descriptor field: 16 bits each in 2.28's, 24 (signals) and 23
      * (counters) in 2.30's */
-    uint32_t max_sig = wide ? 1u << 24 : 1u << 16, max_cnt = wide ? 1u << 23 : 1u << 16;
-    if (gin && (sig.next > max_sig || cnt.next > max_cnt)) {
+    uint32_t max_sig = l->wide ? 1u << 24 : 1u << 16, max_cnt = l->wide ? 1u << 23 : 1u << 16;
+    if (l->gin && (l->sig.next > max_sig || l->cnt.next > max_cnt)) {
         BT_WARN(
             "ncclDevCommCreate: rank %d: %llu GIN signals and %llu counters (the user's, the GIN "
             "barriers' and the resource requirements'): NCCL %u.%u's GIN descriptors name at "
             "most %u and %u",
-            comm->rank, (unsigned long long)sig.next, (unsigned long long)cnt.next,
+            comm->rank, (unsigned long long)l->sig.next, (unsigned long long)l->cnt.next,
             reqs->version / 10000, reqs->version / 100 % 100, max_sig, max_cnt);
         return BT_ERR_INVALID_ARG;
     }
-
-    struct bt_devcomm *d = calloc(1, sizeof(*d));
-    if (!d)
-        return BT_ERR_SYSTEM;
-    struct ncclDevComm *o = &fill.v228;
-    uint32_t nctx = 1;
-    if (wide) { /* ginContextCount: contexts the kernels index (2.30's initializer asks 4) */
-        nctx = q->ginContextCount > 0 ? (uint32_t)q->ginContextCount : 1;
-        if (nctx > GIN_CONTEXTS_MAX) {
+    l->nctx = 1;
+    if (l->wide) { /* ginContextCount: contexts the kernels index (2.30's initializer asks 4) */
+        l->nctx = q->ginContextCount > 0 ? (uint32_t)q->ginContextCount : 1;
+        if (l->nctx > GIN_CONTEXTS_MAX) {
             BT_WARN("ncclDevCommCreate: ginContextCount %d: Baton's GIN proxy gives at most %d "
                     "contexts to a device communicator",
                     q->ginContextCount, GIN_CONTEXTS_MAX);
-            free(d);
             return BT_ERR_INVALID_ARG;
         }
     }
-    fill.gin_contexts = gin ? nctx : 0;
+    fill->gin_contexts = l->gin ? l->nctx : 0;
+    return BT_OK;
+}
+
+/* The device communicator's memory and threads as laid out: the resource window (zeroed,
+ * registered symmetric, mapped flat on the LSA team), the abort flag, the window table and
+ * the GIN context; *dp on success, nothing left behind on failure. */
+static bt_status_t make_resources(struct bt_comm *comm, const struct bt_devcomm_reqs *reqs,
+                                  const struct layout *l, struct bt_devcomm_fill *fill,
+                                  struct bt_devcomm **dp)
+{
+    struct bt_devcomm *d = calloc(1, sizeof(*d));
+    if (!d)
+        return BT_ERR_SYSTEM;
+    struct ncclDevComm *o = &fill->v228;
     int prev = bt_device_get();
     bt_status_t st = bt_device_set(comm->cuda_dev);
     if (st == BT_OK)
-        st = abort_flag(comm, &fill.abort_flag);
+        st = abort_flag(comm, &fill->abort_flag);
     if (st == BT_OK)
         st = bt_win_table_get(comm, bt_exec_of(BT_EXEC_CUDA), (void **)&o->windowTable);
     if (st == BT_OK)
-        st = bt_device_mem_alloc(&d->buf, total);
+        st = bt_device_mem_alloc(&d->buf, l->total);
     if (st == BT_OK)
-        st = bt_device_zero(d->buf, total); /* barrier epochs and inboxes start at 0 */
-    if (st == BT_OK && gin)
+        st = bt_device_zero(d->buf, l->total); /* barrier epochs and inboxes start at 0 */
+    if (st == BT_OK && l->gin)
         st = gin_context(comm, d,
-                         v2     ? BT_GIN_V2
-                         : v229 ? BT_GIN_V1_WIDE
-                                : BT_GIN_V1,
-                         nctx, sig.next, cnt.next,
-                         wide ? queue_depth(reqs->gin_queue_depth) : GIN_QUEUE, o);
+                         l->v2     ? BT_GIN_V2
+                         : l->v229 ? BT_GIN_V1_WIDE
+                                   : BT_GIN_V1,
+                         l->nctx, l->sig.next, l->cnt.next,
+                         l->wide ? queue_depth(reqs->gin_queue_depth) : GIN_QUEUE, o);
     if (prev >= 0)
         (void)bt_device_set(prev);
     if (st != BT_OK) { /* (the other ranks wait in the registration until TIMEOUT) */
@@ -329,8 +351,8 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
         free(d);
         return st;
     }
-    st = bt_window_register(comm, d->buf, total, BT_WIN_SYMMETRIC, &d->win);
-    if (st == BT_OK && lsa_size > 1 && !(d->win->lsa_mapped && d->win->mine.flat)) {
+    st = bt_window_register(comm, d->buf, l->total, BT_WIN_SYMMETRIC, &d->win);
+    if (st == BT_OK && l->lsa_size > 1 && !(d->win->lsa_mapped && d->win->mine.flat)) {
         BT_WARN("ncclDevCommCreate: rank %d: the resource window could not be mapped flat on "
                 "every rank of its LSA team (ncclMemAlloc's memory is not VMM here? "
                 "CUMEM_ENABLE=0?)",
@@ -347,24 +369,41 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
         }
         return st;
     }
+    *dp = d;
+    return BT_OK;
+}
+
+bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs *reqs, void *out)
+{
+    const struct ncclDevCommRequirements *q = &reqs->q;
+    BT_CHECK(refuse_unsupported(comm, q));
+    BT_CHECK(check_counts(q, reqs));
+    struct layout l;
+    struct bt_devcomm_fill fill;
+    memset(&fill, 0, sizeof(fill));
+    BT_CHECK(plan_layout(comm, reqs, &l, &fill));
+    struct bt_devcomm *d = NULL;
+    BT_CHECK(make_resources(comm, reqs, &l, &fill, &d));
+
+    struct ncclDevComm *o = &fill.v228;
     o->rank = comm->rank;
     o->nRanks = comm->nranks;
     o->nRanks_rcp32 = rcp32((uint32_t)comm->nranks);
-    o->lsaRank = comm->rank - lsa_base;
-    o->lsaSize = lsa_size;
-    o->lsaSize_rcp32 = rcp32((uint32_t)lsa_size);
+    o->lsaRank = comm->rank - l.lsa_base;
+    o->lsaSize = l.lsa_size;
+    o->lsaSize_rcp32 = rcp32((uint32_t)l.lsa_size);
     o->resourceWindow = d->win->handle;
     o->resourceWindow_inlined = d->win->vid;
-    o->lsaBarrier.bufHandle = lsa_handle;
-    o->lsaBarrier.nBarriers = (int)nb_lsa;
-    o->railGinBarrier.bufHandle = rail_handle;
-    o->railGinBarrier.signal0 = rail_signal0;
+    o->lsaBarrier.bufHandle = l.lsa_handle;
+    o->lsaBarrier.nBarriers = (int)l.nb_lsa;
+    o->railGinBarrier.bufHandle = l.rail_handle;
+    o->railGinBarrier.signal0 = l.rail_signal0;
     o->ginSignalBase = 0;
     o->ginCounterBase = 0;
     /* 2.28: the user's (one context: the rest follow them); 2.29.5+: every signal and
      * counter of a context (the shadows' stride per context) */
-    o->ginSignalCount = wide ? (int)sig.next : q->ginSignalCount;
-    o->ginCounterCount = wide ? (int)cnt.next : q->ginCounterCount;
+    o->ginSignalCount = l.wide ? (int)l.sig.next : q->ginSignalCount;
+    o->ginCounterCount = l.wide ? (int)l.cnt.next : q->ginCounterCount;
     bt_devcomm_write(reqs->abi, reqs->version, &fill, out);
     d->next = comm->devcomms;
     comm->devcomms = d;
@@ -372,10 +411,10 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
             "rank %d: device communicator: %zu bytes of resources, %zu LSA, %zu world and %zu "
             "rail GIN barriers, %u GIN context(s) of %u signals and %u counters (proxy type, "
             "served by the GIN proxy); NCCL %u.%u.%u's layout",
-            comm->rank, total, nb_lsa, (size_t)q->barrierCount,
-            v2 ? (size_t)q->railGinBarrierCount : nb_rail, fill.gin_contexts, (unsigned)sig.next,
-            (unsigned)cnt.next, reqs->version / 10000, reqs->version / 100 % 100,
-            reqs->version % 100);
+            comm->rank, l.total, l.nb_lsa, (size_t)q->barrierCount,
+            l.v2 ? (size_t)q->railGinBarrierCount : l.nb_rail, fill.gin_contexts,
+            (unsigned)l.sig.next, (unsigned)l.cnt.next, reqs->version / 10000,
+            reqs->version / 100 % 100, reqs->version % 100);
     return BT_OK;
 }
 

@@ -211,7 +211,7 @@ static void transport_view(struct bt_comm *comm)
     snprintf(tc->net_name, sizeof(tc->net_name), "%s", comm->config.net_name);
     tc->comm_id = comm->comm_hash;
     tc->traffic_class = comm->config.traffic_class;
-    tc->nic_path = -1; /* the CUDA executor's topology may say (exec/cuda/fifos.c) */
+    tc->nic_path = -1; /* unknown; a GPU executor sets it from its topology when it places FIFOs */
     bt_liveness_attach(comm);
     comm->local_ranks = 0;
     for (int r = 0; r < comm->nranks; r++)

@@ -159,6 +159,76 @@ static int print_nodes(const struct bt_topo *t, int only, float net_hop, float n
     return 0;
 }
 
+/* The GPUs' paths to each other and to their nearest NICs. */
+static void print_paths(const struct bt_topo *t)
+{
+    printf("\n# GPU paths (class, GB/s)\n");
+    if (t->ngpus == 0)
+        printf("no GPUs\n");
+    else
+        printf("      ");
+    for (int b = 0; b < t->ngpus; b++)
+        printf("  GPU%-9d", b);
+    if (t->ngpus > 0)
+        printf("\n");
+    for (int a = 0; a < t->ngpus; a++) {
+        printf("GPU%-3d", a);
+        for (int b = 0; b < t->ngpus; b++) {
+            if (a == b) {
+                printf("  %-12s", "X");
+                continue;
+            }
+            struct bt_topo_path p = bt_topo_path(t, t->gpu_node[a], t->gpu_node[b]);
+            printf("  %-4s %-7.1f", bt_topo_path_name(p.cls), p.bw);
+        }
+        printf("\n");
+    }
+    int nic[BT_TOPO_MAX_GPUS];
+    bt_topo_nics(t, nic);
+    printf("\n# GPU -> NIC\n");
+    for (int g = 0; g < t->ngpus; g++) {
+        if (nic[g] < 0) {
+            printf("GPU%d: no NIC\n", g);
+            continue;
+        }
+        struct bt_topo_path p = bt_topo_path(t, t->gpu_node[g], nic[g]);
+        printf("GPU%d: %s (%s, %.1f GB/s)\n", g, t->nodes[nic[g]].name, bt_topo_path_name(p.cls),
+               p.bw);
+    }
+}
+
+/* The rings over the GPUs, `nch` channels, with the AllReduce blocks in proportion to the
+ * links where they differ (graph/ring_plan.h). */
+static void print_rings(const struct bt_topo *t, int nch)
+{
+    int best[BT_TOPO_MAX_GPUS], order[BT_TOPO_MAX_GPUS];
+    double bw = bt_topo_ring(t, best);
+    printf("\n# rings (bottleneck %.1f GB/s)\n", bw);
+    double m[BT_TOPO_MAX_GPUS * BT_TOPO_MAX_GPUS];
+    int n = t->ngpus;
+    bt_topo_bw_matrix(t, n, NULL, m);
+    for (int c = 0; c < nch; c++) {
+        uint32_t share[BT_TOPO_MAX_GPUS];
+        bt_ring_channel_order(best, n, c, order);
+        printf("channel %d:", c);
+        for (int i = 0; i < n; i++)
+            printf(" %d", order[i]);
+        /* AllReduce blocks in proportion to the links (graph/ring_plan.h) */
+        if (bt_ring_split(n, order, m, share)) {
+            uint32_t eq[BT_TOPO_MAX_GPUS];
+            for (int i = 0; i < n; i++)
+                eq[i] = BT_RING_SPLIT_TOTAL / (uint32_t)n;
+            printf("  blocks (%% per GPU):");
+            for (int i = 0; i < n; i++)
+                printf(" %.1f", 100.0 * share[order[i]] / BT_RING_SPLIT_TOTAL);
+            printf("  (slowest link's time %.0f%% of equal blocks')",
+                   100.0 * bt_ring_split_cost(n, order, m, share) /
+                       bt_ring_split_cost(n, order, m, eq));
+        }
+        printf("\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *file = NULL;
@@ -220,67 +290,9 @@ int main(int argc, char **argv)
         if (t.nodes[i].parent < 0)
             print_tree(&t, i, 0);
 
-    printf("\n# GPU paths (class, GB/s)\n");
-    if (t.ngpus == 0)
-        printf("no GPUs\n");
-    else
-        printf("      ");
-    for (int b = 0; b < t.ngpus; b++)
-        printf("  GPU%-9d", b);
-    if (t.ngpus > 0)
-        printf("\n");
-    for (int a = 0; a < t.ngpus; a++) {
-        printf("GPU%-3d", a);
-        for (int b = 0; b < t.ngpus; b++) {
-            if (a == b) {
-                printf("  %-12s", "X");
-                continue;
-            }
-            struct bt_topo_path p = bt_topo_path(&t, t.gpu_node[a], t.gpu_node[b]);
-            printf("  %-4s %-7.1f", bt_topo_path_name(p.cls), p.bw);
-        }
-        printf("\n");
-    }
-    int nic[BT_TOPO_MAX_GPUS];
-    bt_topo_nics(&t, nic);
-    printf("\n# GPU -> NIC\n");
-    for (int g = 0; g < t.ngpus; g++) {
-        if (nic[g] < 0) {
-            printf("GPU%d: no NIC\n", g);
-            continue;
-        }
-        struct bt_topo_path p = bt_topo_path(&t, t.gpu_node[g], nic[g]);
-        printf("GPU%d: %s (%s, %.1f GB/s)\n", g, t.nodes[nic[g]].name, bt_topo_path_name(p.cls),
-               p.bw);
-    }
-    if (t.ngpus > 1) {
-        int best[BT_TOPO_MAX_GPUS], order[BT_TOPO_MAX_GPUS];
-        double bw = bt_topo_ring(&t, best);
-        printf("\n# rings (bottleneck %.1f GB/s)\n", bw);
-        double m[BT_TOPO_MAX_GPUS * BT_TOPO_MAX_GPUS];
-        int n = t.ngpus;
-        bt_topo_bw_matrix(&t, n, NULL, m);
-        for (int c = 0; c < nch; c++) {
-            uint32_t share[BT_TOPO_MAX_GPUS];
-            bt_ring_channel_order(best, n, c, order);
-            printf("channel %d:", c);
-            for (int i = 0; i < n; i++)
-                printf(" %d", order[i]);
-            /* AllReduce blocks in proportion to the links (graph/ring_plan.h) */
-            if (bt_ring_split(n, order, m, share)) {
-                uint32_t eq[BT_TOPO_MAX_GPUS];
-                for (int i = 0; i < n; i++)
-                    eq[i] = BT_RING_SPLIT_TOTAL / (uint32_t)n;
-                printf("  blocks (%% per GPU):");
-                for (int i = 0; i < n; i++)
-                    printf(" %.1f", 100.0 * share[order[i]] / BT_RING_SPLIT_TOTAL);
-                printf("  (slowest link's time %.0f%% of equal blocks')",
-                       100.0 * bt_ring_split_cost(n, order, m, share) /
-                           bt_ring_split_cost(n, order, m, eq));
-            }
-            printf("\n");
-        }
-    }
+    print_paths(&t);
+    if (t.ngpus > 1)
+        print_rings(&t, nch);
     if (t.ngpus > 1)
         print_picks(&t);
     printf("\n# warnings\n");
