@@ -6,12 +6,13 @@
 # repository root:
 #   BUILD=build-gpu OUT=$OUT tests/gpu/lab/kernels_build.sh [REF_LIB_DIR...]
 # TESTS=0 leaves the tests out; NLIST (default "2 8") the rank counts of gpu_test_gpu_colls,
-# VARIANTS (';'-separated) the settings forced.
+# VARIANTS (';'-separated) the settings forced; every other gpu test runs once (the device
+# API's at 4 ranks).
 set -uo pipefail
 OUT=${OUT:-/tmp/baton-kernels}
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 B=$(realpath "${BUILD:-build-gpu}")
 export NCCL_NVLS_ENABLE=0 BATON_TEST_SAME_GPU=1 BATON_TIMEOUT=${BATON_TIMEOUT:-60}
 export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -35,6 +36,15 @@ if [ "${TESTS:-1}" = 1 ]; then
     done
     run gpu_test_gpu_fault -u BATON_TEST_SAME_GPU timeout 300 "$B/tests/gpu_test_gpu_fault" \
         same_gpu absent_one_gpu absent_one_gpu_noboard
+    # the rest of the gpu label (ctest -L gpu): one-sided calls, and the device API's kernels
+    # (NVIDIA's headers and Baton's; GIN with each rank a host of its own)
+    run gpu_test_gpu_rma BATON_TEST_GPUS=2 timeout 120 "$B/tests/gpu_test_gpu_rma"
+    for t in lsa lsa_baton gin gin_baton; do
+        hosts=() && [ "${t#gin}" != "$t" ] && hosts=(BATON_TEST_HOSTS=4)
+        [ -x "$B/tests/gpu_test_devapi_$t" ] &&
+            run "gpu_test_devapi_$t" BATON_TEST_GPUS=4 "${hosts[@]}" timeout 120 \
+                "$B/tests/gpu_test_devapi_$t"
+    done
 fi
 if [ "$#" -gt 0 ]; then
     for n in ${RANKS_LIST:-2 8}; do

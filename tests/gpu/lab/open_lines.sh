@@ -10,7 +10,7 @@
 # Phases (the issue each serves):
 #   tests     (32) the gpu tests with the default build: gpu_test_gpu_colls at TESTS_N (2 8)
 #             ranks, TESTS_VARIANTS (default and LL128 forced); parity, random, nonblocking,
-#             lazy, suspend, fault
+#             lazy, suspend, fault, rma (2 ranks), the device API's (4 ranks; gin as 4 hosts)
 #   rma1      (34) gpu_test_gpu_rma as 2 ranks of one process, traced (rma_diag.sh)
 #   mps       (33) run.sh mps: the gpu tests as 2 and 8 MPS processes, random, faults, perf
 #   initmem   (33) run.sh initmem at 1, 2, 8 processes (MPS): default, and the large stage first
