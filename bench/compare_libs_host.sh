@@ -3,9 +3,9 @@
 # earlier one): baton-perf over NRANKS ranks (baton-run), each library in turn, ROUNDS rounds
 # alternating, so that whatever else the machine does falls on both alike. The binaries are
 # this build's (baton-perf uses the public API only; LD_LIBRARY_PATH picks the library); the
-# libraries' order turns every other round. Per
-# size: each library's median out-of-place time over the rounds, and the reference's median
-# over it (ratio >= 1: as fast as the reference), and the paired ratio (bench/median_table.awk).
+# libraries' order turns every other round. Per size: each library's median out-of-place time
+# over the rounds, and the reference's median over it (ratio >= 1: as fast as the reference),
+# and the paired ratio (bench/median_table.awk).
 #   bench/compare_libs_host.sh REF_LIB_DIR LIB_DIR...
 # BUILD (build), COLL (allreduce), NRANKS (2), MIN (4K), MAX (16M), ITERS (20), ROUNDS (7),
 # OUT (a folder for the raw runs and the table, default /tmp/baton-compare-host). STAT=best:

@@ -192,9 +192,9 @@ struct layout {
     struct ids sig, cnt;
 };
 
-static bt_status_t check_counts(const struct ncclDevCommRequirements *q,
-                                const struct bt_devcomm_reqs *reqs)
+static bt_status_t check_counts(const struct bt_devcomm_reqs *reqs)
 {
+    const struct ncclDevCommRequirements *q = &reqs->q;
     if (q->lsaBarrierCount < 0 || q->barrierCount < 0 || q->railGinBarrierCount < 0 ||
         reqs->world_gin_barriers < 0 || q->ginSignalCount < 0 || q->ginCounterCount < 0 ||
         q->lsaLLA2ABlockCount < 0 || q->lsaLLA2ASlotCount < 0) {
@@ -377,7 +377,7 @@ bt_status_t bt_devcomm_create(struct bt_comm *comm, const struct bt_devcomm_reqs
 {
     const struct ncclDevCommRequirements *q = &reqs->q;
     BT_CHECK(refuse_unsupported(comm, q));
-    BT_CHECK(check_counts(q, reqs));
+    BT_CHECK(check_counts(reqs));
     struct layout l;
     struct bt_devcomm_fill fill;
     memset(&fill, 0, sizeof(fill));

@@ -213,7 +213,6 @@ static void print_rings(const struct bt_topo *t, int nch)
         printf("channel %d:", c);
         for (int i = 0; i < n; i++)
             printf(" %d", order[i]);
-        /* AllReduce blocks in proportion to the links (graph/ring_plan.h) */
         if (bt_ring_split(n, order, m, share)) {
             uint32_t eq[BT_TOPO_MAX_GPUS];
             for (int i = 0; i < n; i++)
