@@ -24,6 +24,9 @@
 #             order event), per pointer query (runtime, driver)
 #   ll128     (37) ll128_stages.sh: the LL128 ring (4 MB FIFOs) at 8 ranks, 16-64 MB, this
 #             build's library then each of EXTRA_LIBS (lab variants), and the Simple ring
+#   ll128prof (37) ll128_prof.sh: where an 8-rank ring step's time goes, Simple and LL128,
+#             AllGather, ReduceScatter, AllReduce at 16 and 64 MB (a measuring build,
+#             PROF_LIB: build-libs/prof, built with -DBATON_LL128_PROFILE)
 #   ll128verify (37) ll128_verify.sh on LL128_LIB (default this build's): gpu_test_gpu_colls
 #             with LL128 forced at 2, 3, 4, 8 ranks, compute-sanitizer memcheck and racecheck
 #   sass      (37) cuobjdump -sass of the float kernels of SASS_LIBS (library folders, default
@@ -242,6 +245,9 @@ for arg in "$@"; do
     ll128) # the LL128 ring against the Simple ring, and EXTRA_LIBS (lab variants) beside it
         # shellcheck disable=SC2086
         phase ll128 env BUILD="$BUILD" tests/gpu/lab/ll128_stages.sh ${EXTRA_LIBS:-}
+        ;;
+    ll128prof) # a measuring build's breakdown of a ring step, Simple and LL128
+        phase ll128prof env BUILD="$BUILD" tests/gpu/lab/ll128_prof.sh
         ;;
     ll128verify) # the LL128 ring's tests and sanitizers on LL128_LIB (default: this build's)
         phase ll128verify env BUILD="$BUILD" LIB="${LL128_LIB:-$B/lib}" tests/gpu/lab/ll128_verify.sh

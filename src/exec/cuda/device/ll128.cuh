@@ -187,6 +187,11 @@ static __device__ __forceinline__ void ll128_unit_store(char *p, bool fl, uint64
 #ifndef STEP_LL128_BATCH
 #define STEP_LL128_BATCH 4
 #endif
+/* ... for a step that only forwards lines (one receive or none, nothing folded: AllGather's,
+ * Broadcast's, AllReduce's gather half) */
+#ifndef STEP_LL128_COPY_BATCH
+#define STEP_LL128_COPY_BATCH STEP_LL128_BATCH
+#endif
 
 /* Lab builds that leave a stage of the LL128 step out, to time what it costs (the results are
  * wrong; tests/gpu/lab/ll128_stages.sh): LL128_LAB_NOWAIT takes the lines as first peeked
@@ -291,13 +296,13 @@ ll128_wait_batch(const char *slot, uint32_t lstep, const LL128Lane &ln, uint32_t
  * folded into x0/x1 (taken as they are when !have): every line peeked before the first flag
  * check, one vote for the batch (ll128_wait_batch when a line is not there yet). Returns 0
  * or an enum bt_exec_err (warp-uniform). */
-template <typename T, int OP, bool WHOLE>
+template <typename T, int OP, bool WHOLE, int B>
 static __device__ __forceinline__ int
 ll128_step_recv(const struct bt_conn *c, const LL128Lane &ln, uint32_t lo, uint32_t line,
-                uint32_t nlines, int op, bool have, uint64_t (&x0)[STEP_LL128_BATCH],
-                uint64_t (&x1)[STEP_LL128_BATCH], const struct bt_cuda_khdr &h, int widx)
+                uint32_t nlines, int op, bool have, uint64_t (&x0)[B], uint64_t (&x1)[B],
+                const struct bt_cuda_khdr &h, int widx)
 {
-    const int B = STEP_LL128_BATCH, j = threadIdx.x & 7;
+    const int j = threadIdx.x & 7;
     const uint32_t lstep = ln.nl * BT_LL128_LINE;
     const char *slot = bt_conn_slot(c, BT_PROTO_LL128, c->step) + lo;
     const uint64_t flag = c->step + 1;
@@ -342,7 +347,7 @@ ll128_step_recv(const struct bt_conn *c, const LL128Lane &ln, uint32_t lo, uint3
     return 0;
 }
 
-/* A batch of an LL128 step (rounds q0 .. q0 + STEP_LL128_BATCH - 1 of this warp): acc and
+/* A batch of an LL128 step (rounds q0 .. q0 + B - 1 of this warp): acc and
  * src * pre are loaded first, so that they are on their way while the receive lines are
  * waited for; every receive line of the batch is peeked before the first flag check, and one
  * vote says whether they are all there (else ll128_wait_batch). Folds acc, the received lines
@@ -350,12 +355,12 @@ ll128_step_recv(const struct bt_conn *c, const LL128Lane &ln, uint32_t lo, uint3
  * send lines. OP: the op when the caller knows it (its fold compiled in), else -1. WHOLE:
  * the batch's lines are all whole, of 16-byte aligned buffers. Returns 0 or an enum
  * bt_exec_err (warp-uniform). */
-template <typename T, int OP, bool WHOLE>
+template <typename T, int OP, bool WHOLE, int B>
 static __device__ __forceinline__ int
 ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct bt_cuda_khdr &h,
                  int widx, const LL128Lane &ln, uint32_t q0, uint32_t nbytes, uint32_t nlines)
 {
-    const int B = STEP_LL128_BATCH, j = threadIdx.x & 7;
+    const int j = threadIdx.x & 7;
     int op = OP >= 0 ? OP : w->redop.op; /* a constant: the fold's switch folds away */
     /* Else the op is hidden from the optimizer, batch by batch, so that it cannot unswitch
      * the step's loop on it. Whether NVVM did depended on the rest of the unit: with the
@@ -386,14 +391,14 @@ ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct 
      * batch's words carried around a loop; `have` folds to a constant in each */
     bool have = p.acc != NULL;
     if (p.nrecv > 0) {
-        int err = ll128_step_recv<T, OP, WHOLE>(p.recv[0], ln, lo, line, nlines, op, have, x0, x1,
-                                                h, widx);
+        int err = ll128_step_recv<T, OP, WHOLE, B>(p.recv[0], ln, lo, line, nlines, op, have, x0,
+                                                   x1, h, widx);
         if (err)
             return err;
         have = true;
         for (int i = 1; i < p.nrecv; i++) {
-            err = ll128_step_recv<T, OP, WHOLE>(p.recv[i], ln, lo, line, nlines, op, true, x0, x1,
-                                                h, widx);
+            err = ll128_step_recv<T, OP, WHOLE, B>(p.recv[i], ln, lo, line, nlines, op, true, x0,
+                                                   x1, h, widx);
             if (err)
                 return err;
         }
@@ -435,7 +440,7 @@ ll128_step_batch(const struct bt_prim &p, const struct bt_work *w, const struct 
  * takes a line (120 bytes of payload) a round, in batches (ll128_step_batch); a batch whose
  * lines are all whole, of 16-byte aligned buffers, moves one 16-byte access a lane. A step with no
  * data still moves one line. Returns 0 or an enum bt_exec_err (warp-uniform). */
-template <typename T, int OP>
+template <typename T, int OP, int B>
 static __device__ __forceinline__ int ll128_step_lines(const struct bt_prim &p,
                                                        const struct bt_work *w,
                                                        const struct bt_cuda_khdr &h, int widx)
@@ -446,12 +451,11 @@ static __device__ __forceinline__ int ll128_step_lines(const struct bt_prim &p,
     const uint32_t nwarps = blockDim.x >> 5, warp = threadIdx.x >> 5;
     const uint32_t nwhole = nbytes / BT_LL128_PAYLOAD;
     const bool aligned = (((uintptr_t)p.acc | (uintptr_t)p.src | (uintptr_t)p.dst) & 15) == 0;
-    for (uint32_t q0 = 0; q0 * nwarps * 4 < nlines; q0 += STEP_LL128_BATCH) { /* warp-uniform */
+    for (uint32_t q0 = 0; q0 * nwarps * 4 < nlines; q0 += B) { /* warp-uniform */
         /* this warp's last line of the batch: ((q0 + B - 1) * nwarps + warp) * 4 + 3 */
-        const bool whole =
-            aligned && ((q0 + STEP_LL128_BATCH - 1) * nwarps + warp) * 4 + 4 <= nwhole;
-        int err = whole ? ll128_step_batch<T, OP, true>(p, w, h, widx, ln, q0, nbytes, nlines)
-                        : ll128_step_batch<T, OP, false>(p, w, h, widx, ln, q0, nbytes, nlines);
+        const bool whole = aligned && ((q0 + B - 1) * nwarps + warp) * 4 + 4 <= nwhole;
+        int err = whole ? ll128_step_batch<T, OP, true, B>(p, w, h, widx, ln, q0, nbytes, nlines)
+                        : ll128_step_batch<T, OP, false, B>(p, w, h, widx, ln, q0, nbytes, nlines);
 #ifdef BATON_LL128_PROFILE
         if (threadIdx.x == 0)
             prof_batches++;
@@ -470,8 +474,13 @@ template <typename T>
 static __device__ __forceinline__ int ll128_step(const struct bt_prim &p, const struct bt_work *w,
                                                  const struct bt_cuda_khdr &h, int widx)
 {
-    return w->redop.op == BT_OP_SUM ? ll128_step_lines<T, BT_OP_SUM>(p, w, h, widx)
-                                    : ll128_step_lines<T, -1>(p, w, h, widx);
+#if STEP_LL128_COPY_BATCH != STEP_LL128_BATCH
+    if (p.nrecv <= 1 && !p.acc && !p.src) /* a forward: nothing folded, fewer registers */
+        return ll128_step_lines<T, BT_OP_SUM, STEP_LL128_COPY_BATCH>(p, w, h, widx);
+#endif
+    return w->redop.op == BT_OP_SUM
+               ? ll128_step_lines<T, BT_OP_SUM, STEP_LL128_BATCH>(p, w, h, widx)
+               : ll128_step_lines<T, -1, STEP_LL128_BATCH>(p, w, h, widx);
 }
 
 template <typename T>
