@@ -5,6 +5,7 @@
 # warp's waits for lines not there at the first look; kernels.cuh prints them per call of 16
 # MB or more) runs AllGather, ReduceScatter and AllReduce at SIZES (16M 64M), RANKS (8) ranks
 # of one process on GPU 0, the Simple ring and the LL128 ring (4 MB FIFOs).
+#   tests/gpu/lab/build_variant.sh prof -DBATON_LL128_PROFILE   (here, then carried)
 #   OUT=$OUT PROF_LIB=build-libs/prof tests/gpu/lab/ll128_prof.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 1

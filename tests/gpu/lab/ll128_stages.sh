@@ -7,6 +7,8 @@
 # (sweep_libs.sh: ratio = the default's time over the variant's); then the Simple ring on the
 # default library for scale.
 #   OUT=$OUT tests/gpu/lab/ll128_stages.sh build-libs/ll128-nowait build-libs/ll128-nosend ...
+# (variants built here: tests/gpu/lab/build_variant.sh ll128-nowait -DLL128_LAB_NOWAIT; a
+# folder:VAR=VAL runs that library with VAR=VAL set, e.g. build-gpu/lib:BATON_LL128_BUFFSIZE=8388608)
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 1
 B=$(realpath "${BUILD:-build-gpu}")
