@@ -475,7 +475,7 @@ static __device__ __forceinline__ int ll128_step(const struct bt_prim &p, const 
                                                  const struct bt_cuda_khdr &h, int widx)
 {
 #if STEP_LL128_COPY_BATCH != STEP_LL128_BATCH
-    if (p.nrecv <= 1 && !p.acc && !p.src) /* a forward: nothing folded, fewer registers */
+    if (p.nrecv <= 1 && !p.acc && !p.src) /* a forward: no fold, registers for more lines */
         return ll128_step_lines<T, BT_OP_SUM, STEP_LL128_COPY_BATCH>(p, w, h, widx);
 #endif
     return w->redop.op == BT_OP_SUM
